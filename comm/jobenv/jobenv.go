@@ -1,0 +1,28 @@
+// Package jobenv is the bootstrap contract between a launcher and the ranks it starts: which
+// environment variables tell a process its rank, its job's size and where rank 0 hosts the
+// rendezvous. The launcher writes these variables; package comm reads them. It is the one place
+// where the names live.
+package jobenv
+
+// Variables written by gorun's launcher for every rank.
+const (
+	Rank      = "GORUN_RANK"       // this process's rank in the world communicator, 0-based
+	Size      = "GORUN_SIZE"       // number of ranks in the job
+	LocalRank = "GORUN_LOCAL_RANK" // rank among the job's processes on this host
+	LocalSize = "GORUN_LOCAL_SIZE" // number of the job's processes on this host
+	// Coord is host:port where rank 0 listens for the rendezvous. Rank 0 binds it; the others dial it.
+	Coord = "GORUN_COORD"
+	// JobID names the job (hex); it appears in error messages and shared-memory segment names.
+	JobID = "GORUN_JOB_ID"
+	// Secret is the per-job key (hex) every connection proves it knows before it is accepted.
+	Secret = "GORUN_SECRET"
+	// PeerTimeout bounds how long a rank waits on a silent peer before it reports it lost
+	// (a Go duration such as "30s").
+	PeerTimeout = "GORUN_PEER_TIMEOUT"
+	// Transport forces the data-plane transport: "tcp", "shm" or "auto" (the default).
+	Transport = "GORUN_TRANSPORT"
+	// Iface picks the network (interface name or CIDR) whose address a rank advertises.
+	Iface = "GORUN_IFACE"
+	// HostID overrides the host identity ranks compare to find peers on the same machine.
+	HostID = "GORUN_HOST_ID"
+)
