@@ -1,0 +1,242 @@
+package comm
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+const (
+	// AnySource matches a message from any rank of the communicator (MPI_ANY_SOURCE).
+	AnySource = -1
+	// AnyTag matches any tag (MPI_ANY_TAG).
+	AnyTag = -1
+	// Undefined as a Split color means the calling rank joins no new communicator.
+	Undefined = -32766
+	// MaxTag bounds user tags: valid tags are 0 <= tag < MaxTag.
+	MaxTag = 1 << 30
+
+	collTagBase = 1 << 20
+	collTagSpan = MaxTag - collTagBase
+	worldCtx    = uint64(0x676f72756e000000) // "gorun", low bit clear: p2p space of the world
+)
+
+// A transport moves messages between the world's ranks. Receiving goes through the rank's
+// engine; sending is the transport's own.
+type transport interface {
+	// send transmits payload to world rank dst and completes req once payload may be reused.
+	send(dst int, ctx uint64, tag int, payload []byte, req *Request)
+	// finalize closes the transport after the world's final barrier.
+	finalize() error
+}
+
+// world is one rank's view of the job: its engine, its transport and how to abort.
+type world struct {
+	rank, size int
+	eng        *engine
+	tr         transport
+	host       string
+	abort      func(rank, code int)
+	closed     atomic.Bool
+	finalizeMu sync.Mutex
+}
+
+// Comm is a communicator: a group of ranks with a message space of its own. Messages sent on one
+// communicator are received only on the same communicator (its duplicates and splits included
+// are separate). A Comm is safe for concurrent use.
+type Comm struct {
+	w     *world
+	ctx   uint64
+	group []int       // comm rank -> world rank; nil for the world communicator
+	index map[int]int // world rank -> comm rank; nil for the world communicator
+	rank  int
+	sh    *commShared
+}
+
+// commShared is state common to a communicator and its collective twin (Coll).
+type commShared struct {
+	seq  atomic.Uint64 // collective operations started (identical on every member)
+	p2p  *Comm
+	coll *Comm
+}
+
+func newComm(w *world, ctx uint64, group []int) *Comm {
+	c := &Comm{w: w, ctx: ctx &^ 1, group: group, sh: &commShared{}}
+	if group == nil {
+		c.rank = w.rank
+	} else {
+		c.index = make(map[int]int, len(group))
+		for r, wr := range group {
+			c.index[wr] = r
+		}
+		c.rank = c.index[w.rank]
+	}
+	coll := *c
+	coll.ctx |= 1
+	c.sh.p2p, c.sh.coll = c, &coll
+	return c
+}
+
+// Rank is the calling process's rank in c, from 0 to Size()-1.
+func (c *Comm) Rank() int { return c.rank }
+
+// Size is the number of ranks in c.
+func (c *Comm) Size() int {
+	if c.group == nil {
+		return c.w.size
+	}
+	return len(c.group)
+}
+
+// Host is the name of the host this rank runs on.
+func (c *Comm) Host() string { return c.w.host }
+
+// WorldRank translates a rank of c into its rank in the world communicator.
+func (c *Comm) WorldRank(r int) int {
+	if c.group == nil {
+		return r
+	}
+	return c.group[r]
+}
+
+// commRank translates a world rank into c's numbering (-1 if not a member).
+func (c *Comm) commRank(w int) int {
+	if c.index == nil {
+		return w
+	}
+	if r, ok := c.index[w]; ok {
+		return r
+	}
+	return -1
+}
+
+// Coll returns the communicator over the same group whose message space is reserved for
+// collective algorithms, so that their traffic never matches user point-to-point messages. It
+// does not communicate.
+func (c *Comm) Coll() *Comm { return c.sh.coll }
+
+// NextCollTag returns the tag of the next collective operation on c. Every rank calls it in the
+// same collective order and gets the same value, so overlapping non-blocking collectives use
+// distinct tags. Tags cycle within [1<<20, 1<<30).
+func (c *Comm) NextCollTag() int { return collTag(c.sh.seq.Add(1)) }
+
+func collTag(seq uint64) int { return collTagBase + int(seq%collTagSpan) }
+
+// Abort ends the whole job with the given exit code, as MPI_Abort: under gorun the process
+// exits and the launcher stops the other ranks; under Run every rank's pending and later
+// operations fail and Run returns an *AbortError. Abort does not return.
+func (c *Comm) Abort(code int) { c.w.abort(c.w.rank, code) }
+
+// Split partitions c into disjoint communicators, one per color, as MPI_Comm_split: ranks with
+// the same color form a communicator ordered by key, ties broken by rank in c. A rank passing
+// Undefined gets nil. Every rank of c must call it.
+func (c *Comm) Split(color, key int) (*Comm, error) {
+	if color < 0 && color != Undefined {
+		return nil, fmt.Errorf("comm: Split color %d must be >= 0 or Undefined", color)
+	}
+	seq := c.sh.seq.Add(1)
+	all, err := c.allgatherPair(int64(color), int64(key), collTag(seq))
+	if err != nil {
+		return nil, fmt.Errorf("comm: Split: %w", err)
+	}
+	if color == Undefined {
+		return nil, nil
+	}
+	type member struct{ key, rank int }
+	var members []member
+	for r := 0; r < c.Size(); r++ {
+		if int(all[2*r]) == color {
+			members = append(members, member{int(all[2*r+1]), r})
+		}
+	}
+	sort.SliceStable(members, func(i, j int) bool {
+		if members[i].key != members[j].key {
+			return members[i].key < members[j].key
+		}
+		return members[i].rank < members[j].rank
+	})
+	group := make([]int, len(members))
+	for i, m := range members {
+		group[i] = c.WorldRank(m.rank)
+	}
+	// Every member derives the same context from the parent's and the operation's sequence
+	// number; colors share it safely since their groups are disjoint.
+	return newComm(c.w, mixCtx(c.ctx, seq), group), nil
+}
+
+// Dup returns a communicator with the same group and a separate message space. Collective.
+func (c *Comm) Dup() (*Comm, error) { return c.Split(0, c.Rank()) }
+
+// mixCtx derives a child context id (splitmix64 finalizer over parent and sequence).
+func mixCtx(parent, seq uint64) uint64 {
+	z := parent ^ (seq * 0x9e3779b97f4a7c15)
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return z &^ 1
+}
+
+// allgatherPair gathers two int64 per rank on c's collective space: through rank 0, which is
+// plenty for communicator management (not a data path).
+func (c *Comm) allgatherPair(a, b int64, tag int) ([]int64, error) {
+	cc := c.Coll()
+	n := c.Size()
+	all := make([]int64, 2*n)
+	all[2*c.rank], all[2*c.rank+1] = a, b
+	if c.rank != 0 {
+		if err := Send(cc, all[2*c.rank:2*c.rank+2], 0, tag); err != nil {
+			return nil, err
+		}
+		if _, err := Recv(cc, all, 0, tag); err != nil {
+			return nil, err
+		}
+		return all, nil
+	}
+	for r := 1; r < n; r++ {
+		if _, err := Recv(cc, all[2*r:2*r+2], r, tag); err != nil {
+			return nil, err
+		}
+	}
+	reqs := make([]*Request, 0, n)
+	for r := 1; r < n; r++ {
+		reqs = append(reqs, Isend(cc, all, r, tag))
+	}
+	return all, WaitAll(reqs...)
+}
+
+// barrier is a simple gather-release barrier for Finalize (collectives has the fast one).
+func (c *Comm) barrier() error {
+	_, err := c.allgatherPair(0, 0, c.NextCollTag())
+	return err
+}
+
+// Finalize ends the rank's participation in the job, as MPI_Finalize: a barrier over the world,
+// then the transports close. Every rank calls it on the world communicator. Operations after it
+// fail with ErrClosed.
+func (c *Comm) Finalize() error {
+	c.w.finalizeMu.Lock()
+	defer c.w.finalizeMu.Unlock()
+	if c.w.closed.Load() {
+		return nil
+	}
+	if c.group != nil {
+		return fmt.Errorf("comm: Finalize must be called on the world communicator")
+	}
+	err := c.barrier()
+	c.w.closed.Store(true)
+	if ferr := c.w.tr.finalize(); err == nil {
+		err = ferr
+	}
+	c.w.eng.shutdown(ErrClosed)
+	return err
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "localhost"
+	}
+	return h
+}

@@ -1,0 +1,45 @@
+package comm
+
+import (
+	"errors"
+	"fmt"
+)
+
+// PeerError reports an operation that failed because a peer rank died, closed its connection,
+// went silent for longer than the peer timeout, or finalized while a message from it was still
+// awaited. Rank is the peer's rank in the world communicator.
+type PeerError struct {
+	Rank int
+	Err  error
+}
+
+func (e *PeerError) Error() string { return fmt.Sprintf("rank %d: %v", e.Rank, e.Err) }
+func (e *PeerError) Unwrap() error { return e.Err }
+
+// TruncateError is MPI_ERR_TRUNCATE: a message longer than the receive buffer. The buffer holds
+// the first Have bytes of the message; the rest was discarded.
+type TruncateError struct {
+	Source, Tag int
+	Size, Have  int // message bytes, buffer bytes
+}
+
+func (e *TruncateError) Error() string {
+	return fmt.Sprintf("message truncated: %d bytes from rank %d (tag %d) into a %d-byte buffer", e.Size, e.Source, e.Tag, e.Have)
+}
+
+// AbortError is returned by Run when a rank called Abort.
+type AbortError struct {
+	Rank, Code int
+}
+
+func (e *AbortError) Error() string { return fmt.Sprintf("rank %d called Abort(%d)", e.Rank, e.Code) }
+
+// ErrFinalized is the cause inside a PeerError when the peer finalized normally.
+var ErrFinalized = errors.New("peer has finalized and will send nothing more")
+
+// ErrClosed is returned by operations on a communicator whose world was finalized.
+var ErrClosed = errors.New("comm: communicator is finalized")
+
+func rankError(kind string, r, size int) error {
+	return fmt.Errorf("comm: %s rank %d out of range [0,%d)", kind, r, size)
+}

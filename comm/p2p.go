@@ -1,0 +1,177 @@
+package comm
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Send sends buf to rank dst of c with the given tag and returns once buf may be reused
+// (MPI_Send, standard mode: small messages are buffered, large ones wait for the receiver).
+func Send[T Elem](c *Comm, buf []T, dst, tag int) error {
+	_, err := c.isend(AsBytes(buf), dst, tag).Wait()
+	return err
+}
+
+// Isend starts sending buf to dst; buf must not be modified until the request completes.
+func Isend[T Elem](c *Comm, buf []T, dst, tag int) *Request {
+	return c.isend(AsBytes(buf), dst, tag)
+}
+
+// Recv receives a message from src (or AnySource) with tag (or AnyTag) into buf. A message
+// longer than buf fills it and returns a *TruncateError.
+func Recv[T Elem](c *Comm, buf []T, src, tag int) (Status, error) {
+	return c.irecv(AsBytes(buf), src, tag, false).req.Wait()
+}
+
+// Irecv starts a receive into buf; buf must not be read until the request completes.
+func Irecv[T Elem](c *Comm, buf []T, src, tag int) *Request {
+	return c.irecv(AsBytes(buf), src, tag, false).req
+}
+
+// Sendrecv sends sendbuf to dst and receives into recvbuf from src at the same time, without
+// the deadlock two blocking calls in a cycle of ranks would risk.
+func Sendrecv[T Elem](c *Comm, sendbuf []T, dst, sendtag int, recvbuf []T, src, recvtag int) (Status, error) {
+	rr := c.irecv(AsBytes(recvbuf), src, recvtag, false).req
+	sr := c.isend(AsBytes(sendbuf), dst, sendtag)
+	st, rerr := rr.Wait()
+	_, serr := sr.Wait()
+	if rerr != nil {
+		return st, rerr
+	}
+	return st, serr
+}
+
+// Probe blocks until a message from src with tag can be received and returns its status
+// without receiving it.
+func (c *Comm) Probe(src, tag int) (Status, error) {
+	ws, err := c.checkRecvArgs(src, tag)
+	if err != nil {
+		return Status{}, err
+	}
+	st, _, err := c.w.eng.probe(c, ws, c.ctx, tag, true)
+	return st, err
+}
+
+// Iprobe reports whether a message from src with tag can be received now, and its status.
+func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
+	ws, err := c.checkRecvArgs(src, tag)
+	if err != nil {
+		return Status{}, false, err
+	}
+	return c.w.eng.probe(c, ws, c.ctx, tag, false)
+}
+
+// SendValue sends any Go value (encoded with msgpack) to dst: the path for control messages
+// and small structured data.
+func (c *Comm) SendValue(v any, dst, tag int) error {
+	var buf bytes.Buffer
+	if err := msgpack.NewEncoder(&buf).Encode(v); err != nil {
+		return fmt.Errorf("comm: SendValue to rank %d: encode: %w", dst, err)
+	}
+	return Send(c, buf.Bytes(), dst, tag)
+}
+
+// RecvValue receives a value sent with SendValue and decodes it into v (a pointer).
+func (c *Comm) RecvValue(v any, src, tag int) (Status, error) {
+	op := c.irecv(nil, src, tag, true)
+	st, err := op.req.Wait()
+	if err != nil {
+		return st, err
+	}
+	if err := msgpack.Unmarshal(op.buf, v); err != nil {
+		return st, fmt.Errorf("comm: RecvValue from rank %d: decode: %w", st.Source, err)
+	}
+	return st, nil
+}
+
+func (c *Comm) checkTag(tag int, anyOK bool) error {
+	if (anyOK && tag == AnyTag) || (tag >= 0 && tag < MaxTag) {
+		return nil
+	}
+	return fmt.Errorf("comm: tag %d out of range [0,%d)", tag, MaxTag)
+}
+
+func (c *Comm) checkRecvArgs(src, tag int) (int, error) {
+	if c.w.closed.Load() {
+		return 0, ErrClosed
+	}
+	if err := c.checkTag(tag, true); err != nil {
+		return 0, err
+	}
+	if src == AnySource {
+		return AnySource, nil
+	}
+	if src < 0 || src >= c.Size() {
+		return 0, rankError("source", src, c.Size())
+	}
+	return c.WorldRank(src), nil
+}
+
+func (c *Comm) isend(b []byte, dst, tag int) *Request {
+	if c.w.closed.Load() {
+		return completedRequest(Status{}, ErrClosed)
+	}
+	if err := c.checkTag(tag, false); err != nil {
+		return completedRequest(Status{}, err)
+	}
+	if dst < 0 || dst >= c.Size() {
+		return completedRequest(Status{}, rankError("destination", dst, c.Size()))
+	}
+	req := newRequest()
+	w := c.WorldRank(dst)
+	if w == c.w.rank {
+		deliverLocal(c.w.eng, w, c.ctx, tag, b, req)
+		return req
+	}
+	if err := c.w.eng.isDead(w); err != nil {
+		req.complete(Status{}, err)
+		return req
+	}
+	c.w.tr.send(w, c.ctx, tag, b, req)
+	return req
+}
+
+func (c *Comm) irecv(b []byte, src, tag int, alloc bool) *recvOp {
+	r := &recvOp{ctx: c.ctx, tag: tag, buf: b, alloc: alloc, req: newRequest(), comm: c}
+	ws, err := c.checkRecvArgs(src, tag)
+	if err != nil {
+		r.req.complete(Status{}, err)
+		return r
+	}
+	r.src = ws
+	c.w.eng.post(r)
+	return r
+}
+
+// localEagerLimit: messages within one process up to this size are copied into a queue
+// when no receive is posted yet; larger ones wait for the receive and are copied once.
+const localEagerLimit = 64 << 10
+
+// deliverLocal hands a message from world rank src to an engine in this process (the same rank,
+// or another goroutine rank of the inproc transport).
+func deliverLocal(dst *engine, src int, ctx uint64, tag int, payload []byte, req *Request) {
+	eager := len(payload) <= localEagerLimit
+	m := &inMsg{src: src, ctx: ctx, tag: tag, size: len(payload)}
+	r := dst.arrive(m, func(m *inMsg) {
+		if eager {
+			m.data = append(make([]byte, 0, len(payload)), payload...)
+			m.ready = true
+			return
+		}
+		m.fetch = func(r *recvOp) {
+			r.deliver(src, tag, payload)
+			req.complete(Status{}, nil)
+		}
+		m.abort = func(err error) { req.complete(Status{}, err) }
+	})
+	if r != nil {
+		r.deliver(src, tag, payload)
+		req.complete(Status{}, nil)
+		return
+	}
+	if eager {
+		req.complete(Status{}, nil)
+	}
+}

@@ -1,0 +1,119 @@
+package comm
+
+import (
+	"reflect"
+	"sync/atomic"
+)
+
+// Status describes a received (or probed) message. Source and Tag are the actual values even when
+// the receive used AnySource or AnyTag; Count is the message's length in bytes.
+type Status struct {
+	Source int
+	Tag    int
+	Count  int
+}
+
+// Count returns how many elements of type T the status's message holds.
+func Count[T Elem](s Status) int {
+	var zero T
+	return s.Count / elemSize(zero)
+}
+
+// Request is a pending non-blocking operation (Isend, Irecv, or a non-blocking collective).
+// Its result is read with Wait or Test; Done gives a channel for select.
+type Request struct {
+	done     chan struct{}
+	finished atomic.Bool
+	st       Status
+	err      error
+}
+
+func newRequest() *Request { return &Request{done: make(chan struct{})} }
+
+// complete records the result; later calls are ignored so that a racing failure path (peer
+// death) and a normal completion cannot both close the channel.
+func (r *Request) complete(st Status, err error) {
+	if !r.finished.CompareAndSwap(false, true) {
+		return
+	}
+	r.st, r.err = st, err
+	close(r.done)
+}
+
+// Wait blocks until the operation completes and returns its status.
+func (r *Request) Wait() (Status, error) {
+	<-r.done
+	return r.st, r.err
+}
+
+// Test reports whether the operation has completed, without blocking.
+func (r *Request) Test() (done bool, st Status, err error) {
+	select {
+	case <-r.done:
+		return true, r.st, r.err
+	default:
+		return false, Status{}, nil
+	}
+}
+
+// Done returns a channel closed when the operation completes.
+func (r *Request) Done() <-chan struct{} { return r.done }
+
+// WaitAll waits for every request (nil entries are skipped) and returns the first error in
+// argument order. It always waits for all of them, so no buffer is still in use on return.
+func WaitAll(reqs ...*Request) error {
+	var first error
+	for _, r := range reqs {
+		if r == nil {
+			continue
+		}
+		if _, err := r.Wait(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// WaitAny waits until one of the requests completes and returns its index and result. Nil
+// entries are skipped; with no non-nil request it returns -1.
+func WaitAny(reqs ...*Request) (int, Status, error) {
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		if ok, st, err := r.Test(); ok {
+			return i, st, err
+		}
+	}
+	cases := make([]reflect.SelectCase, 0, len(reqs))
+	index := make([]int, 0, len(reqs))
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(r.done)})
+		index = append(index, i)
+	}
+	if len(cases) == 0 {
+		return -1, Status{}, nil
+	}
+	chosen, _, _ := reflect.Select(cases)
+	i := index[chosen]
+	st, err := reqs[i].Wait()
+	return i, st, err
+}
+
+// Go runs fn in a new goroutine and returns a Request completed with its result. Non-blocking
+// collectives are built this way, so they compose with WaitAll and WaitAny.
+func Go(fn func() error) *Request {
+	r := newRequest()
+	go func() { r.complete(Status{}, fn()) }()
+	return r
+}
+
+// completedRequest returns a request that is already done.
+func completedRequest(st Status, err error) *Request {
+	r := newRequest()
+	r.complete(st, err)
+	return r
+}
