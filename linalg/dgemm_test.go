@@ -1,0 +1,145 @@
+package linalg
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+func gonumTrans(t Transpose) blas.Transpose {
+	if t == Trans {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
+
+// refDgemm is gonum's Dgemm applied to column-major data: a column-major
+// C = op(A) op(B) is the row-major Cᵀ = op(B)ᵀ op(A)ᵀ on the same memory.
+func refDgemm(tA, tB Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	blas64.Implementation().Dgemm(gonumTrans(tB), gonumTrans(tA), n, m, k, alpha, b, ldb, a, lda, beta, c, ldc)
+}
+
+func testDgemmCase(t *testing.T, rng *rand.Rand, tA, tB Transpose, m, n, k, padA, padB, padC int, alpha, beta float64) {
+	t.Helper()
+	ar, ac := m, k
+	if tA == Trans {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if tB == Trans {
+		br, bc = n, k
+	}
+	lda, ldb, ldc := max(1, ar)+padA, max(1, br)+padB, max(1, m)+padC
+	a := randMat(rng, ar, ac, lda)
+	b := randMat(rng, br, bc, ldb)
+	c := randMat(rng, m, n, ldc)
+	want := append([]float64(nil), c...)
+	if beta == 0 {
+		// Reference BLAS must not read C when beta == 0: poison it.
+		for j := range n {
+			for i := range m {
+				c[i+j*ldc] = pad
+				want[i+j*ldc] = 0
+			}
+		}
+	}
+	refDgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, want, ldc)
+	a0 := append([]float64(nil), a...)
+	b0 := append([]float64(nil), b...)
+	Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	name := fmt.Sprintf("Dgemm(%c,%c,m=%d,n=%d,k=%d,alpha=%v,lda=%d,ldb=%d,beta=%v,ldc=%d)", tA, tB, m, n, k, alpha, lda, ldb, beta, ldc)
+	tol := 1e-13 * float64(k+2)
+	if d := maxDiff(m, n, c, ldc, want, ldc); d > tol {
+		t.Fatalf("%s: max difference from gonum %g > %g", name, d, tol)
+	}
+	checkPad(t, name+" C", c, m, n, ldc)
+	for i := range a {
+		if a[i] != a0[i] && !(a[i] != a[i] && a0[i] != a0[i]) {
+			t.Fatalf("%s: A modified at %d", name, i)
+		}
+	}
+	for i := range b {
+		if b[i] != b0[i] && !(b[i] != b[i] && b0[i] != b0[i]) {
+			t.Fatalf("%s: B modified at %d", name, i)
+		}
+	}
+}
+
+var transes = []Transpose{NoTrans, Trans}
+
+func TestDgemmShapes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tA := range transes {
+		for _, tB := range transes {
+			for _, m := range sizes {
+				for _, n := range sizes {
+					k := sizes[rng.IntN(len(sizes))]
+					testDgemmCase(t, rng, tA, tB, m, n, k, rng.IntN(3), rng.IntN(3), rng.IntN(3), 1, 1)
+				}
+			}
+		}
+	}
+}
+
+func TestDgemmAlphaBeta(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tA := range transes {
+		for _, tB := range transes {
+			for _, alpha := range []float64{0, 1, -1, 0.7} {
+				for _, beta := range []float64{0, 1, -1, 0.3} {
+					for range 4 {
+						m, n, k := 1+rng.IntN(40), 1+rng.IntN(40), rng.IntN(40)
+						testDgemmCase(t, rng, tA, tB, m, n, k, rng.IntN(4), rng.IntN(4), rng.IntN(4), alpha, beta)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDgemmLarge covers sizes that cross every cache-blocking boundary and
+// the parallel split.
+func TestDgemmLarge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	shapes := [][3]int{{300, 290, 310}, {513, 257, 1}, {1, 700, 400}, {700, 1, 400}, {97, 1030, 260}, {1100, 70, 530}}
+	if !testing.Short() {
+		shapes = append(shapes, [3]int{1031, 1029, 1027})
+	}
+	for _, s := range shapes {
+		for _, tA := range transes {
+			for _, tB := range transes {
+				testDgemmCase(t, rng, tA, tB, s[0], s[1], s[2], rng.IntN(5), rng.IntN(5), rng.IntN(5), 0.9, 0.5)
+			}
+		}
+	}
+}
+
+func TestDgemmEmpty(t *testing.T) {
+	// Zero sizes with minimal slices must neither panic nor write.
+	Dgemm(NoTrans, NoTrans, 0, 0, 0, 1, nil, 1, nil, 1, 0, nil, 1)
+	c := []float64{5}
+	Dgemm(NoTrans, NoTrans, 1, 1, 0, 1, nil, 1, nil, 1, 2, c, 1)
+	if c[0] != 10 {
+		t.Fatalf("k=0: C = %v, want beta*C = 10", c[0])
+	}
+}
+
+func TestDgemmPanics(t *testing.T) {
+	a := make([]float64, 16)
+	cases := map[string]func(){
+		"bad tA":    func() { Dgemm('X', NoTrans, 2, 2, 2, 1, a, 2, a, 2, 0, a, 2) },
+		"m<0":       func() { Dgemm(NoTrans, NoTrans, -1, 2, 2, 1, a, 2, a, 2, 0, a, 2) },
+		"lda<m":     func() { Dgemm(NoTrans, NoTrans, 3, 2, 2, 1, a, 2, a, 3, 0, a, 3) },
+		"ldaT<k":    func() { Dgemm(Trans, NoTrans, 2, 2, 3, 1, a, 2, a, 3, 0, a, 2) },
+		"short a":   func() { Dgemm(NoTrans, NoTrans, 4, 4, 4, 1, a[:15], 4, a, 4, 0, a, 4) },
+		"short c":   func() { Dgemm(NoTrans, NoTrans, 4, 4, 4, 1, a, 4, a, 4, 0, a[:3], 4) },
+		"ldc<m":     func() { Dgemm(NoTrans, NoTrans, 4, 1, 1, 1, a, 4, a, 1, 0, a, 3) },
+		"ldb<1 n=0": func() { Dgemm(NoTrans, NoTrans, 1, 0, 1, 1, a, 1, a, 0, 0, a, 1) },
+	}
+	for name, f := range cases {
+		mustPanic(t, name, f)
+	}
+}

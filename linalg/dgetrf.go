@@ -1,0 +1,120 @@
+package linalg
+
+// Dgetrf computes the LU factorisation with partial pivoting (row
+// interchanges) of the m×n column-major matrix A: A = P*L*U, where L is unit
+// lower triangular (lower trapezoidal if m > n) and U upper triangular (upper
+// trapezoidal if m < n). L and U overwrite A; the unit diagonal of L is not
+// stored. ipiv must have at least min(m, n) elements; ipiv[i] = p (zero-based)
+// records that row i was interchanged with row p.
+//
+// info is 0 on success. info = i > 0 (one-based, LAPACK's meaning) says that
+// U[i-1, i-1] is exactly zero: the factorisation was completed, but U is
+// singular and must not be used to solve a system.
+//
+// The factorisation is recursive (Toledo's left/right split): the left half
+// of the columns is factored, the right half is updated with Dtrsm and Dgemm,
+// and its lower part is factored in turn, so almost all the work is Dgemm.
+func Dgetrf(m, n int, a []float64, lda int, ipiv []int) (info int) {
+	const r = "Dgetrf"
+	checkDim(r, "m", m)
+	checkDim(r, "n", n)
+	checkMat(r, "a", m, n, a, lda)
+	mn := min(m, n)
+	if len(ipiv) < mn {
+		xerbla(r, "len(ipiv) = %d < min(m, n) = %d", len(ipiv), mn)
+	}
+	if mn == 0 {
+		return 0
+	}
+	return getrfRec(m, n, a, lda, ipiv[:mn])
+}
+
+// getrfLeaf is the panel width below which getrfRec factors column by column.
+const getrfLeaf = 16
+
+// getrfRec factors the m×n matrix A (m, n > 0) in place and returns the
+// LAPACK info value for it.
+func getrfRec(m, n int, a []float64, lda int, ipiv []int) (info int) {
+	mn := min(m, n)
+	if mn <= getrfLeaf {
+		return getrfUnblocked(m, n, a, lda, ipiv)
+	}
+	n1 := mn / 2
+	n2 := n - n1
+	// Factor the left columns [A11; A21].
+	info = getrfRec(m, n1, a, lda, ipiv[:n1])
+	a12 := a[n1*lda:]
+	// Apply their interchanges to the right columns, then
+	// A12 = L11⁻¹ A12 and A22 -= A21*A12.
+	laswpFwd(n2, a12, lda, 0, n1-1, ipiv)
+	trsmRec(true, false, false, true, n1, n2, 1, a, lda, a12, lda)
+	a22 := a[n1+n1*lda:]
+	gemm(false, false, m-n1, n2, n1, -1, a[n1:], lda, a12, lda, 1, a22, lda)
+	// Factor A22 and bring its interchanges into the global numbering.
+	info2 := getrfRec(m-n1, n2, a22, lda, ipiv[n1:])
+	if info == 0 && info2 > 0 {
+		info = info2 + n1
+	}
+	for i := n1; i < mn; i++ {
+		ipiv[i] += n1
+	}
+	// Apply A22's interchanges to the left columns.
+	laswpFwd(n1, a, lda, n1, mn-1, ipiv)
+	return info
+}
+
+// getrfUnblocked is the right-looking unblocked LU (LAPACK's dgetf2) of the
+// m×n matrix A.
+func getrfUnblocked(m, n int, a []float64, lda int, ipiv []int) (info int) {
+	mn := min(m, n)
+	for j := range mn {
+		cj := a[j*lda : j*lda+m]
+		p := j + Idamax(m-j, cj[j:], 1)
+		ipiv[j] = p
+		if cj[p] == 0 {
+			if info == 0 {
+				info = j + 1
+			}
+			continue
+		}
+		if p != j {
+			// Swap whole rows j and p across all n columns.
+			for c := range n {
+				col := a[c*lda:]
+				col[j], col[p] = col[p], col[j]
+			}
+		}
+		if j+1 < m {
+			r := 1 / cj[j]
+			below := cj[j+1:]
+			for i := range below {
+				below[i] *= r
+			}
+		}
+		// Rank-one update of the trailing submatrix.
+		for c := j + 1; c < n; c++ {
+			col := a[c*lda : c*lda+m]
+			if t := col[j]; t != 0 {
+				axpyUnit(-t, cj[j+1:], col[j+1:])
+			}
+		}
+	}
+	return info
+}
+
+// laswpFwd applies the interchanges ipiv[k1..k2] in order to n columns of A
+// (Dlaswp without checks).
+func laswpFwd(n int, a []float64, lda int, k1, k2 int, ipiv []int) {
+	const nb = 32
+	for j0 := 0; j0 < n; j0 += nb {
+		j1 := min(j0+nb, n)
+		for k := k1; k <= k2; k++ {
+			if p := ipiv[k]; p != k {
+				for j := j0; j < j1; j++ {
+					c := a[j*lda:]
+					c[k], c[p] = c[p], c[k]
+				}
+			}
+		}
+	}
+}

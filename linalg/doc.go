@@ -1,0 +1,60 @@
+// Package linalg provides the dense kernels that HPL and the rest of gorun
+// need: BLAS routines (Dgemm, Dtrsm, Dger, Daxpy, Dscal, Dswap, Idamax) and
+// LAPACK routines (Dgetrf, Dgetrs, Dlaswp).
+//
+// Conventions follow reference BLAS and LAPACK, not gonum's row-major ones:
+// matrices are column-major, element (i, j) of an m×n matrix A with leading
+// dimension lda is a[i+j*lda], and lda >= max(1, m). Pivot indices are
+// zero-based row numbers (as in gonum): ipiv[i] = p means rows i and p were
+// interchanged. Vector increments may be negative where reference BLAS allows
+// it, with the same meaning (the vector starts at x[(1-n)*inc]).
+//
+// Invalid arguments (negative sizes, a leading dimension that is too small,
+// a slice too short for the sizes given, an unknown Transpose, Uplo, Side or
+// Diag value) are programmer errors: the routines panic with a message naming
+// the routine and the argument, as BLAS's xerbla reports them, before they
+// touch any memory. Numerical conditions are not errors: Dgetrf reports a
+// zero pivot through its info result, as LAPACK does.
+//
+// Dgemm is organised as in BLIS: panels of A and B are packed into
+// contiguous buffers sized to the caches and a small register-blocked
+// micro-kernel (Go assembly where available, pure Go under the noasm build
+// tag) computes each tile. Dtrsm and Dgetrf are blocked or recursive so that
+// almost all of their floating-point work runs inside Dgemm.
+package linalg
+
+// Transpose says whether a matrix operand is used as is or transposed.
+type Transpose byte
+
+// Transpose values.
+const (
+	NoTrans Transpose = 'N'
+	Trans   Transpose = 'T'
+)
+
+// Uplo says which triangle of a matrix is referenced.
+type Uplo byte
+
+// Uplo values.
+const (
+	Upper Uplo = 'U'
+	Lower Uplo = 'L'
+)
+
+// Side says on which side a triangular matrix multiplies.
+type Side byte
+
+// Side values.
+const (
+	Left  Side = 'L'
+	Right Side = 'R'
+)
+
+// Diag says whether a triangular matrix has an implicit unit diagonal.
+type Diag byte
+
+// Diag values.
+const (
+	NonUnit Diag = 'N'
+	Unit    Diag = 'U'
+)

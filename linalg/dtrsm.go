@@ -1,0 +1,230 @@
+package linalg
+
+// Dtrsm solves op(A)*X = alpha*B (side == Left) or X*op(A) = alpha*B
+// (side == Right) for X, where A is a triangular matrix (the ul triangle of
+// its storage is referenced; with d == Unit its diagonal is taken as ones and
+// not read) and B is m×n; X overwrites B. A is m×m for Left and n×n for
+// Right, column-major with leading dimension lda.
+//
+// Large problems are solved recursively: the triangle is split in two, the
+// halves are solved recursively and the off-diagonal block is applied with
+// Dgemm, so the work runs at Dgemm's speed.
+func Dtrsm(s Side, ul Uplo, tA Transpose, d Diag, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
+	const r = "Dtrsm"
+	if s != Left && s != Right {
+		xerbla(r, "bad side %q (want 'L' or 'R')", byte(s))
+	}
+	if ul != Upper && ul != Lower {
+		xerbla(r, "bad uplo %q (want 'U' or 'L')", byte(ul))
+	}
+	checkTrans(r, "tA", tA)
+	if d != Unit && d != NonUnit {
+		xerbla(r, "bad diag %q (want 'N' or 'U')", byte(d))
+	}
+	checkDim(r, "m", m)
+	checkDim(r, "n", n)
+	ka := m
+	if s == Right {
+		ka = n
+	}
+	checkMat(r, "a", ka, ka, a, lda)
+	checkMat(r, "b", m, n, b, ldb)
+	if m == 0 || n == 0 {
+		return
+	}
+	if alpha == 0 {
+		scaleC(m, n, 0, b, ldb)
+		return
+	}
+	trsmRec(s == Left, ul == Upper, tA == Trans, d == Unit, m, n, alpha, a, lda, b, ldb)
+}
+
+// trsmLeaf is the size of triangle below which trsmRec solves directly.
+const trsmLeaf = 32
+
+// trsmRec solves recursively by halving the triangle (see Dtrsm).
+func trsmRec(left, upper, trans, unit bool, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
+	ka := m
+	if !left {
+		ka = n
+	}
+	if ka <= trsmLeaf {
+		trsmUnblocked(left, upper, trans, unit, m, n, alpha, a, lda, b, ldb)
+		return
+	}
+	// Split the triangle at k1, a multiple of the leaf size, so that the
+	// blocks Dgemm sees are reasonably shaped.
+	k1 := (ka / 2 / trsmLeaf) * trsmLeaf
+	k1 = max(k1, trsmLeaf)
+	k2 := ka - k1
+	a11 := a
+	a22 := a[k1+k1*lda:]
+	a21 := a[k1:]     // k2×k1, below the diagonal
+	a12 := a[k1*lda:] // k1×k2, right of the diagonal
+	// opLower: op(A) is lower triangular.
+	opLower := upper == trans
+	if left {
+		b1, b2 := b, b[k1:]
+		if opLower {
+			// [O11 0; O21 O22] [X1; X2] = alpha [B1; B2]
+			trsmRec(left, upper, trans, unit, k1, n, alpha, a11, lda, b1, ldb)
+			if trans { // O21 = A12ᵀ
+				gemm(true, false, k2, n, k1, -1, a12, lda, b1, ldb, alpha, b2, ldb)
+			} else { // O21 = A21
+				gemm(false, false, k2, n, k1, -1, a21, lda, b1, ldb, alpha, b2, ldb)
+			}
+			trsmRec(left, upper, trans, unit, k2, n, 1, a22, lda, b2, ldb)
+			return
+		}
+		// [O11 O12; 0 O22] [X1; X2] = alpha [B1; B2]
+		trsmRec(left, upper, trans, unit, k2, n, alpha, a22, lda, b2, ldb)
+		if trans { // O12 = A21ᵀ
+			gemm(true, false, k1, n, k2, -1, a21, lda, b2, ldb, alpha, b1, ldb)
+		} else { // O12 = A12
+			gemm(false, false, k1, n, k2, -1, a12, lda, b2, ldb, alpha, b1, ldb)
+		}
+		trsmRec(left, upper, trans, unit, k1, n, 1, a11, lda, b1, ldb)
+		return
+	}
+	b1, b2 := b, b[k1*ldb:]
+	if !opLower {
+		// [X1 X2] [O11 O12; 0 O22] = alpha [B1 B2]
+		trsmRec(left, upper, trans, unit, m, k1, alpha, a11, lda, b1, ldb)
+		if trans { // O12 = A21ᵀ
+			gemm(false, true, m, k2, k1, -1, b1, ldb, a21, lda, alpha, b2, ldb)
+		} else { // O12 = A12
+			gemm(false, false, m, k2, k1, -1, b1, ldb, a12, lda, alpha, b2, ldb)
+		}
+		trsmRec(left, upper, trans, unit, m, k2, 1, a22, lda, b2, ldb)
+		return
+	}
+	// [X1 X2] [O11 0; O21 O22] = alpha [B1 B2]
+	trsmRec(left, upper, trans, unit, m, k2, alpha, a22, lda, b2, ldb)
+	if trans { // O21 = A12ᵀ
+		gemm(false, true, m, k1, k2, -1, b2, ldb, a12, lda, alpha, b1, ldb)
+	} else { // O21 = A21
+		gemm(false, false, m, k1, k2, -1, b2, ldb, a21, lda, alpha, b1, ldb)
+	}
+	trsmRec(left, upper, trans, unit, m, k1, 1, a11, lda, b1, ldb)
+}
+
+// trsmUnblocked is reference BLAS's DTRSM loop nest, column-oriented so the
+// inner loops run down contiguous columns.
+func trsmUnblocked(left, upper, trans, unit bool, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
+	scale := func(col []float64, s float64) {
+		if s != 1 {
+			for i := range col {
+				col[i] *= s
+			}
+		}
+	}
+	if left {
+		for j := range n {
+			bj := b[j*ldb : j*ldb+m]
+			switch {
+			case !trans && upper:
+				scale(bj, alpha)
+				for k := m - 1; k >= 0; k-- {
+					if bj[k] == 0 {
+						continue
+					}
+					if !unit {
+						bj[k] /= a[k+k*lda]
+					}
+					axpyUnit(-bj[k], a[k*lda:k*lda+k], bj[:k])
+				}
+			case !trans && !upper:
+				scale(bj, alpha)
+				for k := range m {
+					if bj[k] == 0 {
+						continue
+					}
+					if !unit {
+						bj[k] /= a[k+k*lda]
+					}
+					axpyUnit(-bj[k], a[k+1+k*lda:m+k*lda], bj[k+1:])
+				}
+			case trans && upper:
+				for i := range m {
+					ai := a[i*lda : i*lda+i]
+					t := alpha * bj[i]
+					for k, v := range ai {
+						t -= v * bj[k]
+					}
+					if !unit {
+						t /= a[i+i*lda]
+					}
+					bj[i] = t
+				}
+			default: // trans && lower
+				for i := m - 1; i >= 0; i-- {
+					ai := a[i+1+i*lda : m+i*lda]
+					t := alpha * bj[i]
+					for k, v := range ai {
+						t -= v * bj[i+1+k]
+					}
+					if !unit {
+						t /= a[i+i*lda]
+					}
+					bj[i] = t
+				}
+			}
+		}
+		return
+	}
+	col := func(j int) []float64 { return b[j*ldb : j*ldb+m] }
+	switch {
+	case !trans && upper:
+		for j := range n {
+			bj := col(j)
+			scale(bj, alpha)
+			for k := range j {
+				if t := a[k+j*lda]; t != 0 {
+					axpyUnit(-t, col(k), bj)
+				}
+			}
+			if !unit {
+				scale(bj, 1/a[j+j*lda])
+			}
+		}
+	case !trans && !upper:
+		for j := n - 1; j >= 0; j-- {
+			bj := col(j)
+			scale(bj, alpha)
+			for k := j + 1; k < n; k++ {
+				if t := a[k+j*lda]; t != 0 {
+					axpyUnit(-t, col(k), bj)
+				}
+			}
+			if !unit {
+				scale(bj, 1/a[j+j*lda])
+			}
+		}
+	case trans && upper:
+		for k := n - 1; k >= 0; k-- {
+			bk := col(k)
+			if !unit {
+				scale(bk, 1/a[k+k*lda])
+			}
+			for j := range k {
+				if t := a[j+k*lda]; t != 0 {
+					axpyUnit(-t, bk, col(j))
+				}
+			}
+			scale(bk, alpha)
+		}
+	default: // trans && lower
+		for k := range n {
+			bk := col(k)
+			if !unit {
+				scale(bk, 1/a[k+k*lda])
+			}
+			for j := k + 1; j < n; j++ {
+				if t := a[j+k*lda]; t != 0 {
+					axpyUnit(-t, bk, col(j))
+				}
+			}
+			scale(bk, alpha)
+		}
+	}
+}
