@@ -1,0 +1,455 @@
+package comm
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/gorun-hpc/gorun/comm/jobenv"
+)
+
+// rankInfo is what each rank tells rank 0 at the rendezvous, and what rank 0 sends back for
+// every rank.
+type rankInfo struct {
+	Rank   int    `msgpack:"rank"`
+	Addr   string `msgpack:"addr"`    // data-plane listener, host:port
+	Host   string `msgpack:"host"`    // host name, for messages
+	HostID string `msgpack:"host_id"` // ranks with equal host ids share a machine
+	PID    int    `msgpack:"pid"`
+}
+
+// maxControlMsg bounds a rendezvous message (a rank's info, or the whole table).
+const maxControlMsg = 16 << 20
+
+// bootstrapTimeout bounds the whole rendezvous and mesh set-up: ranks start at different
+// times (process start, program loading), so it is more generous than the peer timeout.
+func bootstrapTimeout(id identity) time.Duration { return max(2*id.peerTimeout, 60*time.Second) }
+
+func initTCP(id identity) (*Comm, error) {
+	deadline := time.Now().Add(bootstrapTimeout(id))
+	jobHash := fnv64([]byte(id.jobID))
+	host := hostname()
+	me := rankInfo{Rank: id.rank, Host: host, HostID: hostID(), PID: os.Getpid()}
+
+	// Rank 0 listens for the rendezvous before anything else, so early ranks find it.
+	var coordLn net.Listener
+	if id.rank == 0 {
+		var err error
+		coordLn, err = net.Listen("tcp", id.coord)
+		if err != nil {
+			_, port, _ := net.SplitHostPort(id.coord)
+			if coordLn, err = net.Listen("tcp", ":"+port); err != nil {
+				return nil, fmt.Errorf("comm: rank 0: rendezvous listener on %s: %w", id.coord, err)
+			}
+		}
+		defer coordLn.Close()
+	}
+
+	var table []rankInfo
+	var dataLn net.Listener
+	var err error
+	if id.rank == 0 {
+		advertise, aerr := advertiseHost(id, nil)
+		if aerr != nil {
+			return nil, aerr
+		}
+		if dataLn, me.Addr, err = listenData(advertise); err != nil {
+			return nil, err
+		}
+		table, err = serveRendezvous(coordLn, id, jobHash, me, deadline)
+	} else {
+		var conn net.Conn
+		conn, err = dialRetry(id.coord, deadline)
+		if err != nil {
+			return nil, fmt.Errorf("comm: rank %d: rendezvous with rank 0 at %s: %w", id.rank, id.coord, err)
+		}
+		defer conn.Close()
+		advertise, aerr := advertiseHost(id, conn.LocalAddr())
+		if aerr != nil {
+			return nil, aerr
+		}
+		if dataLn, me.Addr, err = listenData(advertise); err != nil {
+			return nil, err
+		}
+		table, err = joinRendezvous(conn, id, jobHash, me, deadline)
+	}
+	if err != nil {
+		if dataLn != nil {
+			dataLn.Close()
+		}
+		return nil, err
+	}
+	defer dataLn.Close()
+
+	w := &world{rank: id.rank, size: id.size, eng: newEngine(id.rank), host: host, abort: processAbort}
+	t := &tcpTransport{w: w, peers: make([]*tcpPeer, id.size), timeout: id.peerTimeout}
+	w.tr = t
+	if err := buildMesh(t, dataLn, id, jobHash, table, deadline); err != nil {
+		for _, p := range t.peers {
+			if p != nil {
+				p.conn.Close()
+			}
+		}
+		return nil, err
+	}
+	for _, p := range t.peers {
+		if p != nil {
+			p.start()
+		}
+	}
+	return newComm(w, worldCtx, nil), nil
+}
+
+// hostID identifies the machine, so that ranks can tell which peers share it.
+func hostID() string {
+	if v := os.Getenv(jobenv.HostID); v != "" {
+		return v
+	}
+	if b, err := os.ReadFile("/etc/machine-id"); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)) + "/" + hostname()
+	}
+	return hostname()
+}
+
+// advertiseHost picks the address peers will reach this rank's data listener at: the one named
+// by GORUN_IFACE (interface name or CIDR), else the local address this rank reaches rank 0 from
+// (the network the job evidently shares), else rank 0's own rendezvous host.
+func advertiseHost(id identity, toCoord net.Addr) (string, error) {
+	if iface := os.Getenv(jobenv.Iface); iface != "" {
+		ip, err := addrOnIface(iface)
+		if err != nil {
+			return "", fmt.Errorf("comm: rank %d: %s=%s: %w", id.rank, jobenv.Iface, iface, err)
+		}
+		return ip.String(), nil
+	}
+	if ta, ok := toCoord.(*net.TCPAddr); ok {
+		return ta.IP.String(), nil
+	}
+	h, _, err := net.SplitHostPort(id.coord)
+	if err != nil {
+		return "", fmt.Errorf("comm: rendezvous address %q: %w", id.coord, err)
+	}
+	return h, nil
+}
+
+// addrOnIface finds this host's IPv4 (else IPv6) address on an interface given by name, or
+// inside a CIDR.
+func addrOnIface(spec string) (net.IP, error) {
+	var want *net.IPNet
+	if _, n, err := net.ParseCIDR(spec); err == nil {
+		want = n
+	}
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	var found []net.IP
+	for _, ifc := range ifaces {
+		if want == nil && ifc.Name != spec {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || (want != nil && !want.Contains(ipn.IP)) {
+				continue
+			}
+			found = append(found, ipn.IP)
+		}
+	}
+	sort.SliceStable(found, func(i, j int) bool { return found[i].To4() != nil && found[j].To4() == nil })
+	if len(found) == 0 {
+		return nil, errors.New("no address on that interface or in that network")
+	}
+	return found[0], nil
+}
+
+func listenData(host string) (net.Listener, string, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		// The advertised address may not be bindable (NAT, a name): listen everywhere.
+		if ln, err = net.Listen("tcp", ":0"); err != nil {
+			return nil, "", fmt.Errorf("comm: data listener: %w", err)
+		}
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return ln, net.JoinHostPort(host, port), nil
+}
+
+func dialRetry(addr string, deadline time.Time) (net.Conn, error) {
+	backoff := 20 * time.Millisecond
+	for {
+		d := net.Dialer{Deadline: deadline, Timeout: 5 * time.Second}
+		conn, err := d.Dial("tcp", addr)
+		if err == nil {
+			return conn, nil
+		}
+		if time.Now().Add(backoff).After(deadline) {
+			return nil, fmt.Errorf("gave up at the bootstrap deadline: %w", err)
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// handshake exchanges hellos and proofs of the job secret on a new connection and returns the
+// peer's hello. A peer of another job, a stranger, a wrong version or a wrong secret is an error.
+func handshake(conn net.Conn, id identity, jobHash uint64, kind uint8, deadline time.Time) (hello, error) {
+	conn.SetDeadline(deadline)
+	defer conn.SetDeadline(time.Time{})
+	mine := hello{kind: kind, rank: uint32(id.rank), size: uint32(id.size), job: jobHash}
+	if _, err := rand.Read(mine.nonce[:]); err != nil {
+		return hello{}, err
+	}
+	mb := mine.marshal()
+	if _, err := conn.Write(mb); err != nil {
+		return hello{}, err
+	}
+	tb := make([]byte, helloSize)
+	if _, err := io.ReadFull(conn, tb); err != nil {
+		return hello{}, fmt.Errorf("reading hello: %w", err)
+	}
+	theirs, err := parseHello(tb)
+	if err != nil {
+		return hello{}, err
+	}
+	if theirs.kind != kind {
+		return hello{}, fmt.Errorf("connection kind %d, want %d", theirs.kind, kind)
+	}
+	if int(theirs.size) != id.size || theirs.job != jobHash {
+		return hello{}, fmt.Errorf("peer (rank %d of %d) belongs to another job", theirs.rank, theirs.size)
+	}
+	if _, err := conn.Write(proof(id.secret, mb, tb)); err != nil {
+		return hello{}, err
+	}
+	pb := make([]byte, proofSize)
+	if _, err := io.ReadFull(conn, pb); err != nil {
+		return hello{}, fmt.Errorf("reading proof: %w", err)
+	}
+	if !hmac.Equal(pb, proof(id.secret, tb, mb)) {
+		return hello{}, errors.New("peer does not know the job secret")
+	}
+	return theirs, nil
+}
+
+func writeControl(conn net.Conn, v any) error {
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var n [4]byte
+	binary.LittleEndian.PutUint32(n[:], uint32(len(b)))
+	_, err = (&net.Buffers{n[:], b}).WriteTo(conn)
+	return err
+}
+
+func readControl(conn net.Conn, v any) error {
+	var n [4]byte
+	if _, err := io.ReadFull(conn, n[:]); err != nil {
+		return err
+	}
+	size := binary.LittleEndian.Uint32(n[:])
+	if size > maxControlMsg {
+		return fmt.Errorf("control message of %d bytes exceeds %d", size, maxControlMsg)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(conn, b); err != nil {
+		return err
+	}
+	return msgpack.Unmarshal(b, v)
+}
+
+func refuse(id identity, conn net.Conn, why error) {
+	fmt.Fprintf(os.Stderr, "gorun: rank %d: refused connection from %s: %v\n", id.rank, conn.RemoteAddr(), why)
+	conn.Close()
+}
+
+// serveRendezvous is rank 0's side: it collects every other rank's info, then sends the
+// whole table to each.
+func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me rankInfo, deadline time.Time) ([]rankInfo, error) {
+	table := make([]rankInfo, id.size)
+	table[0] = me
+	conns := make([]net.Conn, id.size)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	type arrival struct {
+		rank int
+		info rankInfo
+		conn net.Conn
+	}
+	arrivals := make(chan arrival)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				h, err := handshake(conn, id, jobHash, connRendezvous, time.Now().Add(10*time.Second))
+				if err != nil {
+					refuse(id, conn, err)
+					return
+				}
+				var info rankInfo
+				conn.SetDeadline(time.Now().Add(10 * time.Second))
+				if err := readControl(conn, &info); err != nil || info.Rank != int(h.rank) {
+					refuse(id, conn, fmt.Errorf("bad registration from rank %d: %v", h.rank, err))
+					return
+				}
+				conn.SetDeadline(time.Time{})
+				select {
+				case arrivals <- arrival{int(h.rank), info, conn}:
+				case <-stop:
+					conn.Close()
+				}
+			}()
+		}
+	}()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for missing := id.size - 1; missing > 0; {
+		select {
+		case a := <-arrivals:
+			if a.rank == 0 || conns[a.rank] != nil {
+				refuse(id, a.conn, fmt.Errorf("rank %d registered twice", a.rank))
+				continue
+			}
+			conns[a.rank], table[a.rank] = a.conn, a.info
+			missing--
+		case <-timer.C:
+			var absent []string
+			for r := 1; r < id.size; r++ {
+				if conns[r] == nil {
+					absent = append(absent, fmt.Sprint(r))
+				}
+			}
+			return nil, fmt.Errorf("comm: rank 0: ranks %s did not reach the rendezvous at %s within %v", strings.Join(absent, ","), id.coord, bootstrapTimeout(id))
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, id.size)
+	for r := 1; r < id.size; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conns[r].SetDeadline(deadline)
+			errs[r] = writeControl(conns[r], table)
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("comm: rank 0: sending the rank table to rank %d: %w", r, err)
+		}
+	}
+	return table, nil
+}
+
+// joinRendezvous registers with rank 0 and returns the table it sends.
+func joinRendezvous(conn net.Conn, id identity, jobHash uint64, me rankInfo, deadline time.Time) ([]rankInfo, error) {
+	if _, err := handshake(conn, id, jobHash, connRendezvous, deadline); err != nil {
+		return nil, fmt.Errorf("comm: rank %d: handshake with rank 0 at %s: %w", id.rank, id.coord, err)
+	}
+	conn.SetDeadline(deadline)
+	if err := writeControl(conn, me); err != nil {
+		return nil, fmt.Errorf("comm: rank %d: registering with rank 0: %w", id.rank, err)
+	}
+	var table []rankInfo
+	if err := readControl(conn, &table); err != nil {
+		return nil, fmt.Errorf("comm: rank %d: waiting for the rank table from rank 0 at %s: %w", id.rank, id.coord, err)
+	}
+	if len(table) != id.size {
+		return nil, fmt.Errorf("comm: rank %d: rank table has %d entries, want %d", id.rank, len(table), id.size)
+	}
+	for r, info := range table {
+		if info.Rank != r || info.Addr == "" {
+			return nil, fmt.Errorf("comm: rank %d: malformed rank table entry %d", id.rank, r)
+		}
+	}
+	return table, nil
+}
+
+// buildMesh connects every pair of ranks once: each rank dials the ranks below it and accepts
+// the ranks above it.
+func buildMesh(t *tcpTransport, ln net.Listener, id identity, jobHash uint64, table []rankInfo, deadline time.Time) error {
+	var mu sync.Mutex
+	accepted := make(chan error, 1)
+	expect := id.size - 1 - id.rank
+	go func() {
+		if expect == 0 {
+			accepted <- nil
+			return
+		}
+		if tl, ok := ln.(*net.TCPListener); ok {
+			tl.SetDeadline(deadline)
+		}
+		for expect > 0 {
+			conn, err := ln.Accept()
+			if err != nil {
+				var missing []string
+				mu.Lock()
+				for r := id.rank + 1; r < id.size; r++ {
+					if t.peers[r] == nil {
+						missing = append(missing, fmt.Sprintf("%d (%s)", r, table[r].Addr))
+					}
+				}
+				mu.Unlock()
+				accepted <- fmt.Errorf("comm: rank %d: ranks %s never connected: %w", id.rank, strings.Join(missing, ", "), err)
+				return
+			}
+			h, err := handshake(conn, id, jobHash, connMesh, time.Now().Add(10*time.Second))
+			if err == nil && int(h.rank) <= id.rank {
+				err = fmt.Errorf("rank %d should not dial rank %d", h.rank, id.rank)
+			}
+			mu.Lock()
+			if err == nil && t.peers[h.rank] != nil {
+				err = fmt.Errorf("rank %d connected twice", h.rank)
+			}
+			if err != nil {
+				mu.Unlock()
+				refuse(id, conn, err)
+				continue
+			}
+			t.peers[h.rank] = newTCPPeer(t, int(h.rank), conn.RemoteAddr().String(), conn.(*net.TCPConn))
+			mu.Unlock()
+			expect--
+		}
+		accepted <- nil
+	}()
+	for r := 0; r < id.rank; r++ {
+		conn, err := dialRetry(table[r].Addr, deadline)
+		if err != nil {
+			return fmt.Errorf("comm: rank %d: connecting to rank %d at %s: %w", id.rank, r, table[r].Addr, err)
+		}
+		h, err := handshake(conn, id, jobHash, connMesh, deadline)
+		if err == nil && int(h.rank) != r {
+			err = fmt.Errorf("reached rank %d instead", h.rank)
+		}
+		if err != nil {
+			conn.Close()
+			return fmt.Errorf("comm: rank %d: handshake with rank %d at %s: %w", id.rank, r, table[r].Addr, err)
+		}
+		mu.Lock()
+		t.peers[r] = newTCPPeer(t, r, table[r].Addr, conn.(*net.TCPConn))
+		mu.Unlock()
+	}
+	return <-accepted
+}

@@ -1,0 +1,75 @@
+package comm
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// transportCase runs an SPMD function over one transport inside the test process.
+type transportCase struct {
+	name string
+	run  func(n int, fn func(c *Comm) error) error
+}
+
+var transports = []transportCase{
+	{"inproc", Run},
+	{"tcp", runTCP},
+}
+
+// freePort returns a loopback address with a port that was free a moment ago.
+func freePort(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// runTCP runs n ranks as goroutines of this process, each with its own tcp transport over
+// real loopback sockets (the same code path as separate processes, minus the process).
+func runTCP(n int, fn func(c *Comm) error) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	coord := ln.Addr().String()
+	ln.Close()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := 0; r < n; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := identity{source: "test", rank: r, size: n, coord: coord, secret: []byte("test-secret"), jobID: "test", peerTimeout: 20 * time.Second}
+			var c *Comm
+			if n == 1 {
+				c = singleton()
+			} else if c, errs[r] = initTCP(id); errs[r] != nil {
+				return
+			}
+			if errs[r] = fn(c); errs[r] != nil {
+				// Like a process exiting: its links close and its peers see the failure.
+				if t, ok := c.w.tr.(*tcpTransport); ok {
+					for _, p := range t.peers {
+						if p != nil {
+							p.fail(fmt.Errorf("rank %d failed: %w", r, errs[r]))
+						}
+					}
+				}
+				return
+			}
+			errs[r] = c.Finalize()
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			return fmt.Errorf("rank %d: %w", r, err)
+		}
+	}
+	return nil
+}

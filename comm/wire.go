@@ -1,0 +1,182 @@
+package comm
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Wire format of the tcp transport. Every connection starts with a hello from each side and a
+// proof that the sender knows the job's secret; after that it carries frames, each a fixed
+// header followed by Length payload bytes. Every field is checked before anything is allocated.
+
+const (
+	wireMagic   = "GRUN"
+	wireVersion = 1
+
+	helloSize  = 40
+	proofSize  = sha256.Size
+	headerSize = 40
+
+	// eagerLimit: messages up to this size travel with their header and are buffered by the
+	// receiver if no receive is posted; larger ones use rendezvous (RTS, CTS, DATA), so an
+	// unexpected large message costs the receiver no memory.
+	eagerLimit = 64 << 10
+	// dataChunk bounds one DATA frame so that small messages are not stuck behind a huge one.
+	dataChunk = 4 << 20
+	// maxMessage bounds a single message's length (1 TiB).
+	maxMessage = 1 << 40
+)
+
+// Connection purposes carried in the hello.
+const (
+	connRendezvous = 1 // a rank registering with rank 0
+	connMesh       = 2 // a data-plane link between two ranks
+)
+
+// hello opens every connection.
+type hello struct {
+	kind  uint8
+	rank  uint32
+	size  uint32
+	nonce [16]byte
+	job   uint64 // fnv64 of the job id: catches a rank of another job before the proof does
+}
+
+func (h *hello) marshal() []byte {
+	b := make([]byte, helloSize)
+	copy(b, wireMagic)
+	binary.LittleEndian.PutUint16(b[4:], wireVersion)
+	b[6] = h.kind
+	binary.LittleEndian.PutUint32(b[8:], h.rank)
+	binary.LittleEndian.PutUint32(b[12:], h.size)
+	copy(b[16:32], h.nonce[:])
+	binary.LittleEndian.PutUint64(b[32:], h.job)
+	return b
+}
+
+var (
+	errBadMagic   = errors.New("not a gorun connection (bad magic)")
+	errBadVersion = errors.New("unsupported gorun wire version")
+)
+
+func parseHello(b []byte) (hello, error) {
+	var h hello
+	if len(b) != helloSize {
+		return h, fmt.Errorf("hello is %d bytes, want %d", len(b), helloSize)
+	}
+	if string(b[:4]) != wireMagic {
+		return h, errBadMagic
+	}
+	if v := binary.LittleEndian.Uint16(b[4:]); v != wireVersion {
+		return h, fmt.Errorf("%w: peer speaks version %d, this rank %d", errBadVersion, v, wireVersion)
+	}
+	h.kind = b[6]
+	if h.kind != connRendezvous && h.kind != connMesh {
+		return h, fmt.Errorf("unknown connection kind %d", h.kind)
+	}
+	if b[7] != 0 {
+		return h, fmt.Errorf("reserved hello byte is %d, want 0", b[7])
+	}
+	h.rank = binary.LittleEndian.Uint32(b[8:])
+	h.size = binary.LittleEndian.Uint32(b[12:])
+	if h.size == 0 || h.rank >= h.size {
+		return h, fmt.Errorf("hello claims rank %d of %d", h.rank, h.size)
+	}
+	copy(h.nonce[:], b[16:32])
+	h.job = binary.LittleEndian.Uint64(b[32:])
+	return h, nil
+}
+
+// proof binds the secret to both hellos of this connection (so it cannot be replayed on another
+// connection, whose nonces differ) and to the direction (so a reflected proof fails).
+func proof(secret, mine, theirs []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("gorun-proof-v1"))
+	m.Write(mine)
+	m.Write(theirs)
+	return m.Sum(nil)
+}
+
+// Frame types.
+const (
+	frameEager = 1 // header + payload: a whole message
+	frameRTS   = 2 // request to send: a large message's envelope; ID names it at the sender
+	frameCTS   = 3 // clear to send: ID = the sender's id, Offset = the receiver's id; flag discard
+	frameData  = 4 // part of a large message: ID = the receiver's id, Offset = position
+	framePing  = 5 // heartbeat on an idle link
+	frameBye   = 6 // the sender finalized: nothing more will come
+)
+
+const flagDiscard = 1 // CTS: the receive was truncated to nothing useful; send no data
+
+type header struct {
+	typ    uint8
+	flags  uint8
+	tag    int32
+	ctx    uint64
+	length uint64
+	id     uint64
+	offset uint64
+}
+
+func (h *header) put(b []byte) {
+	b[0] = h.typ
+	b[1] = h.flags
+	b[2], b[3] = 0, 0
+	binary.LittleEndian.PutUint32(b[4:], uint32(h.tag))
+	binary.LittleEndian.PutUint64(b[8:], h.ctx)
+	binary.LittleEndian.PutUint64(b[16:], h.length)
+	binary.LittleEndian.PutUint64(b[24:], h.id)
+	binary.LittleEndian.PutUint64(b[32:], h.offset)
+}
+
+// parseHeader decodes and validates a frame header: type, flags, tag range, and the payload
+// length each type allows.
+func parseHeader(b []byte) (header, error) {
+	var h header
+	if len(b) != headerSize {
+		return h, fmt.Errorf("frame header is %d bytes, want %d", len(b), headerSize)
+	}
+	h.typ, h.flags = b[0], b[1]
+	if b[2] != 0 || b[3] != 0 {
+		return h, fmt.Errorf("frame header reserved bytes are %d,%d, want 0", b[2], b[3])
+	}
+	h.tag = int32(binary.LittleEndian.Uint32(b[4:]))
+	h.ctx = binary.LittleEndian.Uint64(b[8:])
+	h.length = binary.LittleEndian.Uint64(b[16:])
+	h.id = binary.LittleEndian.Uint64(b[24:])
+	h.offset = binary.LittleEndian.Uint64(b[32:])
+	switch h.typ {
+	case frameEager, frameRTS:
+		if h.tag < 0 || int(h.tag) >= MaxTag {
+			return h, fmt.Errorf("frame tag %d out of range", h.tag)
+		}
+		if h.flags != 0 {
+			return h, fmt.Errorf("frame type %d has flags %#x", h.typ, h.flags)
+		}
+		if h.typ == frameEager && h.length > eagerLimit {
+			return h, fmt.Errorf("eager frame of %d bytes exceeds the %d-byte limit", h.length, eagerLimit)
+		}
+		if h.typ == frameRTS && (h.length <= eagerLimit || h.length > maxMessage) {
+			return h, fmt.Errorf("rendezvous message of %d bytes outside (%d, %d]", h.length, eagerLimit, uint64(maxMessage))
+		}
+	case frameCTS:
+		if h.length != 0 || h.flags&^flagDiscard != 0 {
+			return h, fmt.Errorf("malformed CTS frame (length %d, flags %#x)", h.length, h.flags)
+		}
+	case frameData:
+		if h.length == 0 || h.length > dataChunk || h.flags != 0 || h.offset > maxMessage {
+			return h, fmt.Errorf("malformed DATA frame (length %d, offset %d, flags %#x)", h.length, h.offset, h.flags)
+		}
+	case framePing, frameBye:
+		if h.length != 0 || h.flags != 0 {
+			return h, fmt.Errorf("malformed control frame type %d (length %d)", h.typ, h.length)
+		}
+	default:
+		return h, fmt.Errorf("unknown frame type %d", h.typ)
+	}
+	return h, nil
+}
