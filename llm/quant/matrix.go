@@ -1,0 +1,90 @@
+package quant
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gorun-hpc/gorun/llm/gguf"
+)
+
+// Matrix is a row-major weight matrix of Rows rows of Cols elements of one type; Data holds
+// Rows*RowBytes bytes (typically a slice of a mapped GGUF file).
+type Matrix struct {
+	Type     gguf.Type
+	Rows     int
+	Cols     int
+	RowBytes int
+	Data     []byte
+}
+
+// NewMatrix checks that data holds rows x cols elements of type t.
+func NewMatrix(t gguf.Type, rows, cols int, data []byte) (*Matrix, error) {
+	if !Supported(t) {
+		return nil, fmt.Errorf("quant: tensor type %s is not supported", t)
+	}
+	rb, err := t.RowBytes(int64(cols))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != rb*int64(rows) {
+		return nil, fmt.Errorf("quant: %dx%d %s matrix needs %d bytes, have %d", rows, cols, t, rb*int64(rows), len(data))
+	}
+	return &Matrix{t, rows, cols, int(rb), data}, nil
+}
+
+// Row returns the bytes of row i.
+func (m *Matrix) Row(i int) []byte { return m.Data[i*m.RowBytes : (i+1)*m.RowBytes] }
+
+// Pool splits loops over rows across a fixed number of goroutines (1: the caller's).
+type Pool struct{ Threads int }
+
+// For runs fn over [0,n) in contiguous chunks, one per thread, and waits.
+func (p *Pool) For(n int, fn func(lo, hi int)) {
+	t := 1
+	if p != nil && p.Threads > 1 {
+		t = min(p.Threads, n)
+	}
+	if t <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := 0; k < t; k++ {
+		lo, hi := n*k/t, n*(k+1)/t
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi)
+		}()
+	}
+	wg.Wait()
+}
+
+// MatVec computes y[i] = row i of m · x for every row; x must be loaded for m.Type.
+func MatVec(p *Pool, m *Matrix, x *Vec, y []float32) {
+	y = y[:m.Rows]
+	p.For(m.Rows, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			y[i] = Dot(m.Type, m.Data[i*m.RowBytes:(i+1)*m.RowBytes], x)
+		}
+	})
+}
+
+// MatMul computes ys[t][i] = row i of m · xs[t] for a batch of vectors (prefill). Rows are
+// visited in tiles and every vector of the batch is applied to a tile while it is in cache, so
+// each weight byte is read from memory once per batch rather than once per vector.
+func MatMul(p *Pool, m *Matrix, xs []Vec, ys [][]float32) {
+	const tile = 16
+	tiles := (m.Rows + tile - 1) / tile
+	p.For(tiles, func(lo, hi int) {
+		for tb := lo; tb < hi; tb++ {
+			r0, r1 := tb*tile, min((tb+1)*tile, m.Rows)
+			for t := range xs {
+				x, y := &xs[t], ys[t]
+				for i := r0; i < r1; i++ {
+					y[i] = Dot(m.Type, m.Data[i*m.RowBytes:(i+1)*m.RowBytes], x)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,247 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gorun-hpc/gorun/llm/gguf"
+)
+
+func TestF16Exhaustive(t *testing.T) {
+	for h := 0; h < 1<<16; h++ {
+		f := F16ToF32(uint16(h))
+		if f != f { // NaN: must stay NaN
+			if g := F16ToF32(F32ToF16(f)); g == g {
+				t.Fatalf("NaN %#x round-trips to %v", h, g)
+			}
+			continue
+		}
+		if back := F32ToF16(f); back != uint16(h) {
+			t.Fatalf("half %#04x -> %v -> %#04x", h, f, back)
+		}
+	}
+}
+
+// F32ToF16 picks the nearest half, ties to even: check against neighbours for random floats.
+func TestF32ToF16Nearest(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200000; i++ {
+		f := float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(40)-25)))
+		h := F32ToF16(f)
+		got := float64(F16ToF32(h))
+		if math.IsInf(got, 0) {
+			if math.Abs(float64(f)) < 65504 {
+				t.Fatalf("%v -> inf", f)
+			}
+			continue
+		}
+		for _, nb := range []uint16{h + 1, h - 1} {
+			alt := float64(F16ToF32(nb))
+			if math.IsNaN(alt) || math.IsInf(alt, 0) || (nb^h)&0x8000 != 0 {
+				continue
+			}
+			de, da := math.Abs(got-float64(f)), math.Abs(alt-float64(f))
+			if da < de || (da == de && h&1 == 1) {
+				t.Fatalf("%v -> %#x (%v), neighbour %#x (%v) is better", f, h, got, nb, alt)
+			}
+		}
+	}
+}
+
+func TestBF16(t *testing.T) {
+	cases := map[float32]uint16{1: 0x3f80, -2: 0xc000, 1.00390625: 0x3f80 /* tie, even */, 1.01171875: 0x3f82}
+	for f, want := range cases {
+		if got := F32ToBF16(f); got != want {
+			t.Errorf("F32ToBF16(%v) = %#x, want %#x", f, got, want)
+		}
+	}
+}
+
+func randVec(r *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	return x
+}
+
+// randBlocks makes random blocks of a K-quant type with sane f16 scales.
+func randBlocks(r *rand.Rand, t gguf.Type, n int) []byte {
+	nb, _ := t.RowBytes(int64(n))
+	b := make([]byte, nb)
+	for i := range b {
+		b[i] = byte(r.IntN(256))
+	}
+	bs := t.TypeSize()
+	for off := 0; off < len(b); off += bs {
+		d := F32ToF16(float32(r.Float64()*0.01 + 0.001))
+		switch t {
+		case gguf.Q4_K, gguf.Q5_K:
+			binary.LittleEndian.PutUint16(b[off:], d)
+			binary.LittleEndian.PutUint16(b[off+2:], F32ToF16(float32(r.Float64()*0.01)))
+		case gguf.Q6_K:
+			binary.LittleEndian.PutUint16(b[off+208:], d)
+		case gguf.Q8_0, gguf.Q4_0:
+			binary.LittleEndian.PutUint16(b[off:], d)
+		}
+	}
+	return b
+}
+
+func TestQuantizeRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	x := randVec(r, 1024)
+	for _, tc := range []struct {
+		t   gguf.Type
+		tol float64 // relative to the block's absolute max
+	}{{gguf.F32, 0}, {gguf.F16, 1e-3}, {gguf.BF16, 8e-3}, {gguf.Q8_0, 1.0 / 127}, {gguf.Q4_0, 1.0 / 8}} {
+		nb, _ := tc.t.RowBytes(int64(len(x)))
+		q := make([]byte, nb)
+		if err := Quantize(tc.t, x, q); err != nil {
+			t.Fatal(err)
+		}
+		y := make([]float32, len(x))
+		if err := Dequantize(tc.t, q, y); err != nil {
+			t.Fatal(err)
+		}
+		for b := 0; b < len(x); b += 32 {
+			var amax float64
+			for _, v := range x[b : b+32] {
+				amax = max(amax, math.Abs(float64(v)))
+			}
+			for i := b; i < b+32; i++ {
+				if e := math.Abs(float64(x[i] - y[i])); e > tc.tol*amax*1.01+1e-7 {
+					t.Fatalf("%s: element %d: %v -> %v (error %g, bound %g)", tc.t, i, x[i], y[i], e, tc.tol*amax)
+				}
+			}
+		}
+	}
+}
+
+// Known Q4_0 and Q8_0 blocks decoded by hand from the layout.
+func TestKnownBlocks(t *testing.T) {
+	q4 := make([]byte, 18)
+	binary.LittleEndian.PutUint16(q4, F32ToF16(0.5))
+	q4[2] = 0x0f | 0x00<<4 // element 0: 15-8 = 7, element 16: 0-8 = -8
+	y := make([]float32, 32)
+	Dequantize(gguf.Q4_0, q4, y)
+	if y[0] != 3.5 || y[16] != -4 || y[1] != -4 {
+		t.Errorf("Q4_0 block decoded to %v", y)
+	}
+	q8 := make([]byte, 34)
+	binary.LittleEndian.PutUint16(q8, F32ToF16(0.25))
+	q8[2], q8[33] = 0x80, 4
+	Dequantize(gguf.Q8_0, q8, y)
+	if y[0] != -32 || y[31] != 1 {
+		t.Errorf("Q8_0 block decoded to %v", y)
+	}
+	// llama.cpp's activation rule: d = amax/127, values scaled by 127/amax, ties to even.
+	x := make([]float32, 32)
+	x[0], x[1], x[2] = 127, 0.5, 1.5
+	Quantize(gguf.Q8_0, x, q8)
+	if int8(q8[2]) != 127 || q8[3] != 0 || q8[4] != 2 {
+		t.Errorf("Q8_0 quantized to %v", q8[2:5])
+	}
+}
+
+// Every kernel against dequantize-then-dot in float64 with the activation as the kernel sees
+// it (after conversion to the weight type's vector type).
+func TestDotAgainstReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const n = 1024
+	for _, typ := range []gguf.Type{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+		for trial := 0; trial < 20; trial++ {
+			var row []byte
+			switch typ {
+			case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
+				row = randBlocks(r, typ, n)
+			default:
+				nb, _ := typ.RowBytes(n)
+				row = make([]byte, nb)
+				Quantize(typ, randVec(r, n), row)
+			}
+			x := randVec(r, n)
+			var v Vec
+			if err := v.Load(typ, x); err != nil {
+				t.Fatal(err)
+			}
+			xs := make([]float32, n)
+			switch v.Type {
+			case gguf.F32:
+				copy(xs, v.F32)
+			case gguf.F16, gguf.BF16:
+				for i, h := range v.U16 {
+					if v.Type == gguf.F16 {
+						xs[i] = F16ToF32(h)
+					} else {
+						xs[i] = BF16ToF32(h)
+					}
+				}
+			case gguf.Q8_0:
+				Dequantize(gguf.Q8_0, v.Q8, xs)
+			}
+			w := make([]float32, n)
+			if err := Dequantize(typ, row, w); err != nil {
+				t.Fatal(err)
+			}
+			var ref, mag float64
+			for i := range w {
+				ref += float64(w[i]) * float64(xs[i])
+				mag += math.Abs(float64(w[i]) * float64(xs[i]))
+			}
+			got := float64(Dot(typ, row, &v))
+			if math.Abs(got-ref) > 1e-5*mag+1e-6 {
+				t.Fatalf("%s trial %d: Dot = %g, reference %g (magnitude %g)", typ, trial, got, ref, mag)
+			}
+			if typ == gguf.Q8_0 || typ == gguf.Q4_0 {
+				var g float32
+				if typ == gguf.Q8_0 {
+					g = dotQ8_0Generic(row, v.Q8)
+				} else {
+					g = dotQ4_0Generic(row, v.Q8)
+				}
+				if math.Abs(float64(g)-ref) > 1e-5*mag+1e-6 {
+					t.Fatalf("%s generic = %g, reference %g", typ, g, ref)
+				}
+			}
+		}
+	}
+}
+
+func TestMatMulMatchesMatVec(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	rows, cols := 37, 256
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.F16} {
+		nb, _ := typ.RowBytes(int64(rows * cols))
+		data := make([]byte, nb)
+		Quantize(typ, randVec(r, rows*cols), data)
+		m, err := NewMatrix(typ, rows, cols, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		xs := make([]Vec, 5)
+		ys := make([][]float32, 5)
+		for i := range xs {
+			xs[i].Load(typ, randVec(r, cols))
+			ys[i] = make([]float32, rows)
+		}
+		MatMul(&Pool{Threads: 3}, m, xs, ys)
+		for i := range xs {
+			y := make([]float32, rows)
+			MatVec(&Pool{Threads: 2}, m, &xs[i], y)
+			for j := range y {
+				if y[j] != ys[i][j] {
+					t.Fatalf("%s: MatMul[%d][%d] = %v, MatVec %v", typ, i, j, ys[i][j], y[j])
+				}
+			}
+		}
+	}
+	if _, err := NewMatrix(gguf.Q8_0, 2, 32, make([]byte, 67)); err == nil {
+		t.Error("short matrix data accepted")
+	}
+	if _, err := NewMatrix(gguf.Q2_K, 1, 256, make([]byte, 84)); err == nil {
+		t.Error("unsupported type accepted")
+	}
+}
