@@ -78,7 +78,7 @@ type reItem struct {
 }
 
 type reAlt struct {
-	items  []reItem
+	items   []reItem
 	notNext func(rune) bool // (?!class) after the sequence; nil: none
 }
 
