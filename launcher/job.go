@@ -1,0 +1,445 @@
+package launcher
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gorun-hpc/gorun/comm/jobenv"
+)
+
+// Exit codes of gorun besides those it passes on from a rank.
+const (
+	ExitFailure = 1   // gorun could not start the job (a rank failed to start, a build failed)
+	ExitUsage   = 2   // bad command line or unknown program
+	ExitTimeout = 124 // --timeout expired (as coreutils timeout)
+)
+
+// DefaultKillGrace is how long ranks get between SIGTERM and SIGKILL when a job is torn down.
+const DefaultKillGrace = 2 * time.Second
+
+// drainTimeout bounds how long gorun waits, after a rank exits, for the end of its output: a
+// process that left the rank's process group may hold the pipe open forever.
+const drainTimeout = time.Second
+
+// Job describes one run of PROGRAM as NP ranks on this host.
+type Job struct {
+	NP      int      // number of ranks, > 0
+	Program string   // executable file (already resolved, see Resolver)
+	Args    []string // arguments after PROGRAM
+	Dir     string   // working directory of the ranks; "" = gorun's
+
+	// Env is the environment every rank starts from; nil = gorun's own (os.Environ()).
+	Env []string
+	// Export holds NAME=value pairs (from -x) set for every rank over Env.
+	Export []string
+
+	TagOutput   bool          // prefix each output line with TagFor(rank)
+	Timeout     time.Duration // whole-job limit; 0 = none
+	PeerTimeout time.Duration // written to GORUN_PEER_TIMEOUT when > 0
+	KillGrace   time.Duration // SIGTERM to SIGKILL delay on teardown; 0 = DefaultKillGrace
+
+	// StdinRank is the rank that receives Stdin; the others, and all ranks when StdinRank < 0
+	// or Stdin is nil, read /dev/null.
+	StdinRank int
+	Stdin     io.Reader
+	// IdleFlush, when > 0, forwards an unfinished line of the StdinRank after this much quiet,
+	// so an interactive prompt appears before its newline. Other ranks' lines are only ever
+	// forwarded whole (or in maxLine pieces), so a rank that stalls mid-line under load can
+	// never have its line broken by another's. Main sets it when stdin is a terminal.
+	IdleFlush time.Duration
+	Stdout    io.Writer // forwarded stdout of all ranks; nil = discard
+	Stderr    io.Writer // forwarded stderr of all ranks and gorun's own messages; nil = discard
+
+	// Signals delivers signals received by gorun: SIGINT, SIGTERM and SIGHUP tear the job down
+	// (SIGTERM to every rank, SIGKILL after KillGrace, at once on a second signal); SIGQUIT,
+	// SIGUSR1 and SIGUSR2 are passed to every rank as they are.
+	Signals <-chan os.Signal
+}
+
+// Identity is what the launcher generates once per job and hands to every rank.
+type Identity struct {
+	ID     string // 8 random bytes, hex
+	Secret string // 32 random bytes, hex
+	Coord  string // host:port where rank 0 hosts the rendezvous
+}
+
+// NewIdentity draws a job id and secret from crypto/rand and picks a free port on coordHost
+// for rank 0's rendezvous (bind port 0, read it, close: rank 0 binds it again moments later).
+func NewIdentity(coordHost string) (Identity, error) {
+	var id [8]byte
+	var secret [32]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return Identity{}, err
+	}
+	if _, err := rand.Read(secret[:]); err != nil {
+		return Identity{}, err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(coordHost, "0"))
+	if err != nil {
+		return Identity{}, fmt.Errorf("pick a rendezvous port on %s: %w", coordHost, err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return Identity{ID: hex.EncodeToString(id[:]), Secret: hex.EncodeToString(secret[:]), Coord: addr}, nil
+}
+
+// Placement says where one rank runs. All ranks are local for now; a hostfile or Slurm
+// allocation will fill Host and the local numbering per host.
+type Placement struct {
+	Rank, LocalRank, LocalSize int
+	Host                       string // "" = this host
+}
+
+// placeLocal puts all np ranks on this host.
+func placeLocal(np int) []Placement {
+	p := make([]Placement, np)
+	for i := range p {
+		p[i] = Placement{Rank: i, LocalRank: i, LocalSize: np}
+	}
+	return p
+}
+
+// RankEnv returns the environment of one rank: base, then the -x exports, then the bootstrap
+// contract of package jobenv (later entries win, as exec.Cmd applies them).
+func (j *Job) RankEnv(base []string, id Identity, p Placement, np int) []string {
+	env := make([]string, 0, len(base)+len(j.Export)+8)
+	env = append(env, base...)
+	env = append(env, j.Export...)
+	env = append(env,
+		jobenv.Rank+"="+strconv.Itoa(p.Rank),
+		jobenv.Size+"="+strconv.Itoa(np),
+		jobenv.LocalRank+"="+strconv.Itoa(p.LocalRank),
+		jobenv.LocalSize+"="+strconv.Itoa(p.LocalSize),
+		jobenv.Coord+"="+id.Coord,
+		jobenv.JobID+"="+id.ID,
+		jobenv.Secret+"="+id.Secret,
+	)
+	if j.PeerTimeout > 0 {
+		env = append(env, jobenv.PeerTimeout+"="+j.PeerTimeout.String())
+	}
+	return env
+}
+
+// rankProc is one started rank.
+type rankProc struct {
+	rank int
+	cmd  *exec.Cmd
+	pid  int
+
+	mu     sync.Mutex
+	exited bool // set, under mu, before the rank is reaped: its group may no longer be signalled
+
+	readers sync.WaitGroup // stdout and stderr pumps
+	pipes   []*os.File     // read ends, closed when draining gives up
+	fwds    []*lineForwarder
+	stdin   io.WriteCloser
+}
+
+// signalGroup sends sig to the rank's process group unless the rank was already reaped.
+func (r *rankProc) signalGroup(sig syscall.Signal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.exited {
+		_ = syscall.Kill(-r.pid, sig)
+	}
+}
+
+// signalLeader sends sig to the rank process alone (not its children).
+func (r *rankProc) signalLeader(sig syscall.Signal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.exited {
+		_ = syscall.Kill(r.pid, sig)
+	}
+}
+
+type exitEvent struct {
+	r     *rankProc
+	state *os.ProcessState
+	err   error
+}
+
+// Run starts the job's ranks, forwards their output, stdin and signals, and waits for all of
+// them. It returns the exit code gorun should exit with: 0 when every rank exited 0; the code of
+// the first rank that failed (128+signal for a rank killed by a signal), after tearing down the
+// others; ExitTimeout when Timeout expired; 128+signal when gorun was interrupted. The error is
+// non-nil when the job could not be started (the code is then ExitFailure). Messages about the
+// job go to Stderr prefixed with "gorun: ".
+func (j *Job) Run(ctx context.Context) (int, error) {
+	if j.NP <= 0 {
+		return ExitUsage, fmt.Errorf("number of ranks must be positive, got %d", j.NP)
+	}
+	id, err := NewIdentity("127.0.0.1")
+	if err != nil {
+		return ExitFailure, err
+	}
+	base := j.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	grace := j.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	outMu := new(sync.Mutex)
+	stdout, stderr := newSink(outMu, j.Stdout), newSink(outMu, j.Stderr)
+	logf := func(format string, args ...any) {
+		stderr.emit(nil, []byte("gorun: "+fmt.Sprintf(format, args...)+"\n"))
+	}
+
+	exits := make(chan exitEvent, j.NP)
+	var procs []*rankProc
+	for _, p := range placeLocal(j.NP) {
+		r, err := j.start(p, j.RankEnv(base, id, p, j.NP), stdout, stderr, exits)
+		if err != nil {
+			// Take down what already runs; they cannot form the job without this rank.
+			for _, q := range procs {
+				q.signalGroup(syscall.SIGKILL)
+			}
+			for range procs {
+				<-exits
+			}
+			return ExitFailure, fmt.Errorf("start rank %d (%s): %w", p.Rank, j.Program, err)
+		}
+		procs = append(procs, r)
+	}
+
+	var (
+		code        = 0
+		running     = len(procs)
+		terminating = false
+		interrupts  = 0
+		graceC      <-chan time.Time
+		timeoutC    <-chan time.Time
+	)
+	if j.Timeout > 0 {
+		t := time.NewTimer(j.Timeout)
+		defer t.Stop()
+		timeoutC = t.C
+	}
+	terminate := func() {
+		terminating = true
+		for _, r := range procs {
+			r.signalGroup(syscall.SIGTERM)
+		}
+		graceC = time.After(grace)
+	}
+	killAll := func() {
+		for _, r := range procs {
+			r.signalGroup(syscall.SIGKILL)
+		}
+	}
+	ctxDone := ctx.Done()
+	for running > 0 {
+		select {
+		case ev := <-exits:
+			running--
+			if ev.err != nil {
+				logf("rank %d (pid %d): wait: %v", ev.r.rank, ev.r.pid, ev.err)
+			}
+			rc, failed, how := describeExit(ev.state, ev.err)
+			if failed && !terminating {
+				code = rc
+				if running > 0 {
+					logf("rank %d (pid %d) %s; terminating %d other %s", ev.r.rank, ev.r.pid, how, running, plural(running, "rank", "ranks"))
+					terminate()
+				} else {
+					logf("rank %d (pid %d) %s", ev.r.rank, ev.r.pid, how)
+				}
+			}
+		case sig := <-j.Signals:
+			s, _ := sig.(syscall.Signal)
+			switch s {
+			case syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2:
+				for _, r := range procs {
+					r.signalLeader(s)
+				}
+			default:
+				interrupts++
+				if interrupts > 1 {
+					logf("received %v again; killing %d %s", sig, running, plural(running, "rank", "ranks"))
+					killAll()
+					continue
+				}
+				if !terminating {
+					if code == 0 {
+						code = 128 + int(s)
+					}
+					logf("received %v; terminating %d %s", sig, running, plural(running, "rank", "ranks"))
+					terminate()
+				}
+			}
+		case <-timeoutC:
+			if !terminating {
+				code = ExitTimeout
+				logf("job timed out after %v; terminating %d %s", j.Timeout, running, plural(running, "rank", "ranks"))
+				terminate()
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			if !terminating {
+				code = ExitFailure
+				logf("%v; terminating %d %s", context.Cause(ctx), running, plural(running, "rank", "ranks"))
+				terminate()
+			}
+		case <-graceC:
+			graceC = nil
+			logf("%d %s still running %v after SIGTERM; sending SIGKILL", running, plural(running, "rank", "ranks"), grace)
+			killAll()
+		}
+	}
+	return code, nil
+}
+
+// start launches one rank and the goroutines that pump its output and wait for it.
+func (j *Job) start(p Placement, env []string, stdout, stderr *sink, exits chan<- exitEvent) (*rankProc, error) {
+	cmd := exec.Command(j.Program, j.Args...)
+	cmd.Env = env
+	cmd.Dir = j.Dir
+	cmd.SysProcAttr = sysProcAttr()
+	r := &rankProc{rank: p.Rank, cmd: cmd}
+	tag := ""
+	if j.TagOutput {
+		tag = TagFor(p.Rank)
+	}
+
+	var childEnds []*os.File
+	closeAll := func() {
+		for _, f := range childEnds {
+			f.Close()
+		}
+		for _, f := range r.pipes {
+			f.Close()
+		}
+	}
+	for _, dst := range []*sink{stdout, stderr} {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		childEnds = append(childEnds, pw)
+		r.pipes = append(r.pipes, pr)
+		flush := time.Duration(0)
+		if j.Stdin != nil && p.Rank == j.StdinRank {
+			flush = j.IdleFlush
+		}
+		r.fwds = append(r.fwds, newLineForwarder(dst, tag, flush))
+	}
+	cmd.Stdout, cmd.Stderr = childEnds[0], childEnds[1]
+	if j.Stdin != nil && p.Rank == j.StdinRank {
+		w, err := cmd.StdinPipe()
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		r.stdin = w
+	}
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, err
+	}
+	for _, f := range childEnds {
+		f.Close() // the rank holds its own copies; EOF comes when it and its children are gone
+	}
+	r.pid = cmd.Process.Pid
+	for i := range r.pipes {
+		r.readers.Add(1)
+		go func(src *os.File, fw *lineForwarder) {
+			defer r.readers.Done()
+			pump(src, fw)
+		}(r.pipes[i], r.fwds[i])
+	}
+	if r.stdin != nil {
+		go func() {
+			// Ends when stdin ends or the rank stops reading; the read may stay blocked on a
+			// terminal after the job is over, which is harmless in a process about to exit.
+			_, _ = io.Copy(r.stdin, j.Stdin)
+			r.stdin.Close()
+		}()
+	}
+	go r.wait(exits)
+	return r, nil
+}
+
+// wait reports the rank's exit after killing what is left of its process group and forwarding
+// the end of its output, so gorun's message about a failed rank comes after the rank's own last
+// words.
+func (r *rankProc) wait(exits chan<- exitEvent) {
+	werr := waitExited(r.pid)
+	r.mu.Lock()
+	if canWaitUnreaped && werr == nil {
+		_ = syscall.Kill(-r.pid, syscall.SIGKILL) // the rank is gone: so are its children
+	}
+	r.exited = true
+	r.mu.Unlock()
+	err := r.cmd.Wait()
+	if !canWaitUnreaped {
+		_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+	}
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		err = nil // a non-zero status is reported through ProcessState
+	}
+	done := make(chan struct{})
+	go func() { r.readers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(drainTimeout):
+		for _, f := range r.pipes {
+			f.Close() // unblocks the pumps
+		}
+		<-done
+	}
+	for _, fw := range r.fwds {
+		fw.Close()
+	}
+	exits <- exitEvent{r: r, state: r.cmd.ProcessState, err: err}
+}
+
+// pump copies a rank's pipe into its line forwarder until EOF or until the pipe is closed.
+func pump(src *os.File, fw *lineForwarder) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			fw.Write(buf[:n])
+		}
+		if err != nil {
+			src.Close()
+			return
+		}
+	}
+}
+
+// describeExit returns the exit code gorun passes on for a rank (128+signal when a signal
+// killed it), whether it counts as a failure, and a phrase for messages.
+func describeExit(st *os.ProcessState, err error) (int, bool, string) {
+	if st == nil {
+		return ExitFailure, true, fmt.Sprintf("could not be waited for (%v)", err)
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		sig := ws.Signal()
+		return 128 + int(sig), true, fmt.Sprintf("was killed by signal %d (%v)", int(sig), sig)
+	}
+	c := st.ExitCode()
+	return c, c != 0, fmt.Sprintf("exited with code %d", c)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

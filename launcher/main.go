@@ -1,0 +1,272 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+	"golang.org/x/sys/unix"
+)
+
+// UsageError is a bad command line; gorun exits ExitUsage on it.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Command is gorun's parsed command line.
+type Command struct {
+	NP          int
+	Program     string
+	Args        []string
+	TagOutput   bool
+	Export      []string // NAME=value, values of bare -x NAME taken from gorun's environment
+	Timeout     time.Duration
+	PeerTimeout time.Duration
+	KillGrace   time.Duration
+	StdinRank   int // -1: no rank reads gorun's stdin
+	Help        bool
+}
+
+const usageHead = `gorun starts an SPMD program as N ranks on this host, as mpirun does.
+
+Usage: gorun -n N [flags] PROGRAM [ARGS...]
+
+PROGRAM is, in order of precedence:
+  a path (it contains a '/'): an executable, or a directory holding a Go main
+      package (e.g. ./examples/ring), which is built first;
+  a name on PATH;
+  a program installed beside gorun;
+  cmd/NAME of the Go module around the working directory, or of the gorun module
+      (so "go run ./cmd/gorun -n 4 hpl" works on a fresh clone), built first.
+Built programs are cached in $GORUN_CACHE_DIR (default: the user cache, ~/.cache/gorun).
+
+Each rank gets GORUN_RANK, GORUN_SIZE, GORUN_LOCAL_RANK, GORUN_LOCAL_SIZE, GORUN_COORD,
+GORUN_JOB_ID and GORUN_SECRET (and GORUN_PEER_TIMEOUT with --peer-timeout), on top of
+gorun's own environment and the -x exports.
+
+Output is forwarded line by line (lines of different ranks never mix). SIGINT, SIGTERM
+and SIGHUP send SIGTERM to every rank (SIGKILL after --kill-grace, or at once on a second
+signal); SIGQUIT, SIGUSR1 and SIGUSR2 are passed on to every rank. When a rank fails the
+others are terminated and gorun exits with its code (128+signal if a signal killed it);
+124 when --timeout expires; 2 on a usage error.
+
+Flags:
+`
+
+// ParseArgs parses gorun's command line (without the program name). environ supplies the values
+// of bare -x NAME flags. Warnings (a bare -x of an unset variable) go to warn.
+func ParseArgs(args []string, environ func(string) (string, bool), warn io.Writer) (*Command, error) {
+	c := &Command{}
+	var exports []string
+	var stdinSpec string
+	fs := newFlagSet(c, &exports, &stdinSpec)
+	if err := fs.Parse(mpirunCompat(fs, args)); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			c.Help = true
+			return c, nil
+		}
+		return nil, &UsageError{Msg: err.Error()}
+	}
+	if c.Help {
+		return c, nil
+	}
+	if !fs.Changed("np") {
+		return nil, usageErrorf("the number of ranks is required: -n N")
+	}
+	if c.NP <= 0 {
+		return nil, usageErrorf("-n must be a positive number of ranks, got %d", c.NP)
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return nil, usageErrorf("no PROGRAM given")
+	}
+	c.Program, c.Args = rest[0], rest[1:]
+	for name, d := range map[string]time.Duration{"--timeout": c.Timeout, "--peer-timeout": c.PeerTimeout, "--kill-grace": c.KillGrace} {
+		if d < 0 {
+			return nil, usageErrorf("%s must not be negative, got %v", name, d)
+		}
+	}
+	switch stdinSpec {
+	case "none":
+		c.StdinRank = -1
+	default:
+		r, err := strconv.Atoi(stdinSpec)
+		if err != nil || r < 0 {
+			return nil, usageErrorf("--stdin wants a rank number or \"none\", got %q", stdinSpec)
+		}
+		if r >= c.NP {
+			return nil, usageErrorf("--stdin %d: no such rank in a job of %d", r, c.NP)
+		}
+		c.StdinRank = r
+	}
+	for _, x := range exports {
+		name, value, hasValue := strings.Cut(x, "=")
+		if !validEnvName(name) {
+			return nil, usageErrorf("-x %q: not a valid variable name", x)
+		}
+		if !hasValue {
+			v, ok := environ(name)
+			if !ok {
+				fmt.Fprintf(warn, "gorun: warning: -x %s: not set in gorun's environment, not exported\n", name)
+				continue
+			}
+			value = v
+		}
+		c.Export = append(c.Export, name+"="+value)
+	}
+	return c, nil
+}
+
+func newFlagSet(c *Command, exports *[]string, stdinSpec *string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("gorun", pflag.ContinueOnError)
+	fs.SetInterspersed(false) // everything after PROGRAM belongs to PROGRAM
+	fs.SetOutput(io.Discard)  // errors are returned and printed once by Main
+	fs.SortFlags = false
+	fs.IntVarP(&c.NP, "np", "n", 0, "number of ranks to start (also -np)")
+	fs.BoolVar(&c.TagOutput, "tag-output", false, "prefix every output line with \"[rank] \"")
+	fs.StringArrayVarP(exports, "export", "x", nil, "export `VAR[=value]` to every rank (repeatable); a bare VAR passes gorun's value")
+	fs.StringVar(stdinSpec, "stdin", "0", "which rank reads gorun's stdin: a rank number, or \"none\"")
+	fs.DurationVar(&c.Timeout, "timeout", 0, "terminate the job after this long (exit code 124); 0 = no limit")
+	fs.DurationVar(&c.PeerTimeout, "peer-timeout", 0, "how long a rank waits on a silent peer before it reports it lost (sets GORUN_PEER_TIMEOUT)")
+	fs.DurationVar(&c.KillGrace, "kill-grace", DefaultKillGrace, "time between SIGTERM and SIGKILL when the job is torn down")
+	fs.BoolVarP(&c.Help, "help", "h", false, "show this help")
+	return fs
+}
+
+// mpirunCompat rewrites mpirun's single-dash -np N (which pflag would read as -n "p") into
+// --np N, in the flags before PROGRAM only.
+func mpirunCompat(fs *pflag.FlagSet, args []string) []string {
+	out := append([]string(nil), args...)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		switch {
+		case a == "--":
+			return out
+		case a == "-np" || strings.HasPrefix(a, "-np="):
+			out[i] = "-" + a
+			continue
+		case !strings.HasPrefix(a, "-") || a == "-":
+			return out // PROGRAM
+		}
+		// Skip the separate value of a flag that takes one, so it is never taken for PROGRAM.
+		if strings.Contains(a, "=") {
+			continue
+		}
+		var f *pflag.Flag
+		if strings.HasPrefix(a, "--") {
+			f = fs.Lookup(a[2:])
+		} else if len(a) == 2 {
+			f = fs.ShorthandLookup(a[1:])
+		}
+		if f != nil && f.NoOptDefVal == "" {
+			i++
+		}
+	}
+	return out
+}
+
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Usage returns gorun's help text.
+func Usage() string {
+	var c Command
+	var x []string
+	var s string
+	fs := newFlagSet(&c, &x, &s)
+	return usageHead + fs.FlagUsages()
+}
+
+// Main is gorun: it parses args (without the program name), resolves PROGRAM, runs the job with
+// gorun's signals, stdin and outputs, and returns the process exit code.
+func Main(args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	cmd, err := ParseArgs(args, os.LookupEnv, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "gorun: %v\nRun 'gorun --help' for usage.\n", err)
+		return ExitUsage
+	}
+	if cmd.Help {
+		io.WriteString(stdout, Usage())
+		return 0
+	}
+	exe, err := Resolver{Log: stderr}.Resolve(cmd.Program)
+	if err != nil {
+		fmt.Fprintf(stderr, "gorun: %v\n", err)
+		var nf *NotFoundError
+		if errors.As(err, &nf) {
+			return ExitUsage
+		}
+		return ExitFailure
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(sigs)
+
+	job := &Job{
+		NP:          cmd.NP,
+		Program:     exe,
+		Args:        cmd.Args,
+		Export:      cmd.Export,
+		TagOutput:   cmd.TagOutput,
+		Timeout:     cmd.Timeout,
+		PeerTimeout: cmd.PeerTimeout,
+		KillGrace:   cmd.KillGrace,
+		StdinRank:   cmd.StdinRank,
+		Stdout:      stdout,
+		Stderr:      stderr,
+		Signals:     sigs,
+	}
+	if stdin != nil && cmd.StdinRank >= 0 && !backgroundTerminal(stdin) {
+		job.Stdin = stdin
+		if term.IsTerminal(int(stdin.Fd())) {
+			job.IdleFlush = idleFlush
+		}
+	}
+	code, err := job.Run(context.Background())
+	if err != nil {
+		fmt.Fprintf(stderr, "gorun: %v\n", err)
+	}
+	return code
+}
+
+// backgroundTerminal reports whether f is a terminal whose foreground process group is not
+// gorun's: reading it would stop gorun with SIGTTIN (as in `gorun ... &`), so gorun leaves
+// stdin alone and the rank reads /dev/null.
+func backgroundTerminal(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	background := false
+	_ = rc.Control(func(fd uintptr) {
+		fg, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
+		// An error means not a terminal (or not ours): forwarding is safe.
+		background = err == nil && fg != unix.Getpgrp()
+	})
+	return background
+}
