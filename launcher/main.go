@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // UsageError is a bad command line; gorun exits ExitUsage on it.
