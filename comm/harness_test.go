@@ -1,6 +1,7 @@
 package comm
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -66,10 +67,11 @@ func runTCP(n int, fn func(c *Comm) error) error {
 		}()
 	}
 	wg.Wait()
+	var all []error
 	for r, err := range errs {
 		if err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
+			all = append(all, fmt.Errorf("rank %d: %w", r, err))
 		}
 	}
-	return nil
+	return errors.Join(all...)
 }
