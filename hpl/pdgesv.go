@@ -1,0 +1,474 @@
+package hpl
+
+import (
+	"github.com/gorun-hpc/gorun/comm"
+	"github.com/gorun-hpc/gorun/linalg"
+)
+
+// Matrix is this process's part of the N x (N+1) system [A | b], block-cyclic over the grid:
+// A is column-major with leading dimension LD, Mp rows and Nq+1 columns (the last one holds
+// b on the process column that owns global column N, and is scratch elsewhere). After the
+// solve X holds the solution's entries of this process's Nq columns.
+type Matrix struct {
+	N, NB  int
+	Mp, Nq int
+	LD     int
+	A      []float64
+	X      []float64
+	Info   int // 1-based global column of the first zero pivot, 0 if none
+}
+
+// NewMatrix allocates this process's part of an N x (N+1) system with NB x NB blocks.
+// The leading dimension is a multiple of align and not a power of two (netlib's choice, to
+// keep columns off the same cache sets).
+func NewMatrix(g *Grid, n, nb, align int) *Matrix {
+	align = max(align, 1)
+	mp := numroc(n, nb, g.MyRow, g.P)
+	nq := numroc(n, nb, g.MyCol, g.Q)
+	ld := ((max(1, mp) - 1) / align) * align
+	for {
+		ld += align
+		if ld&(ld-1) != 0 || ld == 1 {
+			break
+		}
+	}
+	return &Matrix{N: n, NB: nb, Mp: mp, Nq: nq, LD: ld, A: make([]float64, ld*(nq+1)),
+		X: make([]float64, nq)}
+}
+
+// Generate fills the system with HPL's random matrix for seed (b is column N).
+func (m *Matrix) Generate(g *Grid, seed int) {
+	MatGen(m.N, m.N+1, m.NB, g.P, g.Q, g.MyRow, g.MyCol, m.A, m.LD, seed)
+}
+
+// solver holds one factorization's state on one process.
+type solver struct {
+	g             *Grid
+	algo          Algo
+	n, nb, mp, ld int
+	nqb           int // local columns including b's
+	a             []float64
+	panelBufs     [2][]float64
+	diagBuf       []float64
+	pivBuf        []float64
+	pivScratch    []float64
+	ubuf, rowBuf  []float64
+	progress      func(done, total int)
+}
+
+// Solve factors [A | b] in place with partial pivoting (right-looking blocked LU, panels
+// broadcast along process rows, look-ahead when algo.Depth > 0) and solves for x (netlib's
+// HPL_pdgesv followed by HPL_pdtrsv). It is collective over the grid. progress, if not nil,
+// is called after each panel on every process.
+func Solve(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) error {
+	s := &solver{g: g, algo: algo, n: m.N, nb: m.NB, mp: m.Mp, ld: m.LD, a: m.A,
+		nqb: numroc(m.N+1, m.NB, g.MyCol, g.Q), progress: progress}
+	s.diagBuf = make([]float64, m.NB*m.NB)
+	s.pivBuf = make([]float64, 2+m.NB)
+	s.pivScratch = make([]float64, 2+m.NB)
+	info, err := s.factorAll()
+	if err != nil {
+		return err
+	}
+	m.Info = info
+	if info != 0 {
+		return nil
+	}
+	return s.backSolve(m.X)
+}
+
+// factorAll runs the panel loop and returns the global first zero pivot (1-based, 0 if none).
+func (s *solver) factorAll() (int, error) {
+	g := s.g
+	nblk := (s.n + s.nb - 1) / s.nb
+	if nblk == 0 {
+		return 0, nil
+	}
+	info := 0
+	// Panel 0: factored by process column 0, broadcast along the rows.
+	cur := s.newPanel(0)
+	if err := s.factorAndBcast(cur); err != nil {
+		return 0, err
+	}
+	for k := 0; k < nblk; k++ {
+		if cur.info != 0 && info == 0 {
+			info = cur.info
+		}
+		// Trailing local columns: global columns from jj+jb on, b included.
+		c0 := numroc(cur.jj+cur.jb, s.nb, g.MyCol, g.Q)
+		c1 := s.nqb
+		if k+1 == nblk {
+			if err := s.update(cur, c0, c1); err != nil {
+				return 0, err
+			}
+			break
+		}
+		next := s.newPanel(k + 1)
+		nextCol := g2p(next.jj, s.nb, g.Q)
+		if s.algo.Depth == 0 {
+			if err := s.update(cur, c0, c1); err != nil {
+				return 0, err
+			}
+			if err := s.factorAndBcast(next); err != nil {
+				return 0, err
+			}
+		} else if g.MyCol == nextCol {
+			// Look-ahead: the next panel's columns first, then factor it and send it on its
+			// way while the rest of the trailing matrix is updated.
+			if err := s.update(cur, c0, c0+next.jb); err != nil {
+				return 0, err
+			}
+			if err := s.factor(next); err != nil {
+				return 0, err
+			}
+			req := comm.Go(func() error { return s.bcast(next) })
+			if err := s.update(cur, c0+next.jb, c1); err != nil {
+				return 0, err
+			}
+			if _, err := req.Wait(); err != nil {
+				return 0, err
+			}
+		} else {
+			req := comm.Go(func() error { return s.bcast(next) })
+			if err := s.update(cur, c0, c1); err != nil {
+				return 0, err
+			}
+			if _, err := req.Wait(); err != nil {
+				return 0, err
+			}
+		}
+		if s.progress != nil {
+			s.progress(k+1, nblk)
+		}
+		cur = next
+	}
+	if s.progress != nil {
+		s.progress(nblk, nblk)
+	}
+	// Every process learns the first zero pivot (the panels' info travelled with nothing).
+	v, err := allMax(g.All, infoKey(info), tagCheck)
+	if err != nil {
+		return 0, err
+	}
+	return keyInfo(v), nil
+}
+
+// infoKey orders infos so that the smallest non-zero wins a max-reduction.
+func infoKey(info int) float64 {
+	if info == 0 {
+		return 0
+	}
+	return 1 / float64(info)
+}
+
+func keyInfo(v float64) int {
+	if v == 0 {
+		return 0
+	}
+	return int(1/v + 0.5)
+}
+
+// factorAndBcast factors panel p on its process column and broadcasts it along the rows.
+func (s *solver) factorAndBcast(p *panel) error {
+	if s.g.MyCol == g2p(p.jj, s.nb, s.g.Q) {
+		if err := s.factor(p); err != nil {
+			return err
+		}
+	}
+	return s.bcast(p)
+}
+
+// bcast sends panel p from its process column along every process row with the BCAST
+// topology; receivers unpack the pivots.
+func (s *solver) bcast(p *panel) error {
+	root := g2p(p.jj, s.nb, s.g.Q)
+	if err := bcastPanel(s.g.Row, p.buf, root, s.algo.BCast, tagPanel+p.k); err != nil {
+		return err
+	}
+	if s.g.MyCol != root {
+		s.unpackPivots(p)
+	}
+	return nil
+}
+
+// update applies panel p to local columns [c0, c1): the row interchanges, U = L1^-1 * (the
+// panel's rows), and the trailing update A2 -= L2 * U in one Dgemm (netlib's HPL_pdupdate
+// with HPL_pdlaswp).
+func (s *solver) update(p *panel, c0, c1 int) error {
+	nc := c1 - c0
+	if nc <= 0 {
+		return nil
+	}
+	g := s.g
+	jb, ld := p.jb, s.ld
+	prow := g2p(p.jj, s.nb, g.P)
+	if cap(s.ubuf) < jb*nc {
+		s.ubuf = make([]float64, jb*nc)
+	}
+	u := s.ubuf[:jb*nc]
+
+	// Where each row of the block ends up: U's row i is original row src[i]; rows outside the
+	// block that lose their content receive an original block row (dst -> source block row).
+	pos := map[int]int{}
+	get := func(r int) int {
+		if v, ok := pos[r]; ok {
+			return v
+		}
+		return r
+	}
+	for i, r := range p.ipiv {
+		a := p.jj + i
+		pos[a], pos[r] = get(r), get(a)
+	}
+	src := make([]int, jb)
+	for i := range jb {
+		src[i] = get(p.jj + i)
+	}
+	var outside []int // destinations below the block, in increasing order
+	for r, v := range pos {
+		if r >= p.jj+jb && v != r {
+			outside = append(outside, r)
+		}
+	}
+	sortInts(outside)
+
+	lrow := func(gr int) int { return g2l(gr, s.nb, g.P) }
+	mine := func(gr int) bool { return g2p(gr, s.nb, g.P) == g.MyRow }
+	copyRow := func(dst []float64, gr int) { // dst[j*stride] = A(gr, c0+j)
+		lr := lrow(gr)
+		for j := range nc {
+			dst[j*jb] = s.a[lr+(c0+j)*ld]
+		}
+	}
+	if g.MyRow == prow {
+		// Local rows of U are read before any displaced row is written over them; receiving
+		// before sending keeps the exchange free of deadlock with rendezvous sends.
+		for i, r := range src {
+			if mine(r) {
+				copyRow(u[i:], r)
+			}
+		}
+		if err := s.recvU(p, c0, nc, src, u, prow); err != nil {
+			return err
+		}
+		if err := s.sendDisplaced(p, c0, nc, outside, pos, prow); err != nil {
+			return err
+		}
+		// U = L1^-1 U, and U is final: it goes back into the block rows.
+		linalg.Dtrsm(linalg.Left, linalg.Lower, linalg.NoTrans, linalg.Unit, jb, nc, 1, p.w, p.ldw, u, jb)
+		lr := lrow(p.jj)
+		for j := range nc {
+			copy(s.a[lr+(c0+j)*ld:lr+(c0+j)*ld+jb], u[j*jb:(j+1)*jb])
+		}
+	} else {
+		if err := s.sendU(p, c0, nc, src, prow); err != nil {
+			return err
+		}
+		if err := s.recvDisplaced(p, c0, nc, outside, prow); err != nil {
+			return err
+		}
+	}
+	// Every process row needs U: a binomial tree (binary exchange) or spread-roll (long);
+	// mix chooses by the number of local columns.
+	if g.P > 1 {
+		var err error
+		if s.algo.Swap == SwapLong || (s.algo.Swap == SwapMix && nc > s.algo.SwapThr) {
+			order := make([]int, g.P)
+			for i := range order {
+				order[i] = (prow + i) % g.P
+			}
+			err = spreadRoll(g.Col, u, order, tagU)
+		} else {
+			err = bcastTree(g.Col, u, prow, tagU)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if p.mloc > 0 {
+		linalg.Dgemm(linalg.NoTrans, linalg.NoTrans, p.mloc, nc, jb, -1, p.w[jb:], p.ldw, u, jb, 1,
+			s.a[p.lp0+c0*ld:], ld)
+	}
+	return nil
+}
+
+// sendU sends the rows of U this process row owns (outside the block) to the diagonal row.
+func (s *solver) sendU(p *panel, c0, nc int, src []int, prow int) error {
+	g := s.g
+	var rows []int
+	for _, r := range src {
+		if r >= p.jj+p.jb && g2p(r, s.nb, g.P) == g.MyRow {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	buf := s.rowScratch(len(rows) * nc)
+	s.packRows(buf, rows, c0, nc)
+	return wrap(g.Col, "row swap", comm.Send(g.Col, buf, prow, tagSwapUp))
+}
+
+// recvU receives the rows of U owned by other process rows, one message per process row.
+func (s *solver) recvU(p *panel, c0, nc int, src []int, u []float64, prow int) error {
+	g := s.g
+	for q := range g.P {
+		if q == prow {
+			continue
+		}
+		var idx []int
+		for i, r := range src {
+			if r >= p.jj+p.jb && g2p(r, s.nb, g.P) == q {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) == 0 {
+			continue
+		}
+		buf := s.rowScratch(len(idx) * nc)
+		if _, err := comm.Recv(g.Col, buf, q, tagSwapUp); err != nil {
+			return wrap(g.Col, "row swap", err)
+		}
+		for n, i := range idx {
+			for j := range nc {
+				u[i+j*p.jb] = buf[n*nc+j]
+			}
+		}
+	}
+	return nil
+}
+
+// sendDisplaced writes or sends the original block rows that move below the block.
+func (s *solver) sendDisplaced(p *panel, c0, nc int, outside []int, pos map[int]int, prow int) error {
+	g := s.g
+	ld := s.ld
+	// Local destinations first (their sources are local block rows, still original).
+	for _, r := range outside {
+		if g2p(r, s.nb, g.P) == prow {
+			sl, dl := g2l(pos[r], s.nb, g.P), g2l(r, s.nb, g.P)
+			for j := range nc {
+				s.a[dl+(c0+j)*ld] = s.a[sl+(c0+j)*ld]
+			}
+		}
+	}
+	for q := range g.P {
+		if q == prow {
+			continue
+		}
+		var srcRows []int
+		for _, r := range outside {
+			if g2p(r, s.nb, g.P) == q {
+				srcRows = append(srcRows, pos[r])
+			}
+		}
+		if len(srcRows) == 0 {
+			continue
+		}
+		buf := s.rowScratch(len(srcRows) * nc)
+		s.packRows(buf, srcRows, c0, nc)
+		if err := comm.Send(g.Col, buf, q, tagSwapDn); err != nil {
+			return wrap(g.Col, "row swap", err)
+		}
+	}
+	return nil
+}
+
+// recvDisplaced receives the block rows that land on this process row.
+func (s *solver) recvDisplaced(p *panel, c0, nc int, outside []int, prow int) error {
+	g := s.g
+	var rows []int
+	for _, r := range outside {
+		if g2p(r, s.nb, g.P) == g.MyRow {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	buf := s.rowScratch(len(rows) * nc)
+	if _, err := comm.Recv(g.Col, buf, prow, tagSwapDn); err != nil {
+		return wrap(g.Col, "row swap", err)
+	}
+	for n, r := range rows {
+		lr := g2l(r, s.nb, g.P)
+		for j := range nc {
+			s.a[lr+(c0+j)*s.ld] = buf[n*nc+j]
+		}
+	}
+	return nil
+}
+
+// packRows packs rows (global, local to this process) of columns [c0, c0+nc), row after row.
+func (s *solver) packRows(buf []float64, rows []int, c0, nc int) {
+	for n, r := range rows {
+		lr := g2l(r, s.nb, s.g.P)
+		for j := range nc {
+			buf[n*nc+j] = s.a[lr+(c0+j)*s.ld]
+		}
+	}
+}
+
+func (s *solver) rowScratch(n int) []float64 {
+	if cap(s.rowBuf) < n {
+		s.rowBuf = make([]float64, n)
+	}
+	return s.rowBuf[:n]
+}
+
+func sortInts(v []int) {
+	for i := 1; i < len(v); i++ {
+		for j := i; j > 0 && v[j] < v[j-1]; j-- {
+			v[j], v[j-1] = v[j-1], v[j]
+		}
+	}
+}
+
+// backSolve solves U x = y, y being the updated column N, block by block from the bottom
+// (netlib's HPL_pdtrsv): the process row of block k sums its partial products onto the
+// diagonal process, which solves the triangle and sends x_k down its process column, whose
+// processes fold x_k into their partial sums for the rows above. x ends on every process of
+// the process column that owns each entry.
+func (s *solver) backSolve(x []float64) error {
+	g := s.g
+	nb, ld := s.nb, s.ld
+	nblk := (s.n + nb - 1) / nb
+	bcol := g2p(s.n, nb, g.Q)
+	w := make([]float64, max(s.mp, 1))
+	if g.MyCol == bcol {
+		lc := numroc(s.n, nb, g.MyCol, g.Q)
+		copy(w, s.a[lc*ld:lc*ld+s.mp])
+	}
+	xk := make([]float64, nb)
+	scratch := make([]float64, nb)
+	for k := nblk - 1; k >= 0; k-- {
+		kk := k * nb
+		kb := min(nb, s.n-kk)
+		prow, pcol := g2p(kk, nb, g.P), g2p(kk, nb, g.Q)
+		xb := xk[:kb]
+		if g.MyRow == prow {
+			lr := g2l(kk, nb, g.P)
+			part := w[lr : lr+kb]
+			if err := reduceSum(g.Row, part, scratch[:kb], pcol, tagSolve); err != nil {
+				return err
+			}
+			if g.MyCol == pcol {
+				copy(xb, part)
+				lc := g2l(kk, nb, g.Q)
+				linalg.Dtrsm(linalg.Left, linalg.Upper, linalg.NoTrans, linalg.NonUnit, kb, 1, 1,
+					s.a[lr+lc*ld:], ld, xb, kb)
+			}
+		}
+		if g.MyCol == pcol {
+			if err := bcastTree(g.Col, xb, prow, tagSolve); err != nil {
+				return err
+			}
+			lc := g2l(kk, nb, g.Q)
+			copy(x[lc:lc+kb], xb)
+			if above := numroc(kk, nb, g.MyRow, g.P); above > 0 {
+				linalg.Dgemm(linalg.NoTrans, linalg.NoTrans, above, 1, kb, -1, s.a[lc*ld:], ld, xb, kb,
+					1, w, max(s.mp, 1))
+			}
+		}
+	}
+	return nil
+}

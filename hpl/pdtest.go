@@ -1,0 +1,168 @@
+package hpl
+
+import (
+	"math"
+	"time"
+
+	"github.com/gorun-hpc/gorun/comm"
+	"github.com/gorun-hpc/gorun/linalg"
+)
+
+// Options tune a test beyond HPL.dat.
+type Options struct {
+	// Progress, if set, is called on the grid's rank 0 after each panel.
+	Progress func(done, total int)
+	// Seed of the matrix; 0 means netlib's HPL_ISEED.
+	Seed int
+}
+
+// RunTest generates the system, solves it, times the solve (the slowest process's wall time)
+// and checks the scaled residual against thresh, as netlib's HPL_pdtest does. It is
+// collective over the grid; every process returns the same Result. m receives the matrix
+// (regenerated after the solve when the residual is checked) and the solution.
+func RunTest(g *Grid, algo Algo, n, nb int, thresh float64, opt Options) (*Result, *Matrix, error) {
+	seed := opt.Seed
+	if seed == 0 {
+		seed = Seed
+	}
+	algo.Order = g.Order
+	m := NewMatrix(g, n, nb, algo.Align)
+	m.Generate(g, seed)
+	r := &Result{N: n, NB: nb, P: g.P, Q: g.Q, Variant: algo.Code()}
+
+	if err := barrier(g.All); err != nil {
+		return nil, nil, err
+	}
+	r.Start = time.Now()
+	t0 := time.Now()
+	var progress func(int, int)
+	if g.All.Rank() == 0 {
+		progress = opt.Progress
+	}
+	if err := Solve(g, algo, m, progress); err != nil {
+		return nil, nil, err
+	}
+	elapsed := time.Since(t0).Seconds()
+	r.End = time.Now()
+	wt, err := allMax(g.All, elapsed, tagCheck)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.Time = wt
+	r.Gflops = Gflops(n, wt)
+	// Every process reports rank 0's clock, as netlib prints process 0's.
+	se := []float64{float64(r.Start.UnixNano()), float64(r.End.UnixNano())}
+	if err := bcastTree(g.All, se, 0, tagCheck); err != nil {
+		return nil, nil, err
+	}
+	r.Start, r.End = time.Unix(0, int64(se[0])), time.Unix(0, int64(se[1]))
+
+	if thresh <= 0 {
+		return r, m, nil
+	}
+	if m.Info != 0 {
+		r.Skipped, r.Info = true, m.Info
+		return r, m, nil
+	}
+	r.Checked = true
+	m.Generate(g, seed)
+	if err := residual(g, m, r); err != nil {
+		return nil, nil, err
+	}
+	r.Passed = r.Resid < thresh
+	return r, m, nil
+}
+
+// barrier synchronizes the grid (an allreduce of nothing much).
+func barrier(c *comm.Comm) error {
+	_, err := allMax(c, 0, tagCheck)
+	return err
+}
+
+// residual computes ||Ax-b||_oo / (eps * (||A||_oo * ||x||_oo + ||b||_oo) * N) with the
+// regenerated A and b, and the norms netlib prints on failure.
+func residual(g *Grid, m *Matrix, r *Result) error {
+	n, nb, ld := m.N, m.NB, m.LD
+	mp, nq := m.Mp, m.Nq
+	// ||A||_oo: row sums over the process row, the largest over the column; ||A||_1 the other
+	// way round.
+	rows := make([]float64, max(mp, 1))
+	cols := make([]float64, max(nq, 1))
+	for j := range nq {
+		col := m.A[j*ld : j*ld+mp]
+		for i, v := range col {
+			a := math.Abs(v)
+			rows[i] += a
+			cols[j] += a
+		}
+	}
+	if err := allreduce(g.Row, rows[:mp], make([]float64, mp), tagCheck, opSum); err != nil {
+		return err
+	}
+	if err := allreduce(g.Col, cols[:nq], make([]float64, nq), tagCheck, opSum); err != nil {
+		return err
+	}
+	normI, norm1 := 0.0, 0.0
+	for _, v := range rows[:mp] {
+		normI = math.Max(normI, v)
+	}
+	for _, v := range cols[:nq] {
+		norm1 = math.Max(norm1, v)
+	}
+	var err error
+	if r.AnormI, err = allMax(g.All, normI, tagCheck); err != nil {
+		return err
+	}
+	if r.Anorm1, err = allMax(g.All, norm1, tagCheck); err != nil {
+		return err
+	}
+	// ||x||: x is replicated down process columns, so reduce along a process row.
+	xi, x1 := 0.0, 0.0
+	for _, v := range m.X {
+		xi = math.Max(xi, math.Abs(v))
+		x1 += math.Abs(v)
+	}
+	if r.XnormI, err = allMax(g.Row, xi, tagCheck); err != nil {
+		return err
+	}
+	if r.Xnorm1, err = allSum(g.Row, x1, tagCheck); err != nil {
+		return err
+	}
+	// ||b||_oo, and r = b - A x summed onto process column 0.
+	bcol := g2p(n, nb, g.Q)
+	b := m.A[nq*ld : nq*ld+mp]
+	bi := 0.0
+	if g.MyCol == bcol {
+		for _, v := range b {
+			bi = math.Max(bi, math.Abs(v))
+		}
+	}
+	if r.BnormI, err = allMax(g.All, bi, tagCheck); err != nil {
+		return err
+	}
+	res := make([]float64, max(mp, 1))
+	if g.MyCol == bcol {
+		copy(res, b)
+	}
+	if mp > 0 && nq > 0 {
+		linalg.Dgemm(linalg.NoTrans, linalg.NoTrans, mp, 1, nq, -1, m.A, ld, m.X, max(nq, 1), 1, res, max(mp, 1))
+	}
+	if mp > 0 {
+		if err := reduceSum(g.Row, res[:mp], make([]float64, mp), 0, tagCheck); err != nil {
+			return err
+		}
+	}
+	ri := 0.0
+	if g.MyCol == 0 {
+		for _, v := range res[:mp] {
+			ri = math.Max(ri, math.Abs(v))
+		}
+	}
+	if r.Resid0, err = allMax(g.All, ri, tagCheck); err != nil {
+		return err
+	}
+	if n > 0 {
+		r.Resid = r.Resid0 / (Eps * (r.AnormI*r.XnormI + r.BnormI) * float64(n))
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package hpl
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gorun-hpc/gorun/comm"
+)
+
+var testGrids = [][2]int{{1, 1}, {1, 2}, {2, 1}, {2, 2}, {1, 3}, {3, 1}, {2, 3}}
+
+// runMany runs many tests on one P x Q grid of inproc ranks and fails on any residual that
+// does not pass.
+func runMany(t *testing.T, P, Q int, order Order, tests []Case) {
+	t.Helper()
+	err := comm.Run(P*Q, func(c *comm.Comm) error {
+		g, err := NewGrid(c, order, P, Q)
+		if err != nil {
+			return err
+		}
+		for _, cs := range tests {
+			r, _, err := RunTest(g, cs.Algo, cs.N, cs.NB, 16, Options{})
+			if err != nil {
+				return fmt.Errorf("%s N=%d NB=%d: %w", cs.Algo.Code(), cs.N, cs.NB, err)
+			}
+			if !r.Passed && cs.N > 0 {
+				return fmt.Errorf("%dx%d %s N=%d NB=%d swap %d: residual %v FAILED", P, Q, r.Variant,
+					cs.N, cs.NB, cs.Algo.Swap, r.Resid)
+			}
+			if cs.N == 0 && r.Resid != 0 {
+				return fmt.Errorf("N=0: residual %v", r.Resid)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every BCAST, DEPTH and SWAP variant on every grid, with sizes that leave ragged last
+// blocks, a single block (NB > N), one column, and N = 0.
+func TestCommVariantsAllGrids(t *testing.T) {
+	sizes := [][2]int{{0, 4}, {1, 3}, {2, 1}, {7, 9}, {29, 4}, {57, 5}}
+	if testing.Short() {
+		sizes = [][2]int{{1, 3}, {29, 4}}
+	}
+	for _, gr := range testGrids {
+		t.Run(fmt.Sprintf("%dx%d", gr[0], gr[1]), func(t *testing.T) {
+			var tests []Case
+			for top := Ring1; top <= LongM; top++ {
+				for depth := 0; depth <= 1; depth++ {
+					for sw := SwapBinExch; sw <= SwapMix; sw++ {
+						for _, s := range sizes {
+							a := defaultAlgo()
+							a.BCast, a.Depth, a.Swap, a.SwapThr = top, depth, sw, 3
+							tests = append(tests, Case{N: s[0], NB: s[1], Algo: a})
+						}
+					}
+				}
+			}
+			runMany(t, gr[0], gr[1], RowMajor, tests)
+		})
+	}
+}
+
+// Every PFACT x RFACT x NBMIN x NDIV combination, on a grid with several process rows (the
+// pivot search crosses processes) and on one process.
+func TestFactVariants(t *testing.T) {
+	for _, gr := range [][2]int{{1, 1}, {3, 2}} {
+		var tests []Case
+		for pf := Left; pf <= Right; pf++ {
+			for rf := Left; rf <= Right; rf++ {
+				for _, nbmin := range []int{1, 2, 4} {
+					for _, ndiv := range []int{2, 3} {
+						for _, s := range [][2]int{{45, 16}, {70, 13}} {
+							a := defaultAlgo()
+							a.PFact, a.RFact, a.NBMin, a.NDiv = pf, rf, nbmin, ndiv
+							tests = append(tests, Case{N: s[0], NB: s[1], Algo: a})
+						}
+					}
+				}
+			}
+		}
+		runMany(t, gr[0], gr[1], RowMajor, tests)
+	}
+}
+
+// Column-major process mapping and larger systems.
+func TestLargerSystems(t *testing.T) {
+	cases := []struct {
+		P, Q, n, nb int
+		order       Order
+	}{
+		{2, 2, 300, 32, ColumnMajor},
+		{2, 3, 500, 24, RowMajor},
+		{1, 2, 1000, 64, RowMajor},
+		{2, 2, 1500, 96, RowMajor},
+	}
+	if testing.Short() {
+		cases = cases[:2]
+	}
+	for _, c := range cases {
+		a := defaultAlgo()
+		runMany(t, c.P, c.Q, c.order, []Case{{N: c.n, NB: c.nb, Algo: a}})
+		a.Depth, a.BCast, a.Swap, a.PFact, a.RFact = 0, Long, SwapLong, Left, Left
+		runMany(t, c.P, c.Q, c.order, []Case{{N: c.n, NB: c.nb, Algo: a}})
+	}
+}
+
+// Every size from 1 to 40 on a 2x3 grid with a small block: each possible ragged edge.
+func TestEverySmallSize(t *testing.T) {
+	var tests []Case
+	for n := 1; n <= 40; n++ {
+		tests = append(tests, Case{N: n, NB: 3, Algo: defaultAlgo()})
+	}
+	runMany(t, 2, 3, RowMajor, tests)
+}
+
+// A singular system is reported (netlib skips the test), not a hang or a wrong PASSED.
+func TestSingularMatrix(t *testing.T) {
+	err := comm.Run(4, func(c *comm.Comm) error {
+		g, err := NewGrid(c, RowMajor, 2, 2)
+		if err != nil {
+			return err
+		}
+		m := NewMatrix(g, 12, 2, 8)
+		m.Generate(g, Seed)
+		// Column 5 zero everywhere.
+		if g.MyCol == g2p(5, 2, 2) {
+			lc := g2l(5, 2, 2)
+			for i := range m.Mp {
+				m.A[i+lc*m.LD] = 0
+			}
+		}
+		if err := Solve(g, defaultAlgo(), m, nil); err != nil {
+			return err
+		}
+		if m.Info != 6 {
+			return fmt.Errorf("rank %d: info %d, want 6", c.Rank(), m.Info)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Ranks beyond P x Q get no grid and take no part.
+func TestIdleRanks(t *testing.T) {
+	err := comm.Run(5, func(c *comm.Comm) error {
+		g, err := NewGrid(c, RowMajor, 2, 2)
+		if err != nil {
+			return err
+		}
+		if (g == nil) != (c.Rank() == 4) {
+			return fmt.Errorf("rank %d: grid %v", c.Rank(), g)
+		}
+		if g == nil {
+			return nil
+		}
+		r, _, err := RunTest(g, defaultAlgo(), 30, 4, 16, Options{})
+		if err != nil {
+			return err
+		}
+		if !r.Passed {
+			return fmt.Errorf("residual %v", r.Resid)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = comm.Run(2, func(c *comm.Comm) error {
+		_, err := NewGrid(c, RowMajor, 2, 2)
+		if err == nil {
+			return fmt.Errorf("2x2 grid on 2 ranks accepted")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
