@@ -1,0 +1,274 @@
+package collectives
+
+import (
+	"fmt"
+
+	"github.com/gorun-hpc/gorun/comm"
+)
+
+// Allreduce combines send from every rank with op and leaves the result in recv on every rank
+// (MPI_Allreduce). len(send) must equal len(recv) and be the same on every rank. send == nil
+// (or send and recv the same slice) is the in-place form: recv holds this rank's input.
+//
+// The algorithm depends on the vector's size and the rank count (see Tuning): recursive
+// doubling for small vectors, Rabenseifner's reduce-scatter + allgather for medium ones, a
+// pipelined ring for large ones; non-commutative ops always use recursive doubling, which
+// combines in rank order. Every rank gets bitwise the same result.
+func Allreduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) error {
+	return wrap("Allreduce", c, allreduce(c.Coll(), c.NextCollTag(), send, recv, op))
+}
+
+// Iallreduce starts an Allreduce and returns at once; the buffers must not be touched until the
+// request completes. Non-blocking collectives on one communicator must be started in the same
+// order on every rank (as in MPI); they may overlap each other and point-to-point traffic.
+func Iallreduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) *comm.Request {
+	cc, tag := c.Coll(), c.NextCollTag()
+	return comm.Go(func() error { return wrap("Iallreduce", c, allreduce(cc, tag, send, recv, op)) })
+}
+
+func wrap(name string, c *comm.Comm, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("collectives: %s (rank %d of %d): %w", name, c.Rank(), c.Size(), err)
+}
+
+func allreduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T]) error {
+	n := len(recv)
+	lerr := op.Err()
+	switch {
+	case lerr != nil:
+	case send != nil && len(send) != n:
+		lerr = fmt.Errorf("len(send) = %d but len(recv) = %d", len(send), n)
+	case n%op.unit != 0:
+		lerr = fmt.Errorf("op %s needs (value, index) pairs: length %d is odd", op.Name(), n)
+	}
+	if lerr == nil && send != nil && !sameSlice(send, recv) {
+		copy(recv, send)
+	}
+	t := current()
+	p := cc.Size()
+	nbytes := n * elemSize[T]()
+	alg := t.allreduceAlg(nbytes, p, op.commute)
+	s := sig{coll: "allreduce", n: n, typ: typeName[T](), op: op.id}
+	if alg == AlgRecursiveDoubling && nbytes <= t.fuseLimit() && (t.Check || lerr == nil) {
+		return rdCheck(cc, tag, recv, op.fn, op.commute, s, lerr, t.fuseLimit())
+	}
+	if err := agreeOrLocal(t, cc, tag, s, lerr); err != nil {
+		return err
+	}
+	if p == 1 || n == 0 {
+		return nil
+	}
+	switch alg {
+	case AlgRabenseifner:
+		if op.commute && n >= newFold(p).pof2*op.unit {
+			return rabenseifner(cc, tag, recv, op)
+		}
+	case AlgRing:
+		if op.commute {
+			return ringAllreduce(cc, tag, recv, op, t.RingSegment)
+		}
+	}
+	return rdAllreduce(cc, tag, recv, op)
+}
+
+// rdAllreduce is recursive doubling over the whole vector: log2(p) exchanges of n elements
+// (plus two for non-power-of-two p). Latency-optimal; combines in rank order.
+func rdAllreduce[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T]) error {
+	p, r := cc.Size(), cc.Rank()
+	tmp, ts := scratchOf[T](len(data))
+	defer ts.release()
+	f := newFold(p)
+	nr := f.newRank(r)
+	if r < 2*f.rem {
+		if nr < 0 {
+			if err := sendTo(cc, data, r+1, tag); err != nil {
+				return err
+			}
+		} else {
+			if err := recvExact(cc, tmp, r-1, tag); err != nil {
+				return err
+			}
+			op.fn(tmp, data)
+		}
+	}
+	if nr >= 0 {
+		for mask := 1; mask < f.pof2; mask <<= 1 {
+			peer := f.real(nr ^ mask)
+			if err := sendrecvExact(cc, data, peer, tmp, peer, tag); err != nil {
+				return err
+			}
+			if peer < r || op.commute {
+				op.fn(tmp, data)
+			} else {
+				op.fn(data, tmp)
+				copy(data, tmp)
+			}
+		}
+	}
+	if r < 2*f.rem {
+		if nr >= 0 {
+			return sendTo(cc, data, r-1, tag)
+		}
+		return recvExact(cc, data, r+1, tag)
+	}
+	return nil
+}
+
+// rabenseifner is reduce-scatter by recursive halving followed by allgather by recursive
+// doubling: 2*log2(p) steps moving 2n(p-1)/p elements in all. Commutative ops only.
+func rabenseifner[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T]) error {
+	r := cc.Rank()
+	f := newFold(cc.Size())
+	tmp, ts := scratchOf[T](len(data))
+	defer ts.release()
+	off := offsets(f.pof2)
+	nr, err := foldAndHalve(cc, tag, data, tmp, op, f, off)
+	if err != nil {
+		return err
+	}
+	if nr >= 0 {
+		// Allgather by recursive doubling: after the step with distance d every participant
+		// holds the reduced blocks of its aligned group of 2d participants.
+		for d := 1; d < f.pof2; d <<= 1 {
+			pnr := nr ^ d
+			peer := f.real(pnr)
+			my, their := nr&^(d-1), pnr&^(d-1)
+			if err := sendrecvExact(cc, data[off[my]:off[my+d]], peer, data[off[their]:off[their+d]], peer, tag); err != nil {
+				return err
+			}
+		}
+	}
+	if r < 2*f.rem {
+		if nr >= 0 {
+			return sendTo(cc, data, r-1, tag)
+		}
+		return recvExact(cc, data, r+1, tag)
+	}
+	return nil
+}
+
+// foldAndHalve reduces a non-power-of-two group to f.pof2 participants (even ranks among the
+// first 2*rem hand their vector to their odd neighbour) and runs recursive halving among them:
+// afterwards participant nr holds block nr (of the partition off, filled here) fully reduced in
+// data. It returns nr, or -1 on a folded-out rank. Commutative ops only.
+func foldAndHalve[T comm.Elem](cc *comm.Comm, tag int, data, tmp []T, op Op[T], f fold, off []int) (int, error) {
+	r := cc.Rank()
+	nr := f.newRank(r)
+	partition(len(data), f.pof2, op.unit, off)
+	if r < 2*f.rem {
+		if nr < 0 {
+			return -1, sendTo(cc, data, r+1, tag)
+		}
+		if err := recvExact(cc, tmp, r-1, tag); err != nil {
+			return nr, err
+		}
+		op.fn(tmp, data)
+	}
+	lo, hi := 0, f.pof2
+	for d := f.pof2 / 2; d >= 1; d /= 2 {
+		peer := f.real(nr ^ d)
+		mid := lo + d
+		keepLo, keepHi, sendLo, sendHi := lo, mid, mid, hi
+		if nr&d != 0 {
+			keepLo, keepHi, sendLo, sendHi = mid, hi, lo, mid
+		}
+		keep := data[off[keepLo]:off[keepHi]]
+		in := tmp[:len(keep)]
+		if err := sendrecvExact(cc, data[off[sendLo]:off[sendHi]], peer, in, peer, tag); err != nil {
+			return nr, err
+		}
+		op.fn(in, keep)
+		lo, hi = keepLo, keepHi
+	}
+	return nr, nil
+}
+
+// ringAllreduce is the bandwidth-optimal ring: a reduce-scatter then an allgather around the
+// ranks, each of p-1 steps moving one block of n/p elements. Blocks travel in segments of
+// seg bytes so that reducing one segment overlaps receiving the next, and a reduced segment is
+// forwarded at once. Commutative ops only.
+func ringAllreduce[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T], seg int) error {
+	p, r := cc.Size(), cc.Rank()
+	next, prev := (r+1)%p, (r-1+p)%p
+	off := offsets(p)
+	partition(len(data), p, op.unit, off)
+	segElems := max(seg/elemSize[T]()/op.unit, 1) * op.unit
+	maxBlock := off[1] - off[0]
+	tmp, ts := scratchOf[T](maxBlock)
+	defer ts.release()
+	block := func(b int) []T { return data[off[b]:off[b+1]] }
+	isendSegs := func(buf []T, reqs []*comm.Request) []*comm.Request {
+		for i := 0; i < len(buf) || i == 0; i += segElems {
+			reqs = append(reqs, comm.Isend(cc, buf[i:min(i+segElems, len(buf))], next, tag))
+		}
+		return reqs
+	}
+	nsegs := func(n int) int { return max((n+segElems-1)/segElems, 1) }
+	var sends, nextSends []*comm.Request
+	var recvs []*comm.Request
+	fail := func(err error) error {
+		comm.WaitAll(sends...)
+		comm.WaitAll(nextSends...)
+		comm.WaitAll(recvs...)
+		return err
+	}
+
+	// Reduce-scatter: at step s rank r sends block r-s and reduces block r-s-1 arriving from
+	// prev; after p-1 steps it holds block r+1 fully reduced.
+	sends = isendSegs(block(r), nil)
+	for s := 0; s < p-1; s++ {
+		b := block((r - s - 1 + 2*p) % p)
+		in := tmp[:len(b)]
+		recvs = recvs[:0]
+		for i, k := 0, 0; k < nsegs(len(b)); i, k = i+segElems, k+1 {
+			recvs = append(recvs, comm.Irecv(cc, in[i:min(i+segElems, len(in))], prev, tag))
+		}
+		nextSends = nextSends[:0]
+		for k, i := 0, 0; k < len(recvs); k, i = k+1, i+segElems {
+			j := min(i+segElems, len(b))
+			st, err := recvs[k].Wait()
+			if err := recvErr(st, err, (j-i)*elemSize[T](), prev); err != nil {
+				return fail(err)
+			}
+			recvs[k] = nil
+			op.fn(in[i:j], b[i:j])
+			if s < p-2 {
+				nextSends = append(nextSends, comm.Isend(cc, b[i:j], next, tag))
+			}
+		}
+		if err := comm.WaitAll(sends...); err != nil {
+			return fail(err)
+		}
+		sends, nextSends = nextSends, sends
+	}
+
+	// Allgather: at step s rank r sends block r+1-s and receives block r-s in place, forwarding
+	// each segment as soon as it lands.
+	sends = isendSegs(block((r+1)%p), sends[:0])
+	for s := 0; s < p-1; s++ {
+		b := block((r - s + p) % p)
+		recvs = recvs[:0]
+		for i, k := 0, 0; k < nsegs(len(b)); i, k = i+segElems, k+1 {
+			recvs = append(recvs, comm.Irecv(cc, b[i:min(i+segElems, len(b))], prev, tag))
+		}
+		nextSends = nextSends[:0]
+		for k, i := 0, 0; k < len(recvs); k, i = k+1, i+segElems {
+			j := min(i+segElems, len(b))
+			st, err := recvs[k].Wait()
+			if err := recvErr(st, err, (j-i)*elemSize[T](), prev); err != nil {
+				return fail(err)
+			}
+			recvs[k] = nil
+			if s < p-2 {
+				nextSends = append(nextSends, comm.Isend(cc, b[i:j], next, tag))
+			}
+		}
+		if err := comm.WaitAll(sends...); err != nil {
+			return fail(err)
+		}
+		sends, nextSends = nextSends, sends
+	}
+	return comm.WaitAll(sends...)
+}

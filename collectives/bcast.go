@@ -1,0 +1,131 @@
+package collectives
+
+import (
+	"fmt"
+
+	"github.com/gorun-hpc/gorun/comm"
+)
+
+// Bcast copies root's buf into buf on every other rank (MPI_Bcast). len(buf) must be the same
+// on every rank. Small messages go down a binomial tree (log2(p) steps); large ones are
+// scattered down the tree in p pieces and reassembled with a ring allgather (van de Geijn), so
+// the root sends each byte about once instead of log2(p) times.
+func Bcast[T comm.Elem](c *comm.Comm, buf []T, root int) error {
+	return wrap("Bcast", c, bcast(c.Coll(), c.NextCollTag(), buf, root))
+}
+
+// Ibcast starts a Bcast; buf must not be touched until the request completes.
+func Ibcast[T comm.Elem](c *comm.Comm, buf []T, root int) *comm.Request {
+	cc, tag := c.Coll(), c.NextCollTag()
+	return comm.Go(func() error { return wrap("Ibcast", c, bcast(cc, tag, buf, root)) })
+}
+
+func checkRoot(root, p int) error {
+	if root < 0 || root >= p {
+		return fmt.Errorf("root %d out of range [0,%d)", root, p)
+	}
+	return nil
+}
+
+func bcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int) error {
+	p := cc.Size()
+	t := current()
+	lerr := checkRoot(root, p)
+	if err := agreeOrLocal(t, cc, tag, sig{coll: "bcast", n: len(buf), typ: typeName[T](), root: root}, lerr); err != nil {
+		return err
+	}
+	if p == 1 {
+		return nil
+	}
+	if t.bcastAlg(len(buf)*elemSize[T](), p) == AlgScatterAllgather {
+		return scatterAllgatherBcast(cc, tag, buf, root)
+	}
+	return binomialBcast(cc, tag, buf, root)
+}
+
+// binomialBcast: relative rank v receives from v minus its lowest set bit, then sends to
+// v + 2^k for every 2^k below that bit, largest subtree first.
+func binomialBcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int) error {
+	p, r := cc.Size(), cc.Rank()
+	v := (r - root + p) % p
+	abs := func(x int) int { return (x + root) % p }
+	mask := 1
+	for mask < p {
+		if v&mask != 0 {
+			if err := recvExact(cc, buf, abs(v-mask), tag); err != nil {
+				return err
+			}
+			break
+		}
+		mask <<= 1
+	}
+	var reqs []*comm.Request
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if v+mask < p {
+			reqs = append(reqs, comm.Isend(cc, buf, abs(v+mask), tag))
+		}
+	}
+	return comm.WaitAll(reqs...)
+}
+
+// scatterAllgatherBcast splits buf into p pieces of ceil(n/p) elements by relative rank,
+// scatters them down the binomial tree (each subtree receives its own range), then runs a ring
+// allgather in place.
+func scatterAllgatherBcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int) error {
+	p, r := cc.Size(), cc.Rank()
+	n := len(buf)
+	v := (r - root + p) % p
+	abs := func(x int) int { return (x + root) % p }
+	ss := (n + p - 1) / p
+	rng := func(lo, hi int) []T { return buf[min(lo*ss, n):min(hi*ss, n)] }
+	mask := 1
+	for mask < p {
+		if v&mask != 0 {
+			if err := recvExact(cc, rng(v, v+mask), abs(v-mask), tag); err != nil {
+				return err
+			}
+			break
+		}
+		mask <<= 1
+	}
+	var reqs []*comm.Request
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if v+mask < p {
+			reqs = append(reqs, comm.Isend(cc, rng(v+mask, v+2*mask), abs(v+mask), tag))
+		}
+	}
+	if err := comm.WaitAll(reqs...); err != nil {
+		return err
+	}
+	right, left := abs((v+1)%p), abs((v-1+p)%p)
+	for s := 0; s < p-1; s++ {
+		sb, rb := (v-s+p)%p, (v-s-1+p)%p
+		if err := sendrecvExact(cc, rng(sb, sb+1), right, rng(rb, rb+1), left, tag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Barrier returns on each rank only after every rank has entered it (MPI_Barrier), by the
+// dissemination algorithm: in round k each rank signals rank+2^k and waits for rank-2^k, so
+// ceil(log2 p) rounds suffice for any p.
+func Barrier(c *comm.Comm) error {
+	return wrap("Barrier", c, barrier(c.Coll(), c.NextCollTag()))
+}
+
+// Ibarrier starts a Barrier.
+func Ibarrier(c *comm.Comm) *comm.Request {
+	cc, tag := c.Coll(), c.NextCollTag()
+	return comm.Go(func() error { return wrap("Ibarrier", c, barrier(cc, tag)) })
+}
+
+func barrier(cc *comm.Comm, tag int) error {
+	p, r := cc.Size(), cc.Rank()
+	for k := 1; k < p; k <<= 1 {
+		if err := sendrecvExact[byte](cc, nil, (r+k)%p, nil, (r-k+p)%p, tag); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,316 @@
+package collectives
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"reflect"
+	"unsafe"
+
+	"github.com/gorun-hpc/gorun/comm"
+)
+
+// ErrMismatch is wrapped by the error every rank returns when the ranks' arguments to one
+// collective disagree (element counts, element type, op, root) or a rank rejected its own.
+var ErrMismatch = errors.New("ranks' arguments disagree")
+
+// Argument check. Every collective except Barrier starts with a recursive-doubling exchange of
+// a small header between the ranks: each carries the smallest and largest fingerprint of the
+// arguments seen so far (collective, count, element type, op, root) and whether a rank rejected
+// its own arguments. After log2(p) steps every rank knows whether all agree, so bad input gives
+// an error on every rank, never a hang or a wrong answer; and because the exchange has the same
+// shape whatever the message size, ranks that would pick different algorithms meet in it before
+// they diverge. Small allreduces carry their data in the same messages, so for them the check
+// costs nothing; elsewhere it costs one small-message recursive doubling (GORUN_COLL_CHECK=0
+// skips it, as MPI does, at the price of undefined behaviour on bad input).
+
+const (
+	hdrLen   = 56
+	hdrMagic = 0x676f6c63 // "golc"
+
+	flagLocalErr = 1 << 0 // a rank rejected its own arguments (errRank says which, lowest first)
+	flagBadMsg   = 1 << 1 // a check message had an unexpected size or shape
+	noRank       = ^uint32(0)
+)
+
+type header struct {
+	flags            uint32
+	errRank          uint32
+	fpMin, fpMax     uint64
+	minRank, maxRank uint32
+	minN, maxN       uint64
+}
+
+func (h *header) encode(b []byte) {
+	binary.LittleEndian.PutUint64(b[0:], uint64(hdrMagic)<<32|uint64(h.flags))
+	binary.LittleEndian.PutUint64(b[8:], uint64(h.errRank))
+	binary.LittleEndian.PutUint64(b[16:], h.fpMin)
+	binary.LittleEndian.PutUint64(b[24:], h.fpMax)
+	binary.LittleEndian.PutUint64(b[32:], uint64(h.minRank)<<32|uint64(h.maxRank))
+	binary.LittleEndian.PutUint64(b[40:], h.minN)
+	binary.LittleEndian.PutUint64(b[48:], h.maxN)
+}
+
+func decodeHeader(b []byte) (header, bool) {
+	if len(b) < hdrLen {
+		return header{}, false
+	}
+	w0 := binary.LittleEndian.Uint64(b[0:])
+	if w0>>32 != hdrMagic {
+		return header{}, false
+	}
+	rr := binary.LittleEndian.Uint64(b[32:])
+	return header{
+		flags:   uint32(w0),
+		errRank: uint32(binary.LittleEndian.Uint64(b[8:])),
+		fpMin:   binary.LittleEndian.Uint64(b[16:]),
+		fpMax:   binary.LittleEndian.Uint64(b[24:]),
+		minRank: uint32(rr >> 32), maxRank: uint32(rr),
+		minN: binary.LittleEndian.Uint64(b[40:]),
+		maxN: binary.LittleEndian.Uint64(b[48:]),
+	}, true
+}
+
+func (h *header) merge(o header) {
+	h.flags |= o.flags
+	h.errRank = min(h.errRank, o.errRank)
+	if o.fpMin < h.fpMin {
+		h.fpMin, h.minRank, h.minN = o.fpMin, o.minRank, o.minN
+	}
+	if o.fpMax > h.fpMax {
+		h.fpMax, h.maxRank, h.maxN = o.fpMax, o.maxRank, o.maxN
+	}
+}
+
+func (h *header) ok() bool { return h.flags == 0 && h.fpMin == h.fpMax }
+
+// verdict turns a merged header into this rank's error (nil when all agreed).
+func (h *header) verdict(lerr error) error {
+	switch {
+	case h.ok():
+		return nil
+	case lerr != nil:
+		return lerr
+	case h.flags&flagLocalErr != 0:
+		return fmt.Errorf("%w: rank %d rejected its arguments", ErrMismatch, h.errRank)
+	case h.fpMin != h.fpMax && h.minN != h.maxN:
+		return fmt.Errorf("%w: rank %d passed %d elements, rank %d passed %d", ErrMismatch, h.minRank, h.minN, h.maxRank, h.maxN)
+	case h.fpMin != h.fpMax:
+		return fmt.Errorf("%w: ranks %d and %d differ in collective, element type, op, root or counts", ErrMismatch, h.minRank, h.maxRank)
+	}
+	return fmt.Errorf("%w: a check message of unexpected size arrived (different collectives called, or different GORUN_COLL_* settings)", ErrMismatch)
+}
+
+// sig is what every rank of a collective must agree on.
+type sig struct {
+	coll  string
+	n     int    // element count (the one that must match), reported in errors
+	typ   string // element type
+	op    uint64
+	root  int
+	extra uint64 // e.g. a hash of the counts array
+}
+
+func (s sig) fingerprint() uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	h.Write([]byte(s.coll))
+	h.Write([]byte{0})
+	h.Write([]byte(s.typ))
+	for _, v := range []uint64{uint64(s.n), s.op, uint64(s.root), s.extra} {
+		binary.LittleEndian.PutUint64(b[:], v)
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+func typeName[T comm.Elem]() string { return reflect.TypeFor[T]().String() }
+
+func hashInts(xs []int) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, x := range xs {
+		binary.LittleEndian.PutUint64(b[:], uint64(x))
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+func newHeader(rank int, s sig, lerr error) header {
+	fp := s.fingerprint()
+	h := header{errRank: noRank, fpMin: fp, fpMax: fp, minRank: uint32(rank), maxRank: uint32(rank), minN: uint64(s.n), maxN: uint64(s.n)}
+	if lerr != nil {
+		h.flags |= flagLocalErr
+		h.errRank = uint32(rank)
+	}
+	return h
+}
+
+// agree runs the argument check alone (no data).
+func agree(cc *comm.Comm, tag int, s sig, lerr error) error {
+	return rdCheck[byte](cc, tag, nil, nil, true, s, lerr, 0)
+}
+
+// agreeOrLocal runs the check when enabled, else only reports this rank's own error.
+func agreeOrLocal(t *Tuning, cc *comm.Comm, tag int, s sig, lerr error) error {
+	if !t.Check {
+		return lerr
+	}
+	return agree(cc, tag, s, lerr)
+}
+
+// rdCheck is the recursive-doubling exchange of check headers, carrying data (an allreduce of
+// at most fuseCap bytes per rank, reduced with fn) when data is non-nil. Non-power-of-two
+// groups fold the first 2*rem ranks pairwise. fn combines in rank order, so non-commutative ops
+// are exact. Every rank goes through every step even after a disagreement is seen, so that no
+// peer is left waiting; the data is simply not reduced any more.
+func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []T), commute bool, s sig, lerr error, fuseCap int) error {
+	p, r := cc.Size(), cc.Rank()
+	h := newHeader(r, s, lerr)
+	if p == 1 {
+		return h.verdict(lerr)
+	}
+	esz := elemSize[T]()
+	nb := len(data) * esz
+	outS := getScratch(hdrLen + nb)
+	inS := getScratch(hdrLen + max(nb, fuseCap))
+	defer outS.release()
+	defer inS.release()
+	out := outS.bytes(hdrLen + nb)
+	in := inS.bytes(hdrLen + max(nb, fuseCap))
+	mine := castBytes(out[hdrLen:], data) // data travels in out; reductions happen there
+
+	copy(mine, data)
+	pack := func() []byte { h.encode(out); return out }
+	// unpack validates a received message, merges its header and returns its payload as []T
+	// when it matches ours in size and the exchange is still clean.
+	unpack := func(st comm.Status, err error) ([]T, error) {
+		var te *comm.TruncateError
+		if err != nil && !errors.As(err, &te) {
+			return nil, err
+		}
+		ph, ok := decodeHeader(in[:min(st.Count, len(in))])
+		if err != nil || !ok {
+			h.flags |= flagBadMsg
+			return nil, nil
+		}
+		h.merge(ph)
+		if st.Count-hdrLen != nb {
+			h.flags |= flagBadMsg
+		}
+		if !h.ok() {
+			return nil, nil
+		}
+		return castBytes(in[hdrLen:st.Count], data), nil
+	}
+
+	f := newFold(p)
+	nr := f.newRank(r)
+	if r < 2*f.rem {
+		if nr < 0 {
+			if err := comm.Send(cc, pack(), r+1, tag); err != nil {
+				return err
+			}
+		} else {
+			st, err := comm.Recv(cc, in, r-1, tag)
+			theirs, err := unpack(st, err)
+			if err != nil {
+				return err
+			}
+			if theirs != nil {
+				fn(theirs, mine) // r-1 is the left operand
+			}
+		}
+	}
+	if nr >= 0 {
+		for mask := 1; mask < f.pof2; mask <<= 1 {
+			peer := f.real(nr ^ mask)
+			st, err := comm.Sendrecv(cc, pack(), peer, tag, in, peer, tag)
+			theirs, err := unpack(st, err)
+			if err != nil {
+				return err
+			}
+			if theirs == nil {
+				continue
+			}
+			if peer < r || commute {
+				fn(theirs, mine)
+			} else {
+				fn(mine, theirs) // we are the left operand: compute into theirs, keep it
+				copy(mine, theirs)
+			}
+		}
+	}
+	if r < 2*f.rem {
+		if nr >= 0 {
+			if err := comm.Send(cc, pack(), r-1, tag); err != nil {
+				return err
+			}
+		} else {
+			st, err := comm.Recv(cc, in, r+1, tag)
+			var te *comm.TruncateError
+			if err != nil && !errors.As(err, &te) {
+				return err
+			}
+			// The partner's final header already merged everyone's: take it as ours.
+			ph, ok := decodeHeader(in[:min(st.Count, len(in))])
+			if err != nil || !ok {
+				h.flags |= flagBadMsg
+			} else {
+				h = ph
+				if st.Count-hdrLen != nb {
+					h.flags |= flagBadMsg
+				}
+			}
+			if h.ok() {
+				copy(mine, castBytes(in[hdrLen:st.Count], data))
+			}
+		}
+	}
+	if err := h.verdict(lerr); err != nil {
+		return err
+	}
+	copy(data, mine)
+	return nil
+}
+
+// castBytes views b as a []T (b is 8-byte aligned scratch); like is only a type witness.
+func castBytes[T comm.Elem](b []byte, like []T) []T {
+	_ = like
+	sz := elemSize[T]()
+	if len(b) < sz {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/sz)
+}
+
+// recvErr checks a completed receive of want bytes.
+func recvErr(st comm.Status, err error, want, src int) error {
+	if err != nil {
+		return fmt.Errorf("recv from rank %d: %w", src, err)
+	}
+	if st.Count != want {
+		return fmt.Errorf("%w: %d bytes from rank %d, expected %d", ErrMismatch, st.Count, src, want)
+	}
+	return nil
+}
+
+// recvExact receives exactly len(buf) elements from src.
+func recvExact[T comm.Elem](cc *comm.Comm, buf []T, src, tag int) error {
+	st, err := comm.Recv(cc, buf, src, tag)
+	return recvErr(st, err, len(buf)*elemSize[T](), src)
+}
+
+// sendrecvExact is Sendrecv that checks the received size.
+func sendrecvExact[T comm.Elem](cc *comm.Comm, send []T, dst int, recv []T, src, tag int) error {
+	st, err := comm.Sendrecv(cc, send, dst, tag, recv, src, tag)
+	return recvErr(st, err, len(recv)*elemSize[T](), src)
+}
+
+func sendTo[T comm.Elem](cc *comm.Comm, buf []T, dst, tag int) error {
+	if err := comm.Send(cc, buf, dst, tag); err != nil {
+		return fmt.Errorf("send to rank %d: %w", dst, err)
+	}
+	return nil
+}

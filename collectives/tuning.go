@@ -1,0 +1,287 @@
+package collectives
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Algorithm names, as accepted by the GORUN_COLL_*_ALGORITHM variables.
+const (
+	AlgAuto              = "auto"
+	AlgRecursiveDoubling = "recursive_doubling"
+	AlgRabenseifner      = "rabenseifner"
+	AlgRing              = "ring"
+	AlgBinomial          = "binomial"
+	AlgScatterAllgather  = "scatter_allgather"
+	AlgReduceScatterGath = "reduce_scatter_gather"
+	AlgPairwise          = "pairwise"
+)
+
+// Tuning is the one table of algorithm choices and thresholds (in bytes of the whole vector a
+// rank contributes; for allgather, of the gathered result). Like Open MPI's coll_tuned, every
+// entry can be overridden with an environment variable, read at first use:
+//
+//	GORUN_COLL_ALLREDUCE_ALGORITHM      auto | recursive_doubling | rabenseifner | ring
+//	GORUN_COLL_ALLREDUCE_SMALL_MSG      below: recursive doubling (default 64 KiB for 2-3 ranks, 8 KiB beyond)
+//	GORUN_COLL_ALLREDUCE_LARGE_MSG      from: pipelined ring (default 1 MiB); between: Rabenseifner
+//	                                    (Rabenseifner only for power-of-two rank counts; ring otherwise)
+//	GORUN_COLL_RING_SEGMENT             pipeline segment of the ring algorithms (default 256 KiB)
+//	GORUN_COLL_BCAST_ALGORITHM          auto | binomial | scatter_allgather
+//	GORUN_COLL_BCAST_LARGE_MSG          from: scatter + allgather (default 512 KiB)
+//	GORUN_COLL_REDUCE_ALGORITHM         auto | binomial | reduce_scatter_gather
+//	GORUN_COLL_REDUCE_LARGE_MSG         from: reduce-scatter + gather (default 512 KiB)
+//	GORUN_COLL_ALLGATHER_ALGORITHM      auto | recursive_doubling | ring
+//	GORUN_COLL_ALLGATHER_LARGE_MSG      from: ring (default 512 KiB); recursive doubling needs 2^k ranks
+//	GORUN_COLL_REDUCE_SCATTER_ALGORITHM auto | ring | pairwise (default ring)
+//	GORUN_COLL_CHECK                    1 (default): check that ranks' arguments agree; 0: skip
+//
+// Sizes accept a K, M or G suffix (powers of 1024). Every rank must see the same values.
+type Tuning struct {
+	AllreduceAlgorithm  string
+	AllreduceSmallMsg   int // used when the rank count is 4 or more
+	AllreduceSmallMsgLo int // used for 2-3 ranks (GORUN_COLL_ALLREDUCE_SMALL_MSG sets both)
+	AllreduceLargeMsg   int
+	RingSegment         int
+	BcastAlgorithm      string
+	BcastLargeMsg       int
+	ReduceAlgorithm     string
+	ReduceLargeMsg      int
+	AllgatherAlgorithm  string
+	AllgatherLargeMsg   int
+	ReduceScatterAlg    string
+	Check               bool
+}
+
+// DefaultTuning is the table before environment overrides. The thresholds follow Open MPI's
+// measured crossovers on the reference machine (ANCHORS.md): recursive doubling until the
+// message is bandwidth-bound, then the bandwidth-optimal algorithms.
+func DefaultTuning() Tuning {
+	return Tuning{
+		AllreduceAlgorithm:  AlgAuto,
+		AllreduceSmallMsg:   8 << 10,
+		AllreduceSmallMsgLo: 64 << 10,
+		AllreduceLargeMsg:   1 << 20,
+		RingSegment:         256 << 10,
+		BcastAlgorithm:      AlgAuto,
+		BcastLargeMsg:       512 << 10,
+		ReduceAlgorithm:     AlgAuto,
+		ReduceLargeMsg:      512 << 10,
+		AllgatherAlgorithm:  AlgAuto,
+		AllgatherLargeMsg:   512 << 10,
+		ReduceScatterAlg:    AlgAuto,
+		Check:               true,
+	}
+}
+
+var (
+	tuningOnce sync.Once
+	tuningPtr  atomic.Pointer[Tuning]
+	tuningErr  error
+)
+
+// CurrentTuning returns the table in force (defaults plus environment overrides). A malformed
+// variable is reported by TuningError and otherwise ignored.
+func CurrentTuning() Tuning { return *current() }
+
+// TuningError reports the first malformed GORUN_COLL_* variable, if any.
+func TuningError() error {
+	current()
+	return tuningErr
+}
+
+// SetTuning replaces the table for the whole process (all communicators); every rank must set
+// the same table. Mostly for tests and benchmarks that force one algorithm.
+func SetTuning(t Tuning) error {
+	if err := t.validate(); err != nil {
+		return err
+	}
+	current()
+	tuningPtr.Store(&t)
+	return nil
+}
+
+func current() *Tuning {
+	tuningOnce.Do(func() {
+		t, err := TuningFromEnv(os.Getenv)
+		tuningErr = err
+		tuningPtr.Store(&t)
+	})
+	return tuningPtr.Load()
+}
+
+// TuningFromEnv applies GORUN_COLL_* overrides read through getenv to DefaultTuning. On a
+// malformed value it returns the table without that override and the error.
+func TuningFromEnv(getenv func(string) string) (Tuning, error) {
+	t := DefaultTuning()
+	var first error
+	fail := func(name, v string, err error) {
+		if first == nil {
+			first = fmt.Errorf("collectives: %s=%q: %v", name, v, err)
+		}
+	}
+	alg := func(name string, dst *string, allowed ...string) {
+		v := strings.ToLower(strings.TrimSpace(getenv(name)))
+		if v == "" {
+			return
+		}
+		for _, a := range append([]string{AlgAuto}, allowed...) {
+			if v == a {
+				*dst = v
+				return
+			}
+		}
+		fail(name, v, fmt.Errorf("want one of auto, %s", strings.Join(allowed, ", ")))
+	}
+	size := func(name string, dst ...*int) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		n, err := parseSize(v)
+		if err != nil {
+			fail(name, v, err)
+			return
+		}
+		for _, d := range dst {
+			*d = n
+		}
+	}
+	const p = "GORUN_COLL_"
+	alg(p+"ALLREDUCE_ALGORITHM", &t.AllreduceAlgorithm, AlgRecursiveDoubling, AlgRabenseifner, AlgRing)
+	size(p+"ALLREDUCE_SMALL_MSG", &t.AllreduceSmallMsg, &t.AllreduceSmallMsgLo)
+	size(p+"ALLREDUCE_LARGE_MSG", &t.AllreduceLargeMsg)
+	size(p+"RING_SEGMENT", &t.RingSegment)
+	alg(p+"BCAST_ALGORITHM", &t.BcastAlgorithm, AlgBinomial, AlgScatterAllgather)
+	size(p+"BCAST_LARGE_MSG", &t.BcastLargeMsg)
+	alg(p+"REDUCE_ALGORITHM", &t.ReduceAlgorithm, AlgBinomial, AlgReduceScatterGath)
+	size(p+"REDUCE_LARGE_MSG", &t.ReduceLargeMsg)
+	alg(p+"ALLGATHER_ALGORITHM", &t.AllgatherAlgorithm, AlgRecursiveDoubling, AlgRing)
+	size(p+"ALLGATHER_LARGE_MSG", &t.AllgatherLargeMsg)
+	alg(p+"REDUCE_SCATTER_ALGORITHM", &t.ReduceScatterAlg, AlgRing, AlgPairwise)
+	if v := strings.TrimSpace(getenv(p + "CHECK")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			fail(p+"CHECK", v, err)
+		} else {
+			t.Check = b
+		}
+	}
+	if err := t.validate(); err != nil {
+		fail(p+"*", "", err)
+		return DefaultTuning(), first
+	}
+	return t, first
+}
+
+func (t Tuning) validate() error {
+	if t.RingSegment < 64 {
+		return fmt.Errorf("collectives: ring segment %d bytes is below 64", t.RingSegment)
+	}
+	for _, v := range []int{t.AllreduceSmallMsg, t.AllreduceSmallMsgLo, t.AllreduceLargeMsg, t.BcastLargeMsg, t.ReduceLargeMsg, t.AllgatherLargeMsg} {
+		if v < 0 {
+			return fmt.Errorf("collectives: negative threshold %d", v)
+		}
+	}
+	if t.AllreduceSmallMsg > 64<<20 || t.AllreduceSmallMsgLo > 64<<20 {
+		return fmt.Errorf("collectives: allreduce small-message threshold above 64 MiB")
+	}
+	return nil
+}
+
+func parseSize(s string) (int, error) {
+	mult := 1
+	switch strings.ToUpper(s[len(s)-1:]) {
+	case "K":
+		mult = 1 << 10
+	case "M":
+		mult = 1 << 20
+	case "G":
+		mult = 1 << 30
+	}
+	if mult != 1 {
+		s = s[:len(s)-1]
+		s = strings.TrimSuffix(strings.TrimSuffix(s, "i"), "I")
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("not a size in bytes")
+	}
+	return n * mult, nil
+}
+
+// allreduceAlg picks the allreduce algorithm for a vector of nbytes over p ranks.
+func (t *Tuning) allreduceAlg(nbytes, p int, commute bool) string {
+	alg := t.AllreduceAlgorithm
+	if alg == AlgAuto {
+		small := t.AllreduceSmallMsg
+		if p < 4 {
+			small = t.AllreduceSmallMsgLo
+		}
+		switch {
+		case nbytes < small:
+			alg = AlgRecursiveDoubling
+		case nbytes >= t.AllreduceLargeMsg || !isPow2(p):
+			alg = AlgRing
+		default:
+			alg = AlgRabenseifner
+		}
+	}
+	if !commute {
+		// Only recursive doubling combines in rank order.
+		alg = AlgRecursiveDoubling
+	}
+	return alg
+}
+
+// fuseLimit is the largest vector recursive doubling carries inside the argument-check messages.
+func (t *Tuning) fuseLimit() int { return max(t.AllreduceSmallMsg, t.AllreduceSmallMsgLo) }
+
+func (t *Tuning) bcastAlg(nbytes, p int) string {
+	if t.BcastAlgorithm != AlgAuto {
+		return t.BcastAlgorithm
+	}
+	if nbytes >= t.BcastLargeMsg && p > 2 {
+		return AlgScatterAllgather
+	}
+	return AlgBinomial
+}
+
+func (t *Tuning) reduceAlg(nbytes int, commute bool) string {
+	if !commute {
+		return AlgBinomial
+	}
+	if t.ReduceAlgorithm != AlgAuto {
+		return t.ReduceAlgorithm
+	}
+	if nbytes >= t.ReduceLargeMsg {
+		return AlgReduceScatterGath
+	}
+	return AlgBinomial
+}
+
+func (t *Tuning) allgatherAlg(totalBytes, p int) string {
+	alg := t.AllgatherAlgorithm
+	if alg == AlgAuto {
+		alg = AlgRing
+		if totalBytes < t.AllgatherLargeMsg {
+			alg = AlgRecursiveDoubling
+		}
+	}
+	if alg == AlgRecursiveDoubling && !isPow2(p) {
+		alg = AlgRing
+	}
+	return alg
+}
+
+func (t *Tuning) reduceScatterAlg() string {
+	if t.ReduceScatterAlg == AlgAuto {
+		return AlgRing
+	}
+	return t.ReduceScatterAlg
+}
+
+func isPow2(p int) bool { return p > 0 && p&(p-1) == 0 }
