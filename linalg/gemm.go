@@ -1,6 +1,265 @@
 package linalg
 
-// gemm is Dgemm after argument checks and quick returns.
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// threadLimit caps the goroutines one Dgemm call uses; 0 means GOMAXPROCS.
+var threadLimit atomic.Int64
+
+// SetThreads sets the number of goroutines a single Dgemm (and so Dtrsm and
+// Dgetrf) call may use and returns the previous setting. n <= 0 means
+// runtime.GOMAXPROCS(0), the default. Programs that already run one
+// goroutine per core, each calling into linalg (HPL with one rank per core),
+// should set 1, as they would set OPENBLAS_NUM_THREADS=1.
+func SetThreads(n int) int {
+	return int(threadLimit.Swap(int64(max(n, 0))))
+}
+
+func maxThreads() int {
+	if n := int(threadLimit.Load()); n > 0 {
+		return n
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// Below these sizes packing costs more than it saves, and a second
+// goroutine costs more than it saves.
+const (
+	simpleFlops   = 16 * 16 * 16
+	parallelFlops = 1 << 20 // multiply-adds
+)
+
+// gemm is Dgemm after argument checks and quick returns: m, n, k > 0 and
+// alpha != 0.
 func gemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
-	gemmSimple(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	if m*n*k <= simpleFlops || m == 1 || n == 1 {
+		gemmSimple(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	scaleC(m, n, beta, c, ldc)
+	threads := 1
+	if m*n*k >= parallelFlops {
+		threads = maxThreads()
+	}
+	gemmPacked(kern, threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+}
+
+func roundUp(x, q int) int { return (x + q - 1) / q * q }
+
+// gemmBufs holds the packing buffers of one gemm call. They are large
+// (megabytes) and the first touch of fresh pages is slow, so they are kept
+// for reuse instead of being left to the garbage collector.
+type gemmBufs struct {
+	b []float64   // packed kc×nc block of op(B), shared by the workers
+	a [][]float64 // packed mc×kc block of op(A), one per worker
+}
+
+var bufCache struct {
+	sync.Mutex
+	free []*gemmBufs
+}
+
+// maxCachedBufs bounds the number of idle buffer sets kept; more are only
+// needed when many goroutines call Dgemm at once.
+const maxCachedBufs = 16
+
+func getBufs(threads, aLen, bLen int) *gemmBufs {
+	bufCache.Lock()
+	var g *gemmBufs
+	if n := len(bufCache.free); n > 0 {
+		g = bufCache.free[n-1]
+		bufCache.free = bufCache.free[:n-1]
+	}
+	bufCache.Unlock()
+	if g == nil {
+		g = new(gemmBufs)
+	}
+	if cap(g.b) < bLen {
+		g.b = make([]float64, bLen)
+	}
+	g.b = g.b[:bLen]
+	for len(g.a) < threads {
+		g.a = append(g.a, nil)
+	}
+	for w := range threads {
+		if cap(g.a[w]) < aLen {
+			g.a[w] = make([]float64, aLen)
+		}
+		g.a[w] = g.a[w][:aLen]
+	}
+	return g
+}
+
+func putBufs(g *gemmBufs) {
+	bufCache.Lock()
+	if len(bufCache.free) < maxCachedBufs {
+		bufCache.free = append(bufCache.free, g)
+	}
+	bufCache.Unlock()
+}
+
+// gemmJob is one packed gemm call shared by its workers.
+type gemmJob struct {
+	kn             microKernel
+	transA, transB bool
+	m, n, k        int
+	alpha          float64
+	a              []float64
+	lda            int
+	b              []float64
+	ldb            int
+	c              []float64
+	ldc            int
+	kcB, mcB, ncB  int // block sizes for this call
+	threads        int
+	splitM         bool // workers split the rows of C (else the columns of each B block)
+	bufs           *gemmBufs
+	bar            barrier
+}
+
+// gemmPacked computes C += alpha*op(A)*op(B) BLIS-style: for each kc×nc block
+// of op(B) (packed once, shared by all workers) and each mc×kc block of op(A)
+// (packed by the worker that uses it), the micro-kernel sweeps the mc×nc
+// block of C tile by tile.
+func gemmPacked(kn microKernel, threads int, transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	mr, nr := kn.mr, kn.nr
+	j := &gemmJob{kn: kn, transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha,
+		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
+	j.kcB = min(kn.kc, k)
+	j.ncB = min(kn.nc, roundUp(n, nr))
+	j.mcB = min(kn.mc, roundUp(m, mr))
+	// Balance the k blocks so that the last one is not a sliver.
+	if nb := (k + j.kcB - 1) / j.kcB; nb > 1 {
+		j.kcB = (k + nb - 1) / nb
+	}
+	threads = max(1, min(threads, (m+mr-1)/mr*((n+nr-1)/nr)))
+	j.threads = threads
+	// Split the rows when each worker gets at least a few micro-panels of
+	// them; otherwise split the columns of the packed B block.
+	j.splitM = m >= threads*4*mr || n < threads*nr*2
+	j.bufs = getBufs(threads, j.mcB*j.kcB, j.kcB*roundUp(j.ncB, nr))
+	if threads == 1 {
+		j.work(0)
+	} else {
+		j.bar.init(threads)
+		var wg sync.WaitGroup
+		for w := 1; w < threads; w++ {
+			wg.Go(func() { j.work(w) })
+		}
+		j.work(0)
+		wg.Wait()
+	}
+	putBufs(j.bufs)
+}
+
+// span returns worker w's share [lo, hi) of n units split as evenly as
+// possible.
+func span(n, parts, w int) (lo, hi int) {
+	return n * w / parts, n * (w + 1) / parts
+}
+
+// work is worker w's part of the loops of gemmPacked.
+func (j *gemmJob) work(w int) {
+	mr, nr := j.kn.mr, j.kn.nr
+	abuf := j.bufs.a[w]
+	bbuf := j.bufs.b
+	var tmp [32 * 32]float64 // edge tiles; the largest kernel tile is 24×8
+	for jc := 0; jc < j.n; jc += j.ncB {
+		nc := min(j.ncB, j.n-jc)
+		npanels := (nc + nr - 1) / nr
+		for pc := 0; pc < j.k; pc += j.kcB {
+			kc := min(j.kcB, j.k-pc)
+			// Pack this worker's share of the B block.
+			plo, phi := span(npanels, j.threads, w)
+			packB(j.transB, nr, kc, nc, j.b, j.ldb, pc, jc, plo, phi, bbuf)
+			j.bar.wait()
+			rlo, rhi := 0, j.m
+			clo, chi := 0, npanels
+			if j.threads > 1 {
+				if j.splitM {
+					mp := (j.m + mr - 1) / mr
+					lo, hi := span(mp, j.threads, w)
+					rlo, rhi = lo*mr, min(hi*mr, j.m)
+				} else {
+					clo, chi = span(npanels, j.threads, w)
+				}
+			}
+			for ic := rlo; ic < rhi; ic += j.mcB {
+				mc := min(j.mcB, rhi-ic)
+				packA(j.transA, mr, mc, kc, j.a, j.lda, ic, pc, j.alpha, abuf)
+				macroKernel(j.kn, mc, nc, kc, abuf, bbuf, j.c, j.ldc, ic, jc, clo, chi, &tmp)
+			}
+			// B is overwritten by the next block: wait for every worker.
+			j.bar.wait()
+		}
+	}
+}
+
+// macroKernel runs the micro-kernel over the mc×nc block of C at (ic, jc),
+// for the B micro-panels [plo, phi). Each B micro-panel stays in L1 while
+// the A block streams from L2.
+func macroKernel(kn microKernel, mc, nc, kc int, ap, bp, c []float64, ldc, ic, jc, plo, phi int, tmp *[32 * 32]float64) {
+	mr, nr := kn.mr, kn.nr
+	fn := kn.fn
+	for jp := plo; jp < phi; jp++ {
+		jj := jp * nr
+		nrEff := min(nr, nc-jj)
+		bpan := bp[jp*kc*nr : (jp+1)*kc*nr]
+		for ii := 0; ii < mc; ii += mr {
+			mrEff := min(mr, mc-ii)
+			apan := ap[ii*kc : ii*kc+mr*kc]
+			off := ic + ii + (jc+jj)*ldc
+			if mrEff == mr && nrEff == nr {
+				tile := c[off : off+(nr-1)*ldc+mr] // bounds check before the kernel writes
+				fn(kc, &apan[0], &bpan[0], &tile[0], ldc)
+				continue
+			}
+			t := tmp[:mr*nr]
+			clear(t)
+			fn(kc, &apan[0], &bpan[0], &t[0], mr)
+			for x := range nrEff {
+				cc := c[off+x*ldc : off+x*ldc+mrEff]
+				tt := t[x*mr : x*mr+mrEff]
+				for y := range cc {
+					cc[y] += tt[y]
+				}
+			}
+		}
+	}
+}
+
+// barrier is a reusable rendezvous for a fixed number of goroutines.
+type barrier struct {
+	mu    sync.Mutex
+	cond  sync.Cond
+	n     int
+	count int
+	gen   uint64
+}
+
+func (b *barrier) init(n int) {
+	b.n = n
+	b.cond.L = &b.mu
+}
+
+func (b *barrier) wait() {
+	if b.n <= 1 {
+		return
+	}
+	b.mu.Lock()
+	gen := b.gen
+	b.count++
+	if b.count == b.n {
+		b.count = 0
+		b.gen++
+		b.cond.Broadcast()
+	} else {
+		for gen == b.gen {
+			b.cond.Wait()
+		}
+	}
+	b.mu.Unlock()
 }

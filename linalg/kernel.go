@@ -1,0 +1,32 @@
+package linalg
+
+// microKernel describes one register-blocked micro-kernel: fn computes
+// C += A*B for an mr×nr tile of column-major C with leading dimension ldc,
+// where a points to a packed mr×kc micro-panel (mr consecutive elements per k
+// step) and b to a packed kc×nr micro-panel (nr consecutive elements per k
+// step). fn reads exactly kc*mr elements of A and kc*nr of B and touches only
+// the tile.
+type microKernel struct {
+	name   string
+	mr, nr int
+	fn     func(kc int, a, b, c *float64, ldc int)
+	// Cache blocking for this kernel (see blocking.go).
+	mc, kc, nc int
+}
+
+// kern is the micro-kernel Dgemm uses, chosen at init by CPU features.
+var kern microKernel
+
+// goKernelRef is the portable reference micro-kernel for any tile shape:
+// the test oracle for the assembly kernels.
+func goKernelRef(mr, nr, kc int, a, b, c []float64, ldc int) {
+	for j := range nr {
+		for i := range mr {
+			var s float64
+			for l := range kc {
+				s += a[l*mr+i] * b[l*nr+j]
+			}
+			c[i+j*ldc] += s
+		}
+	}
+}

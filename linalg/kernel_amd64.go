@@ -1,0 +1,28 @@
+//go:build !noasm
+
+package linalg
+
+import "golang.org/x/sys/cpu"
+
+//go:noescape
+func kernAVX512(kc int, a, b, c *float64, ldc int)
+
+//go:noescape
+func kernAVX2(kc int, a, b, c *float64, ldc int)
+
+var (
+	avx512Kernel = microKernel{name: "avx512-24x8", mr: 24, nr: 8, fn: kernAVX512, mc: 144, kc: 384, nc: 4096}
+	avx2Kernel   = microKernel{name: "avx2-8x6", mr: 8, nr: 6, fn: kernAVX2, mc: 96, kc: 256, nc: 4092}
+)
+
+// availableKernels lists the kernels this CPU can run, best first.
+func availableKernels() []microKernel {
+	var ks []microKernel
+	if cpu.X86.HasAVX512F {
+		ks = append(ks, avx512Kernel)
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		ks = append(ks, avx2Kernel)
+	}
+	return append(ks, goKernel)
+}

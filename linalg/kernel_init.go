@@ -1,0 +1,3 @@
+package linalg
+
+func init() { kern = availableKernels()[0] }

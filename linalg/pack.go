@@ -1,0 +1,98 @@
+package linalg
+
+// packA packs the mc×kc block of alpha*op(A) starting at row ic, column pc
+// of op(A) into micro-panels of mr rows: panel p holds, for each l in
+// [0, kc), the mr elements op(A)[ic+p*mr+r, pc+l] (r < mr) consecutively.
+// Rows past mc are zero so that edge tiles can use the full kernel.
+func packA(trans bool, mr, mc, kc int, a []float64, lda, ic, pc int, alpha float64, dst []float64) {
+	for p := 0; p*mr < mc; p++ {
+		i0 := ic + p*mr
+		rows := min(mr, mc-p*mr)
+		d := dst[p*mr*kc : (p+1)*mr*kc]
+		if !trans {
+			// op(A)[i, l] = a[i + l*lda]: mr contiguous elements per l.
+			for l := range kc {
+				src := a[i0+(pc+l)*lda : i0+(pc+l)*lda+rows]
+				dd := d[l*mr : l*mr+mr]
+				if alpha == 1 {
+					copy(dd, src)
+				} else {
+					for r, v := range src {
+						dd[r] = alpha * v
+					}
+				}
+				clear(dd[rows:])
+			}
+			continue
+		}
+		// op(A)[i, l] = a[l + i*lda]: row r of the panel is contiguous in a.
+		for r := range rows {
+			src := a[pc+(i0+r)*lda : pc+(i0+r)*lda+kc]
+			for l, v := range src {
+				d[l*mr+r] = alpha * v
+			}
+		}
+		if rows < mr {
+			for l := range kc {
+				clear(d[l*mr+rows : l*mr+mr])
+			}
+		}
+	}
+}
+
+// packB packs micro-panels [plo, phi) of the kc×nc block of op(B) starting
+// at row pc, column jc of op(B): panel p holds, for each l in [0, kc), the nr
+// elements op(B)[pc+l, jc+p*nr+x] (x < nr) consecutively. Columns past nc
+// are zero.
+func packB(trans bool, nr, kc, nc int, b []float64, ldb, pc, jc, plo, phi int, dst []float64) {
+	for p := plo; p < phi; p++ {
+		j0 := jc + p*nr
+		cols := min(nr, nc-p*nr)
+		d := dst[p*nr*kc : (p+1)*nr*kc]
+		if trans {
+			// op(B)[l, j] = b[j + l*ldb]: nr contiguous elements per l.
+			for l := range kc {
+				src := b[j0+(pc+l)*ldb : j0+(pc+l)*ldb+cols]
+				dd := d[l*nr : l*nr+nr]
+				copy(dd, src)
+				clear(dd[cols:])
+			}
+			continue
+		}
+		// op(B)[l, j] = b[l + j*ldb]: column x of the panel is contiguous.
+		if cols == nr && nr == 8 {
+			packB8(kc, b[pc+j0*ldb:], ldb, d)
+			continue
+		}
+		for x := range cols {
+			src := b[pc+(j0+x)*ldb : pc+(j0+x)*ldb+kc]
+			for l, v := range src {
+				d[l*nr+x] = v
+			}
+		}
+		if cols < nr {
+			for l := range kc {
+				clear(d[l*nr+cols : l*nr+nr])
+			}
+		}
+	}
+}
+
+// packB8 packs 8 columns of B (kc rows each) reading the 8 columns side by
+// side so that the destination is written sequentially.
+func packB8(kc int, b []float64, ldb int, d []float64) {
+	c0 := b[0*ldb : 0*ldb+kc]
+	c1 := b[1*ldb : 1*ldb+kc]
+	c2 := b[2*ldb : 2*ldb+kc]
+	c3 := b[3*ldb : 3*ldb+kc]
+	c4 := b[4*ldb : 4*ldb+kc]
+	c5 := b[5*ldb : 5*ldb+kc]
+	c6 := b[6*ldb : 6*ldb+kc]
+	c7 := b[7*ldb : 7*ldb+kc]
+	d = d[:8*kc]
+	for l := range kc {
+		dd := d[l*8 : l*8+8 : l*8+8]
+		dd[0], dd[1], dd[2], dd[3] = c0[l], c1[l], c2[l], c3[l]
+		dd[4], dd[5], dd[6], dd[7] = c4[l], c5[l], c6[l], c7[l]
+	}
+}
