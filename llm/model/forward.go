@@ -1,0 +1,366 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gorun-hpc/gorun/llm/quant"
+)
+
+type scratch struct {
+	t                                  int
+	x, xn, q, k, v, att, attFull, proj []float32
+	gate, up                           []float32
+	cos, sin                           []float32 // [t][RopeDim/2]
+	vecs                               []quant.Vec
+	ys                                 [][]float32
+	scores                             []float32 // [local heads][ctx]
+	vtype                              int       // vector type the vecs hold (-1: none)
+	last                               []float32
+	pair                               [2]float32
+	pairs                              []float32
+	counts                             []int
+}
+
+func (m *Model) grow(t int) {
+	s := &m.scratch
+	if s.t >= t {
+		return
+	}
+	c, sh := &m.Cfg, &m.Shard
+	hd := c.HeadDim
+	nq, nkv := (sh.H1-sh.H0)*hd, (sh.KV1-sh.KV0)*hd
+	nf := sh.F1 - sh.F0
+	s.t = t
+	s.x = make([]float32, t*c.Dim)
+	s.xn = make([]float32, t*c.Dim)
+	s.proj = make([]float32, t*c.Dim)
+	s.q = make([]float32, t*nq)
+	s.att = make([]float32, t*nq)
+	s.k = make([]float32, t*nkv)
+	s.v = make([]float32, t*nkv)
+	if sh.OGather {
+		s.attFull = make([]float32, t*c.Heads*hd)
+	}
+	s.gate = make([]float32, t*nf)
+	s.up = make([]float32, t*nf)
+	s.cos = make([]float32, t*c.RopeDim/2)
+	s.sin = make([]float32, t*c.RopeDim/2)
+	s.vecs = make([]quant.Vec, t)
+	s.ys = make([][]float32, t)
+	s.scores = make([]float32, (sh.H1-sh.H0)*m.ctx)
+	s.last = make([]float32, c.Dim)
+}
+
+// load prepares the t input vectors in[i*stride+off : +cols] for rows of w's type.
+func (m *Model) load(w *quant.Matrix, in []float32, t, stride, off int) error {
+	s := &m.scratch
+	for i := 0; i < t; i++ {
+		if err := s.vecs[i].Load(w.Type, in[i*stride+off:i*stride+off+w.Cols]); err != nil {
+			return err
+		}
+	}
+	s.vtype = int(quant.VecType(w.Type))
+	return nil
+}
+
+// mul computes out[i*w.Rows + r] = w row r · loaded vector i.
+func (m *Model) mul(w *quant.Matrix, t int, out []float32) {
+	s := &m.scratch
+	if t == 1 {
+		quant.MatVec(m.pool, w, &s.vecs[0], out[:w.Rows])
+		return
+	}
+	for i := 0; i < t; i++ {
+		s.ys[i] = out[i*w.Rows : (i+1)*w.Rows]
+	}
+	quant.MatMul(m.pool, w, s.vecs[:t], s.ys[:t])
+}
+
+// project multiplies each matrix of ws by the same inputs, converting them only once per
+// vector type.
+func (m *Model) project(in []float32, t, stride, off int, ws []*quant.Matrix, outs [][]float32) error {
+	m.scratch.vtype = -1
+	for i, w := range ws {
+		if m.scratch.vtype != int(quant.VecType(w.Type)) {
+			if err := m.load(w, in, t, stride, off); err != nil {
+				return err
+			}
+		}
+		m.mul(w, t, outs[i])
+	}
+	return nil
+}
+
+func rmsnorm(out, x, w []float32, eps float32) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	for i, v := range x {
+		out[i] = v * scale * w[i]
+	}
+}
+
+func (m *Model) rope(v []float32, cos, sin []float32) {
+	n := len(cos)
+	if m.Cfg.RopeStyle == RopeNeox {
+		for i := 0; i < n; i++ {
+			x0, x1 := v[i], v[i+n]
+			v[i] = x0*cos[i] - x1*sin[i]
+			v[i+n] = x0*sin[i] + x1*cos[i]
+		}
+		return
+	}
+	for i := 0; i < n; i++ {
+		x0, x1 := v[2*i], v[2*i+1]
+		v[2*i] = x0*cos[i] - x1*sin[i]
+		v[2*i+1] = x0*sin[i] + x1*cos[i]
+	}
+}
+
+// Forward runs the tokens through the model at positions Pos().. and leaves the logits of the
+// last one ready for Argmax, Logits or Sample. A batch of more than one token (prefill) uses
+// matrix-matrix products. Every rank of the group calls it with the same tokens.
+func (m *Model) Forward(tokens []int32) error {
+	c, sh, s := &m.Cfg, &m.Shard, &m.scratch
+	t := len(tokens)
+	if t == 0 {
+		return fmt.Errorf("model: Forward of no tokens")
+	}
+	if m.pos+t > m.ctx {
+		return fmt.Errorf("model: %d tokens at position %d overflow the context of %d", t, m.pos, m.ctx)
+	}
+	m.grow(t)
+	dim, hd := c.Dim, c.HeadDim
+	nh, nkvh := sh.H1-sh.H0, sh.KV1-sh.KV0
+	nq, nkv, nf := nh*hd, nkvh*hd, sh.F1-sh.F0
+	for i, tok := range tokens {
+		if tok < 0 || int(tok) >= c.Vocab {
+			return fmt.Errorf("model: token id %d outside the vocabulary of %d", tok, c.Vocab)
+		}
+		rb, _ := m.embd.Type.RowBytes(int64(dim))
+		row, err := m.file.Bytes(m.embd, int64(tok)*rb, rb)
+		if err != nil {
+			return err
+		}
+		if err := quant.Dequantize(m.embd.Type, row, s.x[i*dim:(i+1)*dim]); err != nil {
+			return err
+		}
+	}
+	half := c.RopeDim / 2
+	for i := 0; i < t; i++ {
+		p := float64(m.pos+i) / c.RopeScale
+		for j := 0; j < half; j++ {
+			sn, cs := math.Sincos(p * m.freqs[j])
+			s.cos[i*half+j], s.sin[i*half+j] = float32(cs), float32(sn)
+		}
+	}
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	group := c.Heads / c.KVHeads
+	for li := range m.layers {
+		L := &m.layers[li]
+		for i := 0; i < t; i++ {
+			rmsnorm(s.xn[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], L.attnNorm, c.Eps)
+		}
+		if err := m.project(s.xn, t, dim, 0, []*quant.Matrix{L.wq, L.wk, L.wv}, [][]float32{s.q, s.k, s.v}); err != nil {
+			return err
+		}
+		for i := 0; i < t; i++ {
+			q, k, v := s.q[i*nq:(i+1)*nq], s.k[i*nkv:(i+1)*nkv], s.v[i*nkv:(i+1)*nkv]
+			if L.bq != nil {
+				addTo(q, L.bq)
+				addTo(k, L.bk)
+				addTo(v, L.bv)
+			}
+			cs, sn := s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half]
+			for h := 0; h < nh; h++ {
+				qh := q[h*hd : (h+1)*hd]
+				if L.qNorm != nil {
+					rmsnorm(qh, qh, L.qNorm, c.Eps)
+				}
+				m.rope(qh, cs, sn)
+			}
+			for h := 0; h < nkvh; h++ {
+				kh := k[h*hd : (h+1)*hd]
+				if L.kNorm != nil {
+					rmsnorm(kh, kh, L.kNorm, c.Eps)
+				}
+				m.rope(kh, cs, sn)
+			}
+			p := m.pos + i
+			copy(L.kCache[p*nkv:(p+1)*nkv], k)
+			copy(L.vCache[p*nkv:(p+1)*nkv], v)
+		}
+		m.pool.For(nh, func(h0, h1 int) {
+			for h := h0; h < h1; h++ {
+				kvl := (sh.H0+h)/group - sh.KV0
+				sc := s.scores[h*m.ctx : (h+1)*m.ctx]
+				for i := 0; i < t; i++ {
+					attend(s.att[i*nq+h*hd:i*nq+(h+1)*hd], s.q[i*nq+h*hd:i*nq+(h+1)*hd],
+						L.kCache, L.vCache, nkv, kvl*hd, m.pos+i+1, sc, scale)
+				}
+			}
+		})
+		// Row-parallel output projection: partial sums over this rank's columns, then one
+		// allreduce for the whole batch.
+		in, stride, off := s.att, nq, 0
+		if sh.OGather {
+			if err := m.gatherHeads(t); err != nil {
+				return fmt.Errorf("layer %d: gather attention: %w", li, err)
+			}
+			in, stride, off = s.attFull, c.Heads*hd, sh.O0
+		}
+		if err := m.load(L.wo, in, t, stride, off); err != nil {
+			return err
+		}
+		m.mul(L.wo, t, s.proj)
+		if err := m.group.AllreduceSum(s.proj[:t*dim]); err != nil {
+			return fmt.Errorf("layer %d: attention allreduce: %w", li, err)
+		}
+		addTo(s.x[:t*dim], s.proj[:t*dim])
+
+		for i := 0; i < t; i++ {
+			rmsnorm(s.xn[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], L.ffnNorm, c.Eps)
+		}
+		if err := m.project(s.xn, t, dim, 0, []*quant.Matrix{L.gate, L.up}, [][]float32{s.gate, s.up}); err != nil {
+			return err
+		}
+		for i, g := range s.gate[:t*nf] {
+			s.gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * s.up[i]
+		}
+		if err := m.load(L.down, s.gate, t, nf, 0); err != nil {
+			return err
+		}
+		m.mul(L.down, t, s.proj)
+		if err := m.group.AllreduceSum(s.proj[:t*dim]); err != nil {
+			return fmt.Errorf("layer %d: MLP allreduce: %w", li, err)
+		}
+		addTo(s.x[:t*dim], s.proj[:t*dim])
+	}
+	m.pos += t
+	rmsnorm(s.last, s.x[(t-1)*dim:t*dim], m.outNorm, c.Eps)
+	if err := s.vecs[0].Load(m.out.Type, s.last); err != nil {
+		return err
+	}
+	quant.MatVec(m.pool, m.out, &s.vecs[0], m.logits)
+	return nil
+}
+
+// attend computes one head's attention output for one query over cache positions [0,n).
+func attend(out, q, kc, vc []float32, stride, off, n int, sc []float32, scale float32) {
+	hd := len(q)
+	mx := float32(math.Inf(-1))
+	for p := 0; p < n; p++ {
+		kv := kc[p*stride+off : p*stride+off+hd]
+		var d float32
+		for j, x := range q {
+			d += x * kv[j]
+		}
+		d *= scale
+		sc[p] = d
+		mx = max(mx, d)
+	}
+	var sum float64
+	for p := 0; p < n; p++ {
+		e := math.Exp(float64(sc[p] - mx))
+		sc[p] = float32(e)
+		sum += e
+	}
+	inv := float32(1 / sum)
+	clear(out)
+	for p := 0; p < n; p++ {
+		w := sc[p] * inv
+		vv := vc[p*stride+off : p*stride+off+hd]
+		for j := range out {
+			out[j] += w * vv[j]
+		}
+	}
+}
+
+func addTo(dst, src []float32) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] += src[i]
+	}
+}
+
+// gatherHeads assembles every rank's attention outputs into attFull ([t][Heads*HeadDim]).
+func (m *Model) gatherHeads(t int) error {
+	c, sh, s := &m.Cfg, &m.Shard, &m.scratch
+	p := sh.Size
+	hd := c.HeadDim
+	counts := make([]int, p)
+	for r := 0; r < p; r++ {
+		counts[r] = t * (c.Heads*(r+1)/p - c.Heads*r/p) * hd
+	}
+	recv := make([]float32, t*c.Heads*hd)
+	if err := m.group.Allgatherv(s.att[:counts[sh.Rank]], recv, counts); err != nil {
+		return err
+	}
+	// recv holds rank blocks of [t][heads_r*hd]; interleave them by token.
+	off := 0
+	for r := 0; r < p; r++ {
+		h0 := c.Heads * r / p
+		w := (c.Heads*(r+1)/p - h0) * hd
+		for i := 0; i < t; i++ {
+			copy(s.attFull[i*c.Heads*hd+h0*hd:i*c.Heads*hd+h0*hd+w], recv[off+i*w:off+(i+1)*w])
+		}
+		off += t * w
+	}
+	return nil
+}
+
+// LocalLogits returns this rank's logits of the last token (vocabulary rows [V0,V1)).
+func (m *Model) LocalLogits() []float32 { return m.logits }
+
+// Logits gathers the full vocabulary's logits of the last token on every rank.
+func (m *Model) Logits() ([]float32, error) {
+	p := m.Shard.Size
+	counts := make([]int, p)
+	for r := range counts {
+		counts[r] = m.Cfg.Vocab*(r+1)/p - m.Cfg.Vocab*r/p
+	}
+	out := make([]float32, m.Cfg.Vocab)
+	if err := m.group.Allgatherv(m.logits, out, counts); err != nil {
+		return nil, fmt.Errorf("gather logits: %w", err)
+	}
+	return out, nil
+}
+
+// Argmax returns the token with the largest logit (the lowest id among equals), agreed by every
+// rank: each finds its local maximum and the ranks exchange one (value, id) pair each.
+func (m *Model) Argmax() (int32, error) {
+	best, bi := float32(math.Inf(-1)), 0
+	for i, v := range m.logits {
+		if v > best {
+			best, bi = v, i
+		}
+	}
+	p := m.Shard.Size
+	s := &m.scratch
+	if len(s.pairs) != 2*p {
+		s.pairs = make([]float32, 2*p)
+		s.counts = make([]int, p)
+		for i := range s.counts {
+			s.counts[i] = 2
+		}
+	}
+	// The id travels as a float32, exact for vocabularies below 2^24 (checked at load).
+	s.pair = [2]float32{best, float32(m.Shard.V0 + bi)}
+	if len(m.logits) == 0 {
+		s.pair[1] = -1
+	}
+	if err := m.group.Allgatherv(s.pair[:], s.pairs, s.counts); err != nil {
+		return 0, fmt.Errorf("argmax: %w", err)
+	}
+	best, id := float32(math.Inf(-1)), float32(-1)
+	for r := 0; r < p; r++ {
+		v, i := s.pairs[2*r], s.pairs[2*r+1]
+		if i >= 0 && (id < 0 || v > best) {
+			best, id = v, i
+		}
+	}
+	return int32(id), nil
+}

@@ -1,0 +1,323 @@
+// Package model runs Llama-family transformers (llama incl. TinyStories, mistral, qwen2 with
+// QKV bias, qwen3 with QK-norm) from GGUF files, optionally split across the ranks of a Group
+// in the Megatron style: attention by heads (Q/K/V column-parallel, output projection
+// row-parallel), the MLP by hidden units (gate/up column-parallel, down row-parallel), one
+// allreduce after each row-parallel product, and the classifier by vocabulary rows with a
+// distributed argmax. Each rank maps the file and reads only its shard.
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gorun-hpc/gorun/llm/gguf"
+	"github.com/gorun-hpc/gorun/llm/quant"
+)
+
+// Options tunes Load.
+type Options struct {
+	Group   Group // nil: a single rank
+	Threads int   // goroutines per rank for matrix products (0: 1)
+	Context int   // KV cache length in tokens (0: the model's context length, at most 4096)
+}
+
+// Shard is the part of the model one rank holds.
+type Shard struct {
+	Rank, Size int
+	H0, H1     int // query heads [H0,H1)
+	KV0, KV1   int // KV heads [KV0,KV1) (overlapping between ranks when replicated)
+	F0, F1     int // FFN hidden units [F0,F1)
+	V0, V1     int // vocabulary rows [V0,V1)
+	O0, O1     int // columns of attn_output this rank multiplies (block aligned)
+	// OGather: the head split is not aligned to attn_output's blocks, so attention outputs are
+	// all-gathered and the product is split along [O0,O1) instead.
+	OGather bool
+}
+
+type layer struct {
+	attnNorm, ffnNorm []float32
+	wq, wk, wv, wo    *quant.Matrix
+	bq, bk, bv        []float32
+	qNorm, kNorm      []float32
+	gate, up, down    *quant.Matrix
+	kCache, vCache    []float32 // [ctx][kvLocal*HeadDim]
+}
+
+// Model is one rank's part of a loaded model plus its KV cache and scratch buffers.
+type Model struct {
+	Cfg     Config
+	Shard   Shard
+	file    *gguf.File
+	group   Group
+	pool    *quant.Pool
+	ctx     int
+	layers  []layer
+	embd    *gguf.TensorInfo
+	outNorm []float32
+	out     *quant.Matrix
+	freqs   []float64 // RoPE inverse frequencies, RopeDim/2
+	pos     int
+
+	logits  []float32 // local logits of the last token
+	scratch scratch
+}
+
+// blockAlign returns the split of n units into parts, rounded to multiples of unit, for part k.
+func splitRange(n, unit, parts, k int) (int, int) {
+	nb := n / unit
+	return nb * k / parts * unit, nb * (k + 1) / parts * unit
+}
+
+// PlanShard computes the shard of rank r of p for cfg and the tensor types of f.
+func PlanShard(cfg *Config, f *gguf.File, r, p int) (Shard, error) {
+	if err := cfg.CheckDegree(p); err != nil {
+		return Shard{}, err
+	}
+	s := Shard{Rank: r, Size: p}
+	s.H0, s.H1 = cfg.Heads*r/p, cfg.Heads*(r+1)/p
+	g := cfg.Heads / cfg.KVHeads
+	s.KV0, s.KV1 = s.H0/g, (s.H1-1)/g+1
+	down, ok := f.Tensor("blk.0.ffn_down.weight")
+	if !ok {
+		return Shard{}, fmt.Errorf("%s: tensor blk.0.ffn_down.weight missing", f.Path)
+	}
+	fb := down.Type.BlockSize()
+	if cfg.FFN%fb != 0 {
+		return Shard{}, fmt.Errorf("%s: FFN size %d is not a whole number of %s blocks", f.Path, cfg.FFN, down.Type)
+	}
+	s.F0, s.F1 = splitRange(cfg.FFN, fb, p, r)
+	s.V0, s.V1 = cfg.Vocab*r/p, cfg.Vocab*(r+1)/p
+	wo, ok := f.Tensor("blk.0.attn_output.weight")
+	if !ok {
+		return Shard{}, fmt.Errorf("%s: tensor blk.0.attn_output.weight missing", f.Path)
+	}
+	ob := wo.Type.BlockSize()
+	hd := cfg.HeadDim
+	if (s.H0*hd)%ob == 0 && (s.H1*hd)%ob == 0 {
+		s.O0, s.O1 = s.H0*hd, s.H1*hd
+	} else {
+		s.OGather = true
+		s.O0, s.O1 = splitRange(cfg.Heads*hd, ob, p, r)
+	}
+	return s, nil
+}
+
+// Load reads the rank's shard of the model in f (which must stay open while the model is used).
+func Load(f *gguf.File, opt Options) (*Model, error) {
+	g := opt.Group
+	if g == nil {
+		g = Single{}
+	}
+	cfg, err := ReadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	sh, err := PlanShard(cfg, f, g.Rank(), g.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Path, err)
+	}
+	ctx := opt.Context
+	if ctx <= 0 {
+		ctx = min(cfg.ContextLen, 4096)
+	}
+	threads := max(opt.Threads, 1)
+	m := &Model{Cfg: *cfg, Shard: sh, file: f, group: g, pool: &quant.Pool{Threads: threads}, ctx: ctx}
+	if err := m.bind(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Model) tensor(name string, dims ...int) (*gguf.TensorInfo, error) {
+	t, ok := m.file.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("%s: tensor %s missing", m.file.Path, name)
+	}
+	if len(t.Dims) != len(dims) {
+		return nil, fmt.Errorf("%s: tensor %s has shape %v, want %v", m.file.Path, name, t.Dims, dims)
+	}
+	for i, d := range dims {
+		if t.Dims[i] != int64(d) {
+			return nil, fmt.Errorf("%s: tensor %s has shape %v, want %v", m.file.Path, name, t.Dims, dims)
+		}
+	}
+	if len(dims) == 2 && !quant.Supported(t.Type) {
+		return nil, fmt.Errorf("%s: tensor %s has type %s, which has no kernel here (supported: F32 F16 BF16 Q8_0 Q4_0 Q4_K Q5_K Q6_K)", m.file.Path, name, t.Type)
+	}
+	return t, nil
+}
+
+// vector reads a 1-D tensor (norm weights, biases), or elements [lo,hi) of it.
+func (m *Model) vector(name string, n, lo, hi int) ([]float32, error) {
+	t, err := m.tensor(name, n)
+	if err != nil {
+		return nil, err
+	}
+	if !quant.Supported(t.Type) || t.Type.BlockSize() != 1 {
+		return nil, fmt.Errorf("%s: tensor %s has type %s, want F32, F16 or BF16", m.file.Path, name, t.Type)
+	}
+	es := int64(t.Type.TypeSize())
+	b, err := m.file.Bytes(t, int64(lo)*es, int64(hi-lo)*es)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]float32, hi-lo)
+	return v, quant.Dequantize(t.Type, b, v)
+}
+
+// rows binds rows [r0,r1) of a matrix of shape [cols, rows] to the mapping (no copy).
+func (m *Model) rows(name string, cols, rows, r0, r1 int) (*quant.Matrix, error) {
+	t, err := m.tensor(name, cols, rows)
+	if err != nil {
+		return nil, err
+	}
+	rb, _ := t.Type.RowBytes(int64(cols))
+	b, err := m.file.Bytes(t, int64(r0)*rb, int64(r1-r0)*rb)
+	if err != nil {
+		return nil, err
+	}
+	return quant.NewMatrix(t.Type, r1-r0, cols, b)
+}
+
+// cols gives columns [c0,c1) of every row of a matrix of shape [cols, rows]. The full width is
+// bound to the mapping; a part is copied out with pread so that the other ranks' columns, which
+// share pages with ours, never become resident in this process.
+func (m *Model) cols(name string, cols, rows, c0, c1 int) (*quant.Matrix, error) {
+	if c0 == 0 && c1 == cols {
+		return m.rows(name, cols, rows, 0, rows)
+	}
+	t, err := m.tensor(name, cols, rows)
+	if err != nil {
+		return nil, err
+	}
+	rb, _ := t.Type.RowBytes(int64(cols))
+	off, err := t.Type.RowBytes(int64(c0))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: column split at %d: %w", m.file.Path, name, c0, err)
+	}
+	seg, err := t.Type.RowBytes(int64(c1 - c0))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: column split at %d: %w", m.file.Path, name, c1, err)
+	}
+	buf := make([]byte, int64(rows)*seg)
+	for r := 0; r < rows; r++ {
+		if err := m.file.ReadAt(t, buf[int64(r)*seg:int64(r+1)*seg], int64(r)*rb+off); err != nil {
+			return nil, err
+		}
+	}
+	return quant.NewMatrix(t.Type, rows, c1-c0, buf)
+}
+
+func (m *Model) bind() error {
+	c, s := &m.Cfg, &m.Shard
+	hd := c.HeadDim
+	var err error
+	if m.embd, err = m.tensor("token_embd.weight", c.Dim, c.Vocab); err != nil {
+		return err
+	}
+	if !quant.Supported(m.embd.Type) {
+		return fmt.Errorf("%s: token_embd.weight has unsupported type %s", m.file.Path, m.embd.Type)
+	}
+	if m.outNorm, err = m.vector("output_norm.weight", c.Dim, 0, c.Dim); err != nil {
+		return err
+	}
+	outName := "output.weight"
+	if c.TiedEmbed {
+		outName = "token_embd.weight"
+	}
+	if m.out, err = m.rows(outName, c.Dim, c.Vocab, s.V0, s.V1); err != nil {
+		return err
+	}
+	m.freqs = make([]float64, c.RopeDim/2)
+	for i := range m.freqs {
+		m.freqs[i] = math.Pow(c.RopeBase, -float64(2*i)/float64(c.RopeDim))
+	}
+	if c.HasRopeFreq {
+		ff, err := m.vector("rope_freqs.weight", c.RopeDim/2, 0, c.RopeDim/2)
+		if err != nil {
+			return err
+		}
+		for i := range m.freqs {
+			if ff[i] <= 0 {
+				return fmt.Errorf("%s: rope_freqs.weight[%d] = %g", m.file.Path, i, ff[i])
+			}
+			m.freqs[i] /= float64(ff[i])
+		}
+	}
+	nkv := s.KV1 - s.KV0
+	m.layers = make([]layer, c.Layers)
+	for i := range m.layers {
+		L := &m.layers[i]
+		p := fmt.Sprintf("blk.%d.", i)
+		if L.attnNorm, err = m.vector(p+"attn_norm.weight", c.Dim, 0, c.Dim); err != nil {
+			return err
+		}
+		if L.ffnNorm, err = m.vector(p+"ffn_norm.weight", c.Dim, 0, c.Dim); err != nil {
+			return err
+		}
+		if L.wq, err = m.rows(p+"attn_q.weight", c.Dim, c.Heads*hd, s.H0*hd, s.H1*hd); err != nil {
+			return err
+		}
+		if L.wk, err = m.rows(p+"attn_k.weight", c.Dim, c.KVHeads*hd, s.KV0*hd, s.KV1*hd); err != nil {
+			return err
+		}
+		if L.wv, err = m.rows(p+"attn_v.weight", c.Dim, c.KVHeads*hd, s.KV0*hd, s.KV1*hd); err != nil {
+			return err
+		}
+		if L.wo, err = m.cols(p+"attn_output.weight", c.Heads*hd, c.Dim, s.O0, s.O1); err != nil {
+			return err
+		}
+		if c.QKVBias {
+			if L.bq, err = m.vector(p+"attn_q.bias", c.Heads*hd, s.H0*hd, s.H1*hd); err != nil {
+				return err
+			}
+			if L.bk, err = m.vector(p+"attn_k.bias", c.KVHeads*hd, s.KV0*hd, s.KV1*hd); err != nil {
+				return err
+			}
+			if L.bv, err = m.vector(p+"attn_v.bias", c.KVHeads*hd, s.KV0*hd, s.KV1*hd); err != nil {
+				return err
+			}
+		}
+		if c.QKNorm {
+			if L.qNorm, err = m.vector(p+"attn_q_norm.weight", hd, 0, hd); err != nil {
+				return err
+			}
+			if L.kNorm, err = m.vector(p+"attn_k_norm.weight", hd, 0, hd); err != nil {
+				return err
+			}
+		}
+		if L.gate, err = m.rows(p+"ffn_gate.weight", c.Dim, c.FFN, s.F0, s.F1); err != nil {
+			return err
+		}
+		if L.up, err = m.rows(p+"ffn_up.weight", c.Dim, c.FFN, s.F0, s.F1); err != nil {
+			return err
+		}
+		if L.down, err = m.cols(p+"ffn_down.weight", c.FFN, c.Dim, s.F0, s.F1); err != nil {
+			return err
+		}
+		L.kCache = make([]float32, m.ctx*nkv*hd)
+		L.vCache = make([]float32, m.ctx*nkv*hd)
+	}
+	m.logits = make([]float32, s.V1-s.V0)
+	return nil
+}
+
+// Context returns the KV cache length.
+func (m *Model) Context() int { return m.ctx }
+
+// Pos returns the number of tokens in the KV cache.
+func (m *Model) Pos() int { return m.pos }
+
+// Reset empties the KV cache.
+func (m *Model) Reset() { m.pos = 0 }
+
+// ResidentWeightBytes is the number of weight bytes this rank's shard references.
+func (m *Model) ResidentWeightBytes() int64 {
+	var n int64
+	for _, L := range m.layers {
+		for _, w := range []*quant.Matrix{L.wq, L.wk, L.wv, L.wo, L.gate, L.up, L.down} {
+			n += int64(len(w.Data))
+		}
+	}
+	return n + int64(len(m.out.Data))
+}
