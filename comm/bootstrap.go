@@ -271,7 +271,7 @@ func readControl(conn net.Conn, v any) error {
 }
 
 func refuse(id identity, conn net.Conn, why error) {
-	fmt.Fprintf(os.Stderr, "gorun: rank %d: refused connection from %s: %v\n", id.rank, conn.RemoteAddr(), why)
+	logf("gorun: rank %d: refused connection from %s: %v", id.rank, conn.RemoteAddr(), why)
 	conn.Close()
 }
 

@@ -3,6 +3,7 @@ package comm
 import (
 	"errors"
 	"fmt"
+	"os"
 )
 
 // PeerError reports an operation that failed because a peer rank died, closed its connection,
@@ -43,3 +44,7 @@ var ErrClosed = errors.New("comm: communicator is finalized")
 func rankError(kind string, r, size int) error {
 	return fmt.Errorf("comm: %s rank %d out of range [0,%d)", kind, r, size)
 }
+
+// logf reports events a rank cannot return as an error (a refused stranger, a peer's protocol
+// violation). A variable so that tests can capture it.
+var logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -342,7 +341,7 @@ func (p *tcpPeer) readFailed(err error) {
 }
 
 func (p *tcpPeer) protocolError(err error) {
-	fmt.Fprintf(os.Stderr, "gorun: rank %d: protocol error from rank %d (%s): %v; closing the link\n", p.t.w.rank, p.rank, p.addr, err)
+	logf("gorun: rank %d: protocol error from rank %d (%s): %v; closing the link", p.t.w.rank, p.rank, p.addr, err)
 	p.fail(fmt.Errorf("protocol error: %w", err))
 }
 

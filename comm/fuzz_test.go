@@ -1,0 +1,69 @@
+package comm
+
+import (
+	"bytes"
+	"testing"
+)
+
+// FuzzParseHeader: any 40 bytes either fail validation or decode to a header that re-encodes
+// to the same bytes and stays within the limits the reader relies on.
+func FuzzParseHeader(f *testing.F) {
+	for _, h := range []header{
+		{typ: frameEager, tag: 5, ctx: worldCtx, length: 100},
+		{typ: frameRTS, tag: 1, ctx: 3, length: eagerLimit + 1, id: 9},
+		{typ: frameCTS, flags: flagDiscard, id: 4},
+		{typ: frameData, length: 10, id: 2, offset: 20},
+		{typ: framePing}, {typ: frameBye},
+	} {
+		b := make([]byte, headerSize)
+		h.put(b)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := parseHeader(b)
+		if err != nil {
+			return
+		}
+		out := make([]byte, headerSize)
+		h.put(out)
+		if !bytes.Equal(out, b) {
+			t.Fatalf("header %+v re-encodes differently", h)
+		}
+		switch h.typ {
+		case frameEager:
+			if h.length > eagerLimit {
+				t.Fatal("eager frame over the limit accepted")
+			}
+		case frameData:
+			if h.length > dataChunk {
+				t.Fatal("data frame over the chunk size accepted")
+			}
+		case frameRTS:
+			if h.length > maxMessage {
+				t.Fatal("message over the limit accepted")
+			}
+		}
+		if (h.typ == frameEager || h.typ == frameRTS) && (h.tag < 0 || h.tag >= MaxTag) {
+			t.Fatal("tag out of range accepted")
+		}
+	})
+}
+
+// FuzzParseHello: hellos decode only with the right magic and version and a sane rank.
+func FuzzParseHello(f *testing.F) {
+	f.Add((&hello{kind: connMesh, rank: 1, size: 4, job: 7}).marshal())
+	f.Add((&hello{kind: connRendezvous, rank: 0, size: 1}).marshal())
+	f.Add([]byte("GRUN"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := parseHello(b)
+		if err != nil {
+			return
+		}
+		if h.rank >= h.size {
+			t.Fatalf("accepted rank %d of %d", h.rank, h.size)
+		}
+		if !bytes.Equal(h.marshal(), b) {
+			t.Fatal("hello re-encodes differently")
+		}
+	})
+}

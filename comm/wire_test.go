@@ -1,0 +1,193 @@
+package comm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestHeaderRoundTrip(t *testing.T) {
+	for _, h := range []header{
+		{typ: frameEager, tag: 5, ctx: worldCtx, length: 100},
+		{typ: frameRTS, tag: MaxTag - 1, ctx: 3, length: eagerLimit + 1, id: 9},
+		{typ: frameCTS, flags: flagDiscard, id: 4, offset: 8},
+		{typ: frameData, length: dataChunk, id: 2, offset: 1 << 30},
+		{typ: framePing}, {typ: frameBye},
+	} {
+		b := make([]byte, headerSize)
+		h.put(b)
+		got, err := parseHeader(b)
+		require.NoError(t, err)
+		require.Equal(t, h, got)
+	}
+}
+
+func TestHeaderRejects(t *testing.T) {
+	for name, h := range map[string]header{
+		"eager over the limit": {typ: frameEager, length: eagerLimit + 1},
+		"rts too small":        {typ: frameRTS, length: 10},
+		"rts over 1 TiB":       {typ: frameRTS, length: maxMessage + 1},
+		"negative tag":         {typ: frameEager, tag: -1},
+		"cts with payload":     {typ: frameCTS, length: 1},
+		"data too long":        {typ: frameData, length: dataChunk + 1},
+		"empty data":           {typ: frameData},
+		"ping with payload":    {typ: framePing, length: 1},
+		"unknown type":         {typ: 99},
+	} {
+		b := make([]byte, headerSize)
+		h.put(b)
+		_, err := parseHeader(b)
+		require.Error(t, err, name)
+	}
+	_, err := parseHeader(make([]byte, 10))
+	require.Error(t, err)
+}
+
+func TestHelloRejects(t *testing.T) {
+	good := (&hello{kind: connMesh, rank: 1, size: 4, job: 7}).marshal()
+	_, err := parseHello(good)
+	require.NoError(t, err)
+	for name, mutate := range map[string]func(b []byte){
+		"magic":   func(b []byte) { copy(b, "HTTP") },
+		"version": func(b []byte) { binary.LittleEndian.PutUint16(b[4:], 99) },
+		"kind":    func(b []byte) { b[6] = 9 },
+		"rank":    func(b []byte) { binary.LittleEndian.PutUint32(b[8:], 4) },
+		"size":    func(b []byte) { binary.LittleEndian.PutUint32(b[12:], 0) },
+	} {
+		b := bytes.Clone(good)
+		mutate(b)
+		_, err := parseHello(b)
+		require.Error(t, err, name)
+	}
+}
+
+// captureLog collects what the package logs while a test runs.
+func captureLog(t *testing.T) func() string {
+	var mu sync.Mutex
+	var lines []string
+	old := logf
+	logf = func(format string, args ...any) {
+		mu.Lock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	t.Cleanup(func() { logf = old })
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(lines, "\n")
+	}
+}
+
+// TestStrangersRefused: during the rendezvous, connections that are not gorun, speak another
+// version, or do not know the secret are refused and logged, and the job still starts.
+func TestStrangersRefused(t *testing.T) {
+	logged := captureLog(t)
+	coord := freePort(t)
+	base := identity{size: 2, coord: coord, secret: []byte("right"), jobID: "j", peerTimeout: 10 * time.Second}
+	type result struct {
+		c   *Comm
+		err error
+	}
+	rank0 := make(chan result, 1)
+	go func() {
+		id := base
+		c, err := initTCP(id)
+		rank0 <- result{c, err}
+	}()
+	dial := func() net.Conn {
+		for i := 0; ; i++ {
+			conn, err := net.Dial("tcp", coord)
+			if err == nil {
+				return conn
+			}
+			require.Less(t, i, 500, "rank 0 never listened")
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Each stranger must see its connection closed.
+	closed := func(conn net.Conn) {
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err := io.ReadAll(conn)
+		// EOF or a reset: closed by rank 0, not our deadline.
+		if err != nil {
+			require.NotContains(t, err.Error(), "timeout")
+		}
+		conn.Close()
+	}
+	// Not gorun at all.
+	conn := dial()
+	conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n" + strings.Repeat("x", 64)))
+	closed(conn)
+	// Wrong version.
+	conn = dial()
+	b := (&hello{kind: connRendezvous, rank: 1, size: 2, job: fnv64([]byte("j"))}).marshal()
+	binary.LittleEndian.PutUint16(b[4:], 2)
+	conn.Write(b)
+	closed(conn)
+	// Wrong secret: a full handshake attempt by a rank of "another job" with the same id.
+	conn = dial()
+	bad := base
+	bad.rank, bad.secret = 1, []byte("wrong")
+	_, err := handshake(conn, bad, fnv64([]byte("j")), connRendezvous, time.Now().Add(5*time.Second))
+	require.Error(t, err)
+	conn.Close()
+	// The real rank 1 still gets in.
+	good := base
+	good.rank = 1
+	c1, err := initTCP(good)
+	require.NoError(t, err)
+	r0 := <-rank0
+	require.NoError(t, r0.err)
+	done := make(chan error, 2)
+	go func() { done <- Send(r0.c, []byte("hi"), 1, 0) }()
+	buf := make([]byte, 2)
+	_, err = Recv(c1, buf, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, "hi", string(buf))
+	require.NoError(t, <-done)
+	go func() { done <- r0.c.Finalize() }()
+	require.NoError(t, c1.Finalize())
+	require.NoError(t, <-done)
+	log := logged()
+	require.Contains(t, log, "bad magic")
+	require.Contains(t, log, "version")
+	require.Contains(t, log, "secret")
+}
+
+// TestProtocolViolation: a peer (that knows the secret) sending a frame over the limit is cut
+// off with a logged protocol error, and ranks waiting on it get an error instead of a hang.
+func TestProtocolViolation(t *testing.T) {
+	logged := captureLog(t)
+	coord := freePort(t)
+	base := identity{size: 2, coord: coord, secret: []byte("s"), jobID: "j", peerTimeout: 10 * time.Second}
+	var c0, c1 *Comm
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); id := base; c0, _ = initTCP(id) }()
+	go func() { defer wg.Done(); id := base; id.rank = 1; c1, _ = initTCP(id) }()
+	wg.Wait()
+	require.NotNil(t, c0)
+	require.NotNil(t, c1)
+	// Write a forged oversized eager header on rank 1's link to rank 0.
+	p := c1.w.tr.(*tcpTransport).peers[0]
+	var hb [headerSize]byte
+	(&header{typ: frameEager, length: eagerLimit + 1}).put(hb[:])
+	p.wmu.Lock()
+	p.conn.Write(hb[:])
+	p.wmu.Unlock()
+	_, err := Recv(c0, make([]byte, 8), 1, 0)
+	var pe *PeerError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, 1, pe.Rank)
+	require.Contains(t, err.Error(), "protocol error")
+	require.Contains(t, logged(), "exceeds")
+}
