@@ -1,0 +1,61 @@
+package comm
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// BenchmarkTCPPingPong measures ping-pong between this process (rank 0) and a child process
+// (rank 1) over loopback TCP, as OSU's osu_latency and osu_bw-style ping-pong do: one-way
+// latency is half the round trip; bandwidth is bytes moved one way per one-way time.
+//
+//	go test -run '^$' -bench TCPPingPong ./comm/
+func BenchmarkTCPPingPong(b *testing.B) {
+	coord := freePort(b)
+	child := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+	child.Env = append(jobEnv(b, 1, 2, coord), roleVar+"=pingpong")
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer child.Wait()
+	id := identity{rank: 0, size: 2, coord: coord, secret: []byte("0123456789abcdef"), jobID: "testjob", peerTimeout: 30 * time.Second}
+	c, err := initTCP(id)
+	if err != nil {
+		child.Process.Kill()
+		b.Fatal(err)
+	}
+	defer func() {
+		Send(c, []byte{}, 1, 0) // stop the echo
+		c.Finalize()
+	}()
+	for _, size := range []int{8, 1 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20} {
+		buf := make([]byte, size)
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			b.SetBytes(int64(2 * size))
+			for i := 0; i < 10; i++ { // warm-up, as OSU's skip iterations
+				pingPong(b, c, buf)
+			}
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				pingPong(b, c, buf)
+			}
+			oneWay := time.Since(start).Seconds() / float64(2*b.N)
+			b.ReportMetric(oneWay*1e6, "us/one-way")
+			b.ReportMetric(float64(size)/oneWay/1e9, "GB/s")
+		})
+	}
+}
+
+func pingPong(b *testing.B, c *Comm, buf []byte) {
+	if err := Send(c, buf, 1, 1); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := Recv(c, buf, 1, 1); err != nil {
+		b.Fatal(err)
+	}
+}
