@@ -1,0 +1,274 @@
+package model
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/gorun-hpc/gorun/llm/gguf"
+	"github.com/gorun-hpc/gorun/llm/quant"
+)
+
+// Shape is the size of a synthetic Llama-family model.
+type Shape struct {
+	Arch    string // llama, mistral, qwen2 or qwen3
+	Dim     int
+	Layers  int
+	Heads   int
+	KVHeads int
+	HeadDim int // 0: Dim/Heads
+	FFN     int
+	Vocab   int
+	Context int
+}
+
+// Shapes are named benchmark shapes. 349M is the Llama shape of the project's anchors
+// (../shared/ANCHORS.md).
+var Shapes = map[string]Shape{
+	"349M": {Arch: "llama", Dim: 1024, Layers: 24, Heads: 16, KVHeads: 8, FFN: 2816, Vocab: 32000, Context: 2048},
+	"1B":   {Arch: "llama", Dim: 2048, Layers: 16, Heads: 32, KVHeads: 8, FFN: 8192, Vocab: 32000, Context: 2048},
+	"tiny": {Arch: "llama", Dim: 256, Layers: 2, Heads: 8, KVHeads: 4, FFN: 512, Vocab: 512, Context: 256},
+}
+
+// ShapeNames lists Shapes' keys.
+func ShapeNames() string {
+	var s []string
+	for k := range Shapes {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return strings.Join(s, ", ")
+}
+
+// Params returns the number of weights of s.
+func (s Shape) Params() int64 {
+	hd := s.headDim()
+	attn := int64(s.Dim) * int64(2*s.Heads*hd+2*s.KVHeads*hd)
+	mlp := 3 * int64(s.Dim) * int64(s.FFN)
+	return int64(s.Layers)*(attn+mlp+2*int64(s.Dim)) + 2*int64(s.Vocab)*int64(s.Dim) + int64(s.Dim)
+}
+
+func (s Shape) headDim() int {
+	if s.HeadDim > 0 {
+		return s.HeadDim
+	}
+	return s.Dim / s.Heads
+}
+
+// Vocabulary is the tokenizer metadata copied into a synthetic model.
+type Vocabulary struct {
+	Model  string
+	Tokens []string
+	Scores []float32
+	Types  []int32
+}
+
+// SyntheticVocab is a SentencePiece-style vocabulary of n pieces: <unk>, <s>, </s>, the 256
+// byte tokens, then made-up pieces, so llama.cpp and our tokenizer can load the file.
+func SyntheticVocab(n int) Vocabulary {
+	v := Vocabulary{Model: "llama", Tokens: make([]string, n), Scores: make([]float32, n), Types: make([]int32, n)}
+	for i := 0; i < n; i++ {
+		switch {
+		case i == 0:
+			v.Tokens[i], v.Types[i] = "<unk>", 2
+		case i <= 2:
+			v.Tokens[i], v.Types[i] = []string{"", "<s>", "</s>"}[i], 3
+		case i < 3+256:
+			v.Tokens[i], v.Types[i] = fmt.Sprintf("<0x%02X>", i-3), 6
+		default:
+			v.Tokens[i], v.Types[i] = fmt.Sprintf("▁w%d", i), 1
+			v.Scores[i] = -float32(i)
+		}
+	}
+	return v
+}
+
+// VocabFrom reads the tokenizer arrays of a GGUF file.
+func VocabFrom(f *gguf.File) (Vocabulary, error) {
+	var v Vocabulary
+	var err error
+	if v.Model, err = f.String("tokenizer.ggml.model"); err != nil {
+		return v, err
+	}
+	if v.Tokens, err = f.Strings("tokenizer.ggml.tokens"); err != nil {
+		return v, err
+	}
+	if v.Scores, err = f.Float32s("tokenizer.ggml.scores"); err != nil {
+		return v, err
+	}
+	if v.Types, err = f.Int32s("tokenizer.ggml.token_type"); err != nil {
+		return v, err
+	}
+	return v, nil
+}
+
+// WriteSynthetic writes a model of shape s with random weights of type typ (norms F32) to w:
+// normal weights scaled by 1/sqrt(fan-in) and quantized with the reference quantizers, or, for
+// the K-quants, which have no quantizer here, random blocks with small scales. The same seed
+// gives the same file. A vocab with len(Tokens) == s.Vocab is embedded (nil: SyntheticVocab).
+func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Vocabulary) error {
+	hd := s.headDim()
+	if _, ok := archs[s.Arch]; !ok {
+		return fmt.Errorf("model: unknown architecture %q", s.Arch)
+	}
+	if s.Heads <= 0 || s.KVHeads <= 0 || s.Heads%s.KVHeads != 0 || hd%2 != 0 {
+		return fmt.Errorf("model: bad shape %+v", s)
+	}
+	if !quant.Supported(typ) {
+		return fmt.Errorf("model: no kernels for %s", typ)
+	}
+	if vocab == nil {
+		v := SyntheticVocab(s.Vocab)
+		vocab = &v
+	}
+	if len(vocab.Tokens) != s.Vocab {
+		return fmt.Errorf("model: vocabulary has %d tokens, shape needs %d", len(vocab.Tokens), s.Vocab)
+	}
+	gw := gguf.NewWriter()
+	a := s.Arch
+	ftype := map[gguf.Type]uint32{gguf.F32: 0, gguf.F16: 1, gguf.Q4_0: 2, gguf.Q8_0: 7, gguf.Q4_K: 15, gguf.Q5_K: 17, gguf.Q6_K: 18, gguf.BF16: 32}[typ]
+	for _, kv := range []struct {
+		k string
+		v any
+	}{
+		{"general.architecture", a}, {"general.name", fmt.Sprintf("synthetic %s %s", a, typ)},
+		{"general.file_type", ftype}, {"general.quantization_version", uint32(2)},
+		{a + ".context_length", uint32(s.Context)}, {a + ".embedding_length", uint32(s.Dim)},
+		{a + ".block_count", uint32(s.Layers)}, {a + ".feed_forward_length", uint32(s.FFN)},
+		{a + ".attention.head_count", uint32(s.Heads)}, {a + ".attention.head_count_kv", uint32(s.KVHeads)},
+		{a + ".attention.key_length", uint32(hd)}, {a + ".attention.value_length", uint32(hd)},
+		{a + ".rope.dimension_count", uint32(hd)}, {a + ".rope.freq_base", float32(10000)},
+		{a + ".attention.layer_norm_rms_epsilon", float32(1e-5)},
+		{"tokenizer.ggml.model", vocab.Model}, {"tokenizer.ggml.tokens", vocab.Tokens},
+		{"tokenizer.ggml.scores", vocab.Scores}, {"tokenizer.ggml.token_type", vocab.Types},
+		{"tokenizer.ggml.bos_token_id", uint32(1)}, {"tokenizer.ggml.eos_token_id", uint32(2)},
+		{"tokenizer.ggml.unknown_token_id", uint32(0)},
+	} {
+		if err := gw.Set(kv.k, kv.v); err != nil {
+			return err
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6c6c6d))
+	// Each tensor gets its own seed so that writing stays streaming and deterministic.
+	next := func() uint64 { return rng.Uint64() }
+	norm := func(name string, n int, mean float64) error {
+		r := rand.New(rand.NewPCG(next(), 1))
+		b := make([]byte, 4*n)
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(mean+0.1*r.NormFloat64())))
+		}
+		return gw.AddTensor(name, gguf.F32, []int64{int64(n)}, b)
+	}
+	mat := func(name string, cols, rows int, t gguf.Type) error {
+		sd := next()
+		return gw.AddTensorFunc(name, t, []int64{int64(cols), int64(rows)}, func(out io.Writer) error {
+			return writeRandomMatrix(out, t, cols, rows, sd)
+		})
+	}
+	if err := mat("token_embd.weight", s.Dim, s.Vocab, typ); err != nil {
+		return err
+	}
+	if err := norm("output_norm.weight", s.Dim, 1); err != nil {
+		return err
+	}
+	if err := mat("output.weight", s.Dim, s.Vocab, typ); err != nil {
+		return err
+	}
+	for l := 0; l < s.Layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		steps := []error{
+			norm(p+"attn_norm.weight", s.Dim, 1),
+			mat(p+"attn_q.weight", s.Dim, s.Heads*hd, typ),
+			mat(p+"attn_k.weight", s.Dim, s.KVHeads*hd, typ),
+			mat(p+"attn_v.weight", s.Dim, s.KVHeads*hd, typ),
+			mat(p+"attn_output.weight", s.Heads*hd, s.Dim, typ),
+			norm(p+"ffn_norm.weight", s.Dim, 1),
+			mat(p+"ffn_gate.weight", s.Dim, s.FFN, typ),
+			mat(p+"ffn_up.weight", s.Dim, s.FFN, typ),
+			mat(p+"ffn_down.weight", s.FFN, s.Dim, typ),
+		}
+		if a == "qwen2" {
+			steps = append(steps, norm(p+"attn_q.bias", s.Heads*hd, 0), norm(p+"attn_k.bias", s.KVHeads*hd, 0), norm(p+"attn_v.bias", s.KVHeads*hd, 0))
+		}
+		if a == "qwen3" {
+			steps = append(steps, norm(p+"attn_q_norm.weight", hd, 1), norm(p+"attn_k_norm.weight", hd, 1))
+		}
+		for _, err := range steps {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	_, err := gw.WriteTo(w)
+	return err
+}
+
+func writeRandomMatrix(out io.Writer, t gguf.Type, cols, rows int, seed uint64) error {
+	r := rand.New(rand.NewPCG(seed, 2))
+	rb, err := t.RowBytes(int64(cols))
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, rb)
+	x := make([]float32, cols)
+	scale := 1 / math.Sqrt(float64(cols))
+	for i := 0; i < rows; i++ {
+		switch t {
+		case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
+			randomKBlocks(r, t, buf, scale)
+		default:
+			for j := range x {
+				x[j] = float32(scale * r.NormFloat64())
+			}
+			if err := quant.Quantize(t, x, buf); err != nil {
+				return err
+			}
+		}
+		if _, err := out.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// randomKBlocks fills K-quant blocks with random quants and scales chosen so that the values
+// have a standard deviation of roughly scale (centred for Q4_K/Q5_K by their mins).
+func randomKBlocks(r *rand.Rand, t gguf.Type, b []byte, scale float64) {
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	bs := t.TypeSize()
+	le := binary.LittleEndian
+	for off := 0; off < len(b); off += bs {
+		switch t {
+		case gguf.Q4_K, gguf.Q5_K:
+			// Sub-block scales and mins are 6 bits; set all eight of each to 32, so that
+			// x = d*32*q - dmin*32: bytes 0..7 carry 32 in their low 6 bits (scales and mins
+			// of sub-blocks 0..3) and the top bits 0b10 (the high bits of 4..7, whose low
+			// nibbles in bytes 8..11 are 0).
+			for j := 0; j < 8; j++ {
+				b[off+4+j] = 0xA0
+			}
+			for j := 8; j < 12; j++ {
+				b[off+4+j] = 0
+			}
+			levels := 16.0
+			if t == gguf.Q5_K {
+				levels = 32
+			}
+			d := scale * math.Sqrt(12) / levels / 32
+			le.PutUint16(b[off:], quant.F32ToF16(float32(d)))
+			le.PutUint16(b[off+2:], quant.F32ToF16(float32(d*(levels-1)/2)))
+		case gguf.Q6_K:
+			for j := 0; j < 16; j++ {
+				b[off+192+j] = 16
+			}
+			d := scale * math.Sqrt(12) / 64 / 16
+			le.PutUint16(b[off+208:], quant.F32ToF16(float32(d)))
+		}
+	}
+}
