@@ -132,4 +132,3 @@ func (g *Group) Allgatherv(send, recv []float32, counts []int) error {
 	}
 	return nil
 }
-
