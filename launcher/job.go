@@ -47,7 +47,7 @@ type Job struct {
 	TagOutput   bool          // prefix each output line with TagFor(rank)
 	Timeout     time.Duration // whole-job limit; 0 = none
 	PeerTimeout time.Duration // written to GORUN_PEER_TIMEOUT when > 0
-	KillGrace   time.Duration // SIGTERM to SIGKILL delay on teardown; 0 = DefaultKillGrace
+	KillGrace   time.Duration // SIGTERM to SIGKILL delay on teardown; 0 = DefaultKillGrace, < 0 = none
 
 	// StdinRank is the rank that receives Stdin; the others, and all ranks when StdinRank < 0
 	// or Stdin is nil, read /dev/null.
@@ -189,9 +189,10 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 		base = os.Environ()
 	}
 	grace := j.KillGrace
-	if grace <= 0 {
+	if grace == 0 {
 		grace = DefaultKillGrace
 	}
+	grace = max(grace, 0)
 	outMu := new(sync.Mutex)
 	stdout, stderr := newSink(outMu, j.Stdout), newSink(outMu, j.Stderr)
 	logf := func(format string, args ...any) {

@@ -241,6 +241,9 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		Stderr:      stderr,
 		Signals:     sigs,
 	}
+	if cmd.KillGrace == 0 {
+		job.KillGrace = -1 // --kill-grace 0: SIGKILL right after SIGTERM
+	}
 	if stdin != nil && cmd.StdinRank >= 0 && !backgroundTerminal(stdin) {
 		job.Stdin = stdin
 		if term.IsTerminal(int(stdin.Fd())) {

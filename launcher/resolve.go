@@ -1,7 +1,7 @@
 package launcher
 
 import (
-	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"unicode"
 
 	"golang.org/x/sys/unix"
 )
@@ -212,23 +213,38 @@ func findModuleRoot(dir, module string) string {
 
 // modulePathOf returns the path declared by the module directive of a go.mod file, or "".
 func modulePathOf(gomod string) string {
-	f, err := os.Open(gomod)
+	b, err := os.ReadFile(gomod)
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		rest, ok := strings.CutPrefix(line, "module")
-		if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
+	return parseModulePath(b)
+}
+
+// parseModulePath returns the module path of go.mod contents: the first `module` directive,
+// unquoted, without a trailing comment; "" when there is none or it is malformed.
+func parseModulePath(gomod []byte) string {
+	for len(gomod) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(gomod, '\n'); i >= 0 {
+			line, gomod = gomod[:i], gomod[i+1:]
+		} else {
+			line, gomod = gomod, nil
+		}
+		rest, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("module"))
+		if !ok || len(rest) == 0 || (rest[0] != ' ' && rest[0] != '\t') {
 			continue
 		}
-		rest = strings.TrimSpace(rest)
-		if i := strings.Index(rest, "//"); i >= 0 {
-			rest = strings.TrimSpace(rest[:i])
+		if i := bytes.Index(rest, []byte("//")); i >= 0 {
+			rest = rest[:i]
 		}
-		return strings.Trim(rest, `"`+"`")
+		rest = bytes.TrimSpace(rest)
+		if len(rest) >= 2 && (rest[0] == '"' || rest[0] == '`') && rest[len(rest)-1] == rest[0] {
+			rest = rest[1 : len(rest)-1]
+		}
+		if bytes.ContainsFunc(rest, unicode.IsSpace) {
+			return "" // no valid module path has a space in it
+		}
+		return string(rest)
 	}
 	return ""
 }
