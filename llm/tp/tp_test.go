@@ -12,6 +12,7 @@ import (
 	"github.com/gorun-hpc/gorun/internal/testfiles"
 	"github.com/gorun-hpc/gorun/llm/gguf"
 	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/sample"
 )
 
 func rankData(rank, n int) []float32 {
@@ -249,5 +250,47 @@ func TestBadDegree(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Sampling with a seed gives the same tokens at every degree (every rank gathers the same
+// logits and draws from the same stream).
+func TestSampledTP(t *testing.T) {
+	path := testfiles.Path(t, "llm", "stories260K.gguf")
+	params := sample.Params{Temperature: 0.9, TopK: 40, TopP: 0.95, MinP: 0.02, RepeatPenalty: 1.1, Seed: 1234}
+	var ref []int32
+	for _, p := range []int{1, 2, 4} {
+		out := make([][]int32, p)
+		err := comm.Run(p, func(c *comm.Comm) error {
+			f, err := gguf.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			m, err := model.Load(f, model.Options{Group: New(c), Context: 128})
+			if err != nil {
+				return err
+			}
+			return m.Generate([]int32{1, 403, 407, 261, 378}, 48, params, func(id int32) (bool, error) {
+				out[c.Rank()] = append(out[c.Rank()], id)
+				return true, nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range out {
+			if fmt.Sprint(out[r]) != fmt.Sprint(out[0]) {
+				t.Fatalf("TP=%d: rank %d sampled %v, rank 0 %v", p, r, out[r], out[0])
+			}
+		}
+		if ref == nil {
+			ref = out[0]
+		} else if fmt.Sprint(out[0]) != fmt.Sprint(ref) {
+			t.Fatalf("TP=%d sampled %v, TP=1 %v", p, out[0], ref)
+		}
+	}
+	if len(ref) != 48 {
+		t.Fatalf("%d tokens", len(ref))
 	}
 }
