@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ type refResult struct {
 	Prompt         string    `json:"prompt"`
 	PromptIDs      []int32   `json:"prompt_ids"`
 	GeneratedIDs   []int32   `json:"generated_ids"`
+	GeneratedText  string    `json:"generated_text"`
 	FirstStepLogit []float32 `json:"first_step_logits"`
 }
 
@@ -117,5 +119,28 @@ func TestReferenceGreedy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// End to end: the prompt text tokenizes to llama.cpp's ids and the generated ids decode to
+// its text.
+func TestReferenceText(t *testing.T) {
+	run := loadRef(t)[0]
+	f, err := gguf.Open(testfiles.Path(t, "llm", run.Model))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := LoadTokenizer(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run.Results[0]
+	ids, err := tok.Encode(r.Prompt, true, true)
+	if err != nil || fmt.Sprint(ids) != fmt.Sprint(r.PromptIDs) {
+		t.Fatalf("Encode(%q) = %v %v, want %v", r.Prompt, ids, err, r.PromptIDs)
+	}
+	if got := tok.Decode(r.GeneratedIDs); got != r.GeneratedText {
+		t.Errorf("Decode = %q, want %q", got, r.GeneratedText)
 	}
 }
