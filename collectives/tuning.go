@@ -193,20 +193,24 @@ func (t Tuning) validate() error {
 }
 
 func parseSize(s string) (int, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	u = strings.TrimSuffix(u, "B")
+	u = strings.TrimSuffix(u, "I")
 	mult := 1
-	switch strings.ToUpper(s[len(s)-1:]) {
-	case "K":
-		mult = 1 << 10
-	case "M":
-		mult = 1 << 20
-	case "G":
-		mult = 1 << 30
+	if u != "" {
+		switch u[len(u)-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		}
 	}
 	if mult != 1 {
-		s = s[:len(s)-1]
-		s = strings.TrimSuffix(strings.TrimSuffix(s, "i"), "I")
+		u = u[:len(u)-1]
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(s))
+	n, err := strconv.Atoi(strings.TrimSpace(u))
 	if err != nil || n < 0 {
 		return 0, fmt.Errorf("not a size in bytes")
 	}
