@@ -98,48 +98,38 @@ type bpeSymbol struct {
 	id         int32
 }
 
-type bpeBigram struct {
-	left, right int32
-	lid, rid    int32 // tokens of both sides when the candidate was made
-	rank        int32
-	id          int32
-}
-
-// before orders candidate merges by rank (the merge list order), then leftmost.
-func (a bpeBigram) before(b bpeBigram) bool {
-	return a.rank < b.rank || (a.rank == b.rank && a.left < b.left)
-}
-
 // encodeBPEWord tokenizes one pre-tokenized word: its bytes are mapped to characters, then the
-// adjacent pair with the lowest merge rank is merged until no pair has a rank.
-func (t *Tokenizer) encodeBPEWord(word string, out []int32) ([]int32, error) {
+// adjacent pair with the lowest merge rank (leftmost among equals) is merged until no pair has
+// a rank.
+func (t *Tokenizer) encodeBPEWord(sc *scratch, word string, out []int32) ([]int32, error) {
 	if len(word) > 1<<30 {
 		return nil, fmt.Errorf("tokenizer: word of %d bytes is too long", len(word))
 	}
+	if len(word) == 1 && t.bpeByte[word[0]] >= 0 {
+		return append(out, t.bpeByte[word[0]]), nil
+	}
 	if t.ignoreMerges {
 		// llama3: a word that is a token is taken whole, whatever the merges would make of it.
-		var buf [64]byte
-		mapped := buf[:0]
+		mapped := sc.buf[:0]
 		for i := 0; i < len(word); i++ {
 			mapped = utf8.AppendRune(mapped, byteRune[word[i]])
 		}
+		sc.buf = mapped
 		if id, ok := t.toID[string(mapped)]; ok {
 			return append(out, id), nil
 		}
 	}
-	syms := make([]bpeSymbol, len(word))
-	for i := range syms {
-		syms[i] = bpeSymbol{off: int32(i), n: 1, prev: int32(i - 1), next: int32(i + 1), id: t.bpeByte[word[i]]}
+	syms := sc.bpe[:0]
+	for i := 0; i < len(word); i++ {
+		syms = append(syms, bpeSymbol{off: int32(i), n: 1, prev: int32(i - 1), next: int32(i + 1), id: t.bpeByte[word[i]]})
 	}
+	sc.bpe = syms
 	if len(syms) == 0 {
 		return out, nil
 	}
 	syms[len(syms)-1].next = -1
-	var q pqueue[bpeBigram]
+	q := sc.q[:0]
 	try := func(l, r int32) {
-		if l < 0 || r < 0 {
-			return
-		}
 		a, b := syms[l].id, syms[r].id
 		if a < 0 || b < 0 {
 			return
@@ -148,29 +138,36 @@ func (t *Tokenizer) encodeBPEWord(word string, out []int32) ([]int32, error) {
 		if !ok {
 			return
 		}
-		q.push(bpeBigram{left: l, right: r, lid: a, rid: b, rank: m.rank, id: m.id})
+		q.push(mergeCand{key: bpeKey(m.rank, l), right: r, a: a, b: b, c: m.id})
 	}
 	for i := 1; i < len(syms); i++ {
 		try(int32(i-1), int32(i))
 	}
-	for q.len() > 0 {
+	for len(q) > 0 {
 		bg := q.pop()
-		l, r := &syms[bg.left], &syms[bg.right]
+		sc.pops++
+		left := candLeft(bg)
+		l, r := &syms[left], &syms[bg.right]
 		// Stale when either side has changed since the candidate was made: tokens only grow, so
 		// unchanged ids mean unchanged, still adjacent symbols.
-		if l.n == 0 || r.n == 0 || l.id != bg.lid || r.id != bg.rid || l.next != bg.right {
+		if l.n == 0 || r.n == 0 || l.id != bg.a || r.id != bg.b || l.next != bg.right {
 			continue
 		}
 		l.n += r.n
-		l.id = bg.id
+		l.id = bg.c
 		r.n = 0
 		l.next = r.next
 		if r.next >= 0 {
-			syms[r.next].prev = bg.left
+			syms[r.next].prev = left
 		}
-		try(l.prev, bg.left)
-		try(bg.left, l.next)
+		if l.prev >= 0 {
+			try(l.prev, left)
+		}
+		if l.next >= 0 {
+			try(left, l.next)
+		}
 	}
+	sc.q = q
 	for i := int32(0); i != -1; i = syms[i].next {
 		s := syms[i]
 		if s.id >= 0 {

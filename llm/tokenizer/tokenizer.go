@@ -91,6 +91,7 @@ type Tokenizer struct {
 	// excluded so that literal text such as "<0x41>" or "<s>" stays text), and the token of
 	// each byte for byte fallback (-1: none).
 	mergeable map[string]int32
+	pairs     pairSet
 	byteTok   [256]int32
 
 	// Byte-level BPE: merge table keyed by the pair of token ids; the token of each raw byte
@@ -360,37 +361,38 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) ([]int32,
 	if text != "" {
 		frags = t.partition(text, parseSpecial)
 	}
+	sc := scratchPool.Get().(*scratch)
+	defer sc.release()
 	var err error
 	if t.spm {
 		// A space goes in front of the text and after each special token, as SentencePiece
 		// would see the text of each piece on its own.
 		prevSpecial := true
-		var buf []byte
 		for _, f := range frags {
 			if f.token >= 0 {
 				out = append(out, f.token)
 				prevSpecial = true
 				continue
 			}
-			buf = buf[:0]
+			buf := sc.buf[:0]
 			if t.addSpacePrefix && prevSpecial {
 				buf = append(buf, spaceMark...)
 			}
 			buf = escapeSpaces(buf, text[f.start:f.end])
-			if out, err = t.encodeSPM(string(buf), out); err != nil {
+			sc.buf = buf
+			if out, err = t.encodeSPM(sc, string(buf), out); err != nil {
 				return nil, err
 			}
 			prevSpecial = false
 		}
 	} else {
-		var ws wordSplitter
 		for _, f := range frags {
 			if f.token >= 0 {
 				out = append(out, f.token)
 				continue
 			}
-			for _, w := range ws.split(t.pre, text[f.start:f.end]) {
-				if out, err = t.encodeBPEWord(w, out); err != nil {
+			for _, w := range sc.words.split(t.pre, text[f.start:f.end]) {
+				if out, err = t.encodeBPEWord(sc, w, out); err != nil {
 					return nil, err
 				}
 			}
