@@ -1,0 +1,180 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gorun-hpc/gorun/llm/quant"
+	"github.com/gorun-hpc/gorun/llm/tp"
+	"github.com/spf13/pflag"
+)
+
+// benchResult is one llama-bench style row.
+type benchResult struct {
+	Model   string    `json:"model"`
+	SizeMiB float64   `json:"size_mib"`
+	ParamsM float64   `json:"params_m"`
+	Ranks   int       `json:"ranks"`
+	Threads int       `json:"threads"`
+	Test    string    `json:"test"`
+	TPS     float64   `json:"tokens_per_s"`
+	StdDev  float64   `json:"stddev"`
+	Samples []float64 `json:"samples"`
+	RankRSS []float64 `json:"rank_rss_mib,omitempty"`
+	Kernel  string    `json:"kernel"`
+}
+
+func bench(args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("llm bench", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.StringP("model", "m", "", "GGUF model file")
+	pp := fs.IntP("n-prompt", "p", 512, "prefill test: tokens in one batch (0: skip)")
+	tg := fs.IntP("n-gen", "n", 128, "decode test: tokens generated one at a time (0: skip)")
+	reps := fs.IntP("repetitions", "r", 3, "timed repetitions of each test (after one warm-up)")
+	threads := fs.IntP("threads", "t", 1, "threads per rank")
+	output := fs.StringP("output", "o", "md", "md (llama-bench style table) or jsonl")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: [gorun -n N] llm bench -m MODEL.gguf [-p 512] [-n 128] [-r 3] [-t 1]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *output != "md" && *output != "jsonl" {
+		return fmt.Errorf("-o %q: want md or jsonl", *output)
+	}
+	if *reps < 1 || *pp < 0 || *tg < 0 {
+		return fmt.Errorf("-r must be >= 1, -p and -n >= 0")
+	}
+	l, err := load(*path, *threads, *pp+*tg+1, false, stderr)
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	m := l.m
+	rng := rand.New(rand.NewPCG(1, 2))
+	tokens := make([]int32, max(*pp, *tg))
+	for i := range tokens {
+		tokens[i] = int32(rng.IntN(m.Cfg.Vocab))
+	}
+	var size int64
+	for _, t := range l.file.Tensors {
+		size += t.Size
+	}
+	var params int64
+	for _, t := range l.file.Tensors {
+		params += t.Elements()
+	}
+	typ := "?"
+	if t, ok := l.file.Tensor("blk.0.attn_q.weight"); ok {
+		typ = t.Type.String()
+	}
+	name := fmt.Sprintf("%s %s %s", m.Cfg.Arch, strings.TrimSuffix(filepath.Base(*path), ".gguf"), typ)
+	var rows []benchResult
+	measure := func(test string, n int, body func() error) error {
+		var samples []float64
+		for r := 0; r <= *reps; r++ {
+			m.Reset()
+			start := time.Now()
+			if err := body(); err != nil {
+				return fmt.Errorf("rank %d: %s: %w", l.world.Rank(), test, err)
+			}
+			if r > 0 { // the first run warms caches and pages
+				samples = append(samples, float64(n)/time.Since(start).Seconds())
+			}
+		}
+		mean, sd := stats(samples)
+		rows = append(rows, benchResult{Model: name, SizeMiB: float64(size) / (1 << 20), ParamsM: float64(params) / 1e6,
+			Ranks: l.world.Size(), Threads: *threads, Test: test, TPS: mean, StdDev: sd, Samples: samples, Kernel: quant.Kernel()})
+		return nil
+	}
+	if *pp > 0 {
+		if err := measure(fmt.Sprintf("pp%d", *pp), *pp, func() error {
+			if err := m.Forward(tokens[:*pp]); err != nil {
+				return err
+			}
+			_, err := m.Argmax()
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	if *tg > 0 {
+		if err := measure(fmt.Sprintf("tg%d", *tg), *tg, func() error {
+			id := tokens[0]
+			for i := 0; i < *tg; i++ {
+				if err := m.Forward([]int32{id}); err != nil {
+					return err
+				}
+				var err error
+				if id, err = m.Argmax(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	// Per-rank resident memory, gathered to every rank (values in MiB).
+	rss, file := memory()
+	p := l.world.Size()
+	all := make([]float32, 2*p)
+	counts := make([]int, p)
+	for i := range counts {
+		counts[i] = 2
+	}
+	if err := tp.New(l.world).Allgatherv([]float32{float32(rss) / (1 << 20), float32(file) / (1 << 20)}, all, counts); err != nil {
+		return fmt.Errorf("gathering memory figures: %w", err)
+	}
+	if l.world.Rank() != 0 {
+		return nil
+	}
+	rankRSS := make([]float64, p)
+	for r := range rankRSS {
+		rankRSS[r] = float64(all[2*r])
+	}
+	for i := range rows {
+		rows[i].RankRSS = rankRSS
+	}
+	if *output == "jsonl" {
+		enc := json.NewEncoder(stdout)
+		for _, r := range rows {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(stdout, "| model | size | params | backend | threads | test | t/s |\n")
+	fmt.Fprintf(stdout, "| ------------------------------ | ---------: | ---------: | ---------- | ------: | ------------: | -------------------: |\n")
+	for _, r := range rows {
+		fmt.Fprintf(stdout, "| %-30s | %7.2f MiB | %8.2f M | gorun TP=%d | %7d | %13s | %12.2f ± %5.2f |\n",
+			r.Model, r.SizeMiB, r.ParamsM, r.Ranks, r.Threads, r.Test, r.TPS, r.StdDev)
+	}
+	fmt.Fprintf(stdout, "\nkernels: %s\n", quant.Kernel())
+	for r := 0; r < p; r++ {
+		fmt.Fprintf(stdout, "rank %d: resident %.1f MiB (mapped file %.1f MiB, other %.1f MiB)\n", r, all[2*r], all[2*r+1], all[2*r]-all[2*r+1])
+	}
+	return nil
+}
+
+func stats(x []float64) (mean, sd float64) {
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(len(x))
+	for _, v := range x {
+		sd += (v - mean) * (v - mean)
+	}
+	if len(x) > 1 {
+		sd = math.Sqrt(sd / float64(len(x)-1))
+	}
+	return mean, sd
+}

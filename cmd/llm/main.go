@@ -1,0 +1,63 @@
+// Command llm runs Llama-family GGUF models, tensor-parallel across gorun ranks:
+//
+//	llm generate -m model.gguf -p "Once upon a time" -n 64      # one rank
+//	gorun -n 2 llm generate -m model.gguf -p "Once upon a time"  # two ranks share the weights
+//	gorun -n 2 llm bench -m model.gguf -p 512 -n 128             # prefill/decode tokens/s
+//	llm mkmodel --shape 349M --type q8_0 -o m.gguf               # random-weight benchmark model
+//	llm info -m model.gguf                                       # metadata, TP degrees that work
+//
+// Packages llm/model, llm/tp, llm/sample and llm/tokenizer hold the logic.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage: llm COMMAND [flags]
+
+commands:
+  generate   generate text from a prompt (streams to stdout on rank 0)
+  bench      prefill (pp) and decode (tg) tokens/s, llama-bench style, and per-rank memory
+  mkmodel    write a random-weight model of a realistic shape
+  info       print a model's metadata, tensors and the tensor-parallel degrees that work
+
+Run under "gorun -n N" to split the model over N ranks. "llm COMMAND -h" lists the flags.
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "generate":
+		err = generate(args[1:], stdout, stderr)
+	case "bench":
+		err = bench(args[1:], stdout, stderr)
+	case "mkmodel":
+		err = mkmodel(args[1:], stdout, stderr)
+	case "info":
+		err = info(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "llm: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		if err == errUsage {
+			return 2
+		}
+		fmt.Fprintf(stderr, "llm %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}

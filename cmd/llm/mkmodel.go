@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/gorun-hpc/gorun/llm/gguf"
+	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/spf13/pflag"
+)
+
+func mkmodel(args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("llm mkmodel", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	shapeName := fs.String("shape", "349M", "named shape ("+model.ShapeNames()+"); the flags below override its fields")
+	typName := fs.String("type", "q8_0", "weight type: f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k")
+	outPath := fs.StringP("output", "o", "", "file to write")
+	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer from this GGUF file (its vocabulary size wins)")
+	seed := fs.Uint64("seed", 1, "random seed (the same seed writes the same file)")
+	var sh model.Shape
+	fs.StringVar(&sh.Arch, "arch", "", "architecture: llama, mistral, qwen2, qwen3")
+	fs.IntVar(&sh.Dim, "dim", 0, "embedding length")
+	fs.IntVar(&sh.Layers, "layers", 0, "layers")
+	fs.IntVar(&sh.Heads, "heads", 0, "query heads")
+	fs.IntVar(&sh.KVHeads, "kv-heads", 0, "KV heads")
+	fs.IntVar(&sh.FFN, "ffn", 0, "feed-forward size")
+	fs.IntVar(&sh.Vocab, "vocab", 0, "vocabulary size")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: llm mkmodel [--shape 349M] [--type q8_0] -o FILE.gguf [flags]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	base, ok := model.Shapes[*shapeName]
+	if !ok {
+		return fmt.Errorf("unknown shape %q (known: %s)", *shapeName, model.ShapeNames())
+	}
+	for _, o := range []struct {
+		v   *int
+		dst *int
+	}{{&sh.Dim, &base.Dim}, {&sh.Layers, &base.Layers}, {&sh.Heads, &base.Heads}, {&sh.KVHeads, &base.KVHeads}, {&sh.FFN, &base.FFN}, {&sh.Vocab, &base.Vocab}} {
+		if *o.v > 0 {
+			*o.dst = *o.v
+		}
+	}
+	if sh.Arch != "" {
+		base.Arch = sh.Arch
+	}
+	typ, err := gguf.ParseType(*typName)
+	if err != nil {
+		return err
+	}
+	if *outPath == "" {
+		return fmt.Errorf("no output file: give -o FILE.gguf")
+	}
+	var vocab *model.Vocabulary
+	if *vocabFrom != "" {
+		vf, err := gguf.Open(*vocabFrom)
+		if err != nil {
+			return err
+		}
+		v, err := model.VocabFrom(vf)
+		vf.Close()
+		if err != nil {
+			return err
+		}
+		base.Vocab = len(v.Tokens)
+		vocab = &v
+	}
+	start := time.Now()
+	f, err := os.Create(*outPath)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 4<<20)
+	if err := model.WriteSynthetic(bw, base, typ, *seed, vocab); err != nil {
+		f.Close()
+		os.Remove(*outPath)
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	st, _ := os.Stat(*outPath)
+	fmt.Fprintf(stdout, "wrote %s: %s, dim %d, %d layers, %d heads (%d KV), FFN %d, vocab %d, %s, %.1f M params, %.1f MiB in %.1fs\n",
+		*outPath, base.Arch, base.Dim, base.Layers, base.Heads, base.KVHeads, base.FFN, base.Vocab, typ,
+		float64(base.Params())/1e6, float64(st.Size())/(1<<20), time.Since(start).Seconds())
+	return nil
+}
+
+func info(args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("llm info", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.StringP("model", "m", "", "GGUF model file")
+	tensors := fs.Bool("tensors", false, "list every tensor")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	f, err := gguf.Open(*path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fmt.Fprintf(stdout, "%s: GGUF v%d, %d metadata keys, %d tensors, alignment %d, %.1f MiB\n", *path, f.Version, len(f.KV), len(f.Tensors), f.Alignment, float64(f.Size)/(1<<20))
+	for _, kv := range f.KV {
+		v := fmt.Sprint(kv.Value)
+		if a, ok := kv.Value.(gguf.Array); ok {
+			v = fmt.Sprintf("[%d x %s]", a.Len(), a.Elem)
+		}
+		if len(v) > 80 {
+			v = v[:77] + "..."
+		}
+		fmt.Fprintf(stdout, "  %-45s %-8s %s\n", kv.Key, kv.Type, v)
+	}
+	if *tensors {
+		for _, t := range f.Tensors {
+			fmt.Fprintf(stdout, "  %-32s %-6s %v\n", t.Name, t.Type, t.Dims)
+		}
+	}
+	cfg, err := model.ReadConfig(f)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "model: %s, dim %d, %d layers, %d heads / %d KV heads of %d, FFN %d, vocab %d\n",
+		cfg.Arch, cfg.Dim, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, cfg.FFN, cfg.Vocab)
+	fmt.Fprintf(stdout, "tensor-parallel degrees that work: %v\n", cfg.ValidDegrees(cfg.Heads))
+	return nil
+}
