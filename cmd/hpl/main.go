@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/hpl"
+	"github.com/gorun-hpc/gorun/linalg"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
@@ -32,6 +33,7 @@ type flags struct {
 	jsonPath  string
 	noProgres bool
 	nSet      bool // -N given (N = 0 is a legal, empty problem)
+	threads   int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*flags, error) {
@@ -45,6 +47,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.IntVarP(&f.q, "Q", "Q", 0, "process columns (with -P; alone, P = ranks/Q)")
 	fs.StringVar(&f.jsonPath, "json", "", "also write the results as JSON to this file (rank 0)")
 	fs.BoolVar(&f.noProgres, "no-progress", false, "no progress line, even on a terminal")
+	fs.IntVar(&f.threads, "threads", 1, "goroutines per Dgemm call in each rank (HPL runs one BLAS thread per rank)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gorun -n RANKS hpl [flags]\n\nSolves a random dense system as netlib HPL 2.3 does and prints its output.\n\n")
 		fs.PrintDefaults()
@@ -62,7 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	for _, c := range []struct {
 		name string
 		v    int
-	}{{"nb", f.nb}, {"P", f.p}, {"Q", f.q}} {
+	}{{"nb", f.nb}, {"P", f.p}, {"Q", f.q}, {"threads", f.threads}} {
 		if fs.Changed(c.name) && c.v < 1 {
 			return nil, fmt.Errorf("--%s must be at least 1, got %d", c.name, c.v)
 		}
@@ -140,6 +143,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hpl: %v\n", err)
 		return 2
 	}
+	linalg.SetThreads(f.threads)
 	world, err := comm.Init()
 	if err != nil {
 		fmt.Fprintf(stderr, "hpl: %v\n", err)
