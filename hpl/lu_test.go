@@ -83,8 +83,11 @@ func gonumSolve(t *testing.T, n int) []float64 {
 }
 
 func TestSolveMatchesGonum(t *testing.T) {
-	for _, c := range []struct{ P, Q, n, nb int }{{1, 1, 37, 5}, {2, 2, 50, 4}, {2, 3, 61, 3}, {3, 1, 45, 7}} {
-		r, x := solveOn(t, c.P, c.Q, c.n, c.nb, defaultAlgo())
+	for i, c := range []struct{ P, Q, n, nb int }{{1, 1, 37, 5}, {2, 2, 50, 4}, {2, 3, 61, 3}, {3, 1, 45, 7}} {
+		a := defaultAlgo()
+		a.Depth = i % 3 // 0, 1 and 2
+		a.BCast = Topo(i + 2)
+		r, x := solveOn(t, c.P, c.Q, c.n, c.nb, a)
 		want := gonumSolve(t, c.n)
 		for i := range want {
 			if math.Abs(x[i]-want[i]) > 1e-9*math.Max(1, math.Abs(want[i])) {

@@ -30,10 +30,11 @@ func (s *solver) newPanel(k int) *panel {
 	mloc := s.mp - lp0
 	ldw := jb + mloc
 	need := ldw*jb + jb
-	if cap(s.panelBufs[k%2]) < need {
-		s.panelBufs[k%2] = make([]float64, need)
+	slot := k % len(s.panelBufs) // the look-ahead window holds depth+1 panels
+	if cap(s.panelBufs[slot]) < need {
+		s.panelBufs[slot] = make([]float64, need)
 	}
-	buf := s.panelBufs[k%2][:need]
+	buf := s.panelBufs[slot][:need]
 	return &panel{k: k, jj: jj, jb: jb, mloc: mloc, ldw: ldw, lp0: lp0, w: buf[:ldw*jb],
 		ipiv: make([]int, jb), buf: buf}
 }

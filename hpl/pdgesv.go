@@ -48,7 +48,7 @@ type solver struct {
 	n, nb, mp, ld int
 	nqb           int // local columns including b's
 	a             []float64
-	panelBufs     [2][]float64
+	panelBufs     [][]float64
 	diagBuf       []float64
 	pivBuf        []float64
 	pivScratch    []float64
@@ -63,6 +63,7 @@ type solver struct {
 func Solve(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) error {
 	s := &solver{g: g, algo: algo, n: m.N, nb: m.NB, mp: m.Mp, ld: m.LD, a: m.A,
 		nqb: numroc(m.N+1, m.NB, g.MyCol, g.Q), progress: progress}
+	s.panelBufs = make([][]float64, max(algo.Depth, 0)+1)
 	s.diagBuf = make([]float64, m.NB*m.NB)
 	s.pivBuf = make([]float64, 2+m.NB)
 	s.pivScratch = make([]float64, 2+m.NB)
@@ -78,74 +79,88 @@ func Solve(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) error 
 }
 
 // factorAll runs the panel loop and returns the global first zero pivot (1-based, 0 if none).
+// With look-ahead depth d (netlib's HPL_pdgesvK2) panels k..k+d-1 are factored and broadcast
+// when iteration k starts, and the columns right of them have been updated by the panels
+// before k. Iteration k brings panel k+d up to date (panels k..k+d-1 applied to its columns),
+// factors it and sends it on its way while the rest of the trailing matrix takes panel k.
+// Depth 0 updates everything with panel k first and factors panel k+1 after.
 func (s *solver) factorAll() (int, error) {
 	g := s.g
 	nblk := (s.n + s.nb - 1) / s.nb
 	if nblk == 0 {
 		return 0, nil
 	}
-	info := 0
-	// Panel 0: factored by process column 0, broadcast along the rows.
-	cur := s.newPanel(0)
-	if err := s.factorAndBcast(cur); err != nil {
-		return 0, err
+	depth := max(s.algo.Depth, 0)
+	panels := make([]*panel, nblk)
+	// cols is the local column range of panel j's columns (empty off its process column).
+	cols := func(j int) (int, int) {
+		jj := j * s.nb
+		return numroc(jj, s.nb, g.MyCol, g.Q), numroc(min(jj+s.nb, s.n), s.nb, g.MyCol, g.Q)
 	}
+	// Fill the window: panel j takes panels 0..j-1, is factored and broadcast.
+	for j := 0; j < min(max(depth, 1), nblk); j++ {
+		panels[j] = s.newPanel(j)
+		if c0, c1 := cols(j); c1 > c0 {
+			for i := 0; i < j; i++ {
+				if err := s.update(panels[i], c0, c1); err != nil {
+					return 0, err
+				}
+			}
+		}
+		if err := s.factorAndBcast(panels[j]); err != nil {
+			return 0, err
+		}
+	}
+	info := 0
 	for k := 0; k < nblk; k++ {
+		cur := panels[k]
 		if cur.info != 0 && info == 0 {
 			info = cur.info
 		}
-		// Trailing local columns: global columns from jj+jb on, b included.
-		c0 := numroc(cur.jj+cur.jb, s.nb, g.MyCol, g.Q)
-		c1 := s.nqb
-		if k+1 == nblk {
-			if err := s.update(cur, c0, c1); err != nil {
-				return 0, err
-			}
-			break
+		la := k + depth // the panel to bring into the window
+		// The rest: columns right of the window (right of panel k at depth 0), b included;
+		// panels in the window already have panel k.
+		restFrom := numroc(min((k+1)*s.nb, s.n), s.nb, g.MyCol, g.Q)
+		if depth > 0 {
+			restFrom = numroc(min((la+1)*s.nb, s.n), s.nb, g.MyCol, g.Q)
 		}
-		next := s.newPanel(k + 1)
-		nextCol := g2p(next.jj, s.nb, g.Q)
-		if s.algo.Depth == 0 {
-			if err := s.update(cur, c0, c1); err != nil {
-				return 0, err
+		if depth > 0 && la < nblk {
+			panels[la] = s.newPanel(la)
+			nxt := panels[la]
+			if c0, c1 := cols(la); c1 > c0 {
+				for i := k; i < la; i++ {
+					if err := s.update(panels[i], c0, c1); err != nil {
+						return 0, err
+					}
+				}
+				if err := s.factor(nxt); err != nil {
+					return 0, err
+				}
 			}
-			if err := s.factorAndBcast(next); err != nil {
-				return 0, err
-			}
-		} else if g.MyCol == nextCol {
-			// Look-ahead: the next panel's columns first, then factor it and send it on its
-			// way while the rest of the trailing matrix is updated.
-			if err := s.update(cur, c0, c0+next.jb); err != nil {
-				return 0, err
-			}
-			if err := s.factor(next); err != nil {
-				return 0, err
-			}
-			req := comm.Go(func() error { return s.bcast(next) })
-			if err := s.update(cur, c0+next.jb, c1); err != nil {
+			req := comm.Go(func() error { return s.bcast(nxt) })
+			if err := s.update(cur, restFrom, s.nqb); err != nil {
 				return 0, err
 			}
 			if _, err := req.Wait(); err != nil {
 				return 0, err
 			}
 		} else {
-			req := comm.Go(func() error { return s.bcast(next) })
-			if err := s.update(cur, c0, c1); err != nil {
+			if err := s.update(cur, restFrom, s.nqb); err != nil {
 				return 0, err
 			}
-			if _, err := req.Wait(); err != nil {
-				return 0, err
+			if depth == 0 && k+1 < nblk {
+				panels[k+1] = s.newPanel(k + 1)
+				if err := s.factorAndBcast(panels[k+1]); err != nil {
+					return 0, err
+				}
 			}
 		}
+		panels[k] = nil
 		if s.progress != nil {
 			s.progress(k+1, nblk)
 		}
-		cur = next
 	}
-	if s.progress != nil {
-		s.progress(nblk, nblk)
-	}
-	// Every process learns the first zero pivot (the panels' info travelled with nothing).
+	// Every process learns the first zero pivot.
 	v, err := allMax(g.All, infoKey(info), tagCheck)
 	if err != nil {
 		return 0, err

@@ -49,7 +49,7 @@ func TestCommVariantsAllGrids(t *testing.T) {
 		t.Run(fmt.Sprintf("%dx%d", gr[0], gr[1]), func(t *testing.T) {
 			var tests []Case
 			for top := Ring1; top <= LongM; top++ {
-				for depth := 0; depth <= 1; depth++ {
+				for depth := 0; depth <= 2; depth++ {
 					for sw := SwapBinExch; sw <= SwapMix; sw++ {
 						for _, s := range sizes {
 							a := defaultAlgo()
@@ -181,4 +181,18 @@ func TestIdleRanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Deeper look-ahead than the window of panels there is, and than one.
+func TestDeepLookahead(t *testing.T) {
+	var tests []Case
+	for _, depth := range []int{2, 3, 5} {
+		for _, s := range [][2]int{{10, 4}, {61, 4}, {100, 7}} {
+			a := defaultAlgo()
+			a.Depth = depth
+			tests = append(tests, Case{N: s[0], NB: s[1], Algo: a})
+		}
+	}
+	runMany(t, 2, 3, RowMajor, tests)
+	runMany(t, 1, 1, RowMajor, tests)
 }
