@@ -80,6 +80,27 @@ func rankMain(args []string) int {
 		c, _ := strconv.Atoi(args[2])
 		return c
 
+	case "cascade": // cascade TARGET: TARGET exits 9; the others notice at once and exit 1
+		target, _ := strconv.Atoi(args[1])
+		lock, err := os.OpenFile(filepath.Join(os.Getenv("LAUNCHER_TEST_DIR"), "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		if r == target {
+			// The kernel drops the lock when the process exits: the others' cue that it died.
+			syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
+			readyForTerm(r)
+			waitAllReady()
+			return 9
+		}
+		readyForTerm(r)
+		waitAllReady()
+		syscall.Flock(int(lock.Fd()), syscall.LOCK_SH)
+		time.Sleep(20 * time.Millisecond) // as a peer takes a moment to see a connection close
+		fmt.Printf("rank %d: lost rank %d\n", r, target)
+		return 1
+
 	case "wait-term": // wait for SIGTERM, report it, exit 0
 		terms := readyForTerm(r)
 		fmt.Printf("ready %d %d\n", r, os.Getpid())

@@ -28,6 +28,11 @@ const (
 // DefaultKillGrace is how long ranks get between SIGTERM and SIGKILL when a job is torn down.
 const DefaultKillGrace = 2 * time.Second
 
+// settle is how long gorun collects failures after the first one before it names the culprit:
+// when one rank dies its peers often fail at once on the lost connection, and the rank that
+// exited first, not the one whose report arrived first, is the cause.
+const settle = 100 * time.Millisecond
+
 // drainTimeout bounds how long gorun waits, after a rank exits, for the end of its output: a
 // process that left the rank's process group may hold the pipe open forever.
 const drainTimeout = time.Second
@@ -166,6 +171,7 @@ func (r *rankProc) signalLeader(sig syscall.Signal) {
 
 type exitEvent struct {
 	r     *rankProc
+	at    time.Time // when gorun saw the rank exit, before draining its output
 	state *os.ProcessState
 	err   error
 }
@@ -241,6 +247,31 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 			r.signalGroup(syscall.SIGKILL)
 		}
 	}
+	// blame names the failed rank that exited first, takes its exit code and tears down the rest.
+	var failures []exitEvent
+	var settleC <-chan time.Time
+	blame := func() {
+		settleC = nil
+		if len(failures) == 0 || terminating {
+			return
+		}
+		first := failures[0]
+		for _, ev := range failures[1:] {
+			if ev.at.Before(first.at) {
+				first = ev
+			}
+		}
+		failures = nil
+		rc, _, how := describeExit(first.state, first.err)
+		code = rc
+		if running == 0 {
+			logf("rank %d (pid %d) %s", first.r.rank, first.r.pid, how)
+			terminating = true
+			return
+		}
+		logf("rank %d (pid %d) %s; terminating %d other %s", first.r.rank, first.r.pid, how, running, plural(running, "rank", "ranks"))
+		terminate()
+	}
 	ctxDone := ctx.Done()
 	for running > 0 {
 		select {
@@ -249,16 +280,17 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 			if ev.err != nil {
 				logf("rank %d (pid %d): wait: %v", ev.r.rank, ev.r.pid, ev.err)
 			}
-			rc, failed, how := describeExit(ev.state, ev.err)
-			if failed && !terminating {
-				code = rc
-				if running > 0 {
-					logf("rank %d (pid %d) %s; terminating %d other %s", ev.r.rank, ev.r.pid, how, running, plural(running, "rank", "ranks"))
-					terminate()
-				} else {
-					logf("rank %d (pid %d) %s", ev.r.rank, ev.r.pid, how)
+			if _, failed, _ := describeExit(ev.state, ev.err); failed && !terminating {
+				failures = append(failures, ev)
+				if settleC == nil {
+					settleC = time.After(settle)
+				}
+				if running == 0 {
+					blame()
 				}
 			}
+		case <-settleC:
+			blame()
 		case sig := <-j.Signals:
 			s, _ := sig.(syscall.Signal)
 			switch s {
@@ -267,6 +299,7 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 					r.signalLeader(s)
 				}
 			default:
+				blame() // a rank that failed before the signal keeps the blame
 				interrupts++
 				if interrupts > 1 {
 					logf("received %v again; killing %d %s", sig, running, plural(running, "rank", "ranks"))
@@ -282,6 +315,7 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 				}
 			}
 		case <-timeoutC:
+			blame()
 			if !terminating {
 				code = ExitTimeout
 				logf("job timed out after %v; terminating %d %s", j.Timeout, running, plural(running, "rank", "ranks"))
@@ -289,6 +323,7 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 			}
 		case <-ctxDone:
 			ctxDone = nil
+			blame()
 			if !terminating {
 				code = ExitFailure
 				logf("%v; terminating %d %s", context.Cause(ctx), running, plural(running, "rank", "ranks"))
@@ -300,6 +335,7 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 			killAll()
 		}
 	}
+	blame() // failures still settling when the last rank exited
 	return code, nil
 }
 
@@ -379,6 +415,7 @@ func (j *Job) start(p Placement, env []string, stdout, stderr *sink, exits chan<
 // words.
 func (r *rankProc) wait(exits chan<- exitEvent) {
 	werr := waitExited(r.pid)
+	at := time.Now()
 	r.mu.Lock()
 	if canWaitUnreaped && werr == nil {
 		_ = syscall.Kill(-r.pid, syscall.SIGKILL) // the rank is gone: so are its children
@@ -406,7 +443,10 @@ func (r *rankProc) wait(exits chan<- exitEvent) {
 	for _, fw := range r.fwds {
 		fw.Close()
 	}
-	exits <- exitEvent{r: r, state: r.cmd.ProcessState, err: err}
+	if !canWaitUnreaped {
+		at = time.Now()
+	}
+	exits <- exitEvent{r: r, at: at, state: r.cmd.ProcessState, err: err}
 }
 
 // pump copies a rank's pipe into its line forwarder until EOF or until the pipe is closed.

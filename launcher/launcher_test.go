@@ -42,6 +42,13 @@ func TestRankExitCodePropagates(t *testing.T) {
 	assert.Contains(t, res.stdout, "rank 1: failing\n")
 }
 
+// When a rank's death makes its peers fail too, gorun blames the rank that exited first.
+func TestFirstFailureIsBlamed(t *testing.T) {
+	res := runGorun(t, nil, rankArgs(t, []string{"-n", "4"}, "cascade", "2")...)
+	assert.Equal(t, 9, res.code, "stdout: %s\nstderr: %s", res.stdout, res.stderr)
+	assert.Regexp(t, `^gorun: rank 2 \(pid \d+\) exited with code 9(; terminating \d other ranks?)?\n$`, res.stderr)
+}
+
 func TestEveryRankExitingNonZero(t *testing.T) {
 	res := runGorun(t, nil, rankArgs(t, []string{"-n", "1"}, "exit", "7")...)
 	assert.Equal(t, 7, res.code)

@@ -1,0 +1,95 @@
+package launcher
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// End-to-end: gorun builds and runs the project's own comm examples, whose ranks bootstrap
+// from the environment gorun writes and talk over comm's TCP transport.
+
+func TestExamplesOverComm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the comm examples")
+	}
+	t.Setenv("GORUN_CACHE_DIR", t.TempDir())
+
+	t.Run("hello", func(t *testing.T) {
+		res := runGorun(t, nil, "-n", "4", "../examples/hello")
+		require.Equal(t, 0, res.code, res.stderr)
+		var ranks []int
+		for _, m := range regexp.MustCompile(`(?m)^hello from rank (\d+) of 4 on .+ \(pid \d+\)$`).FindAllStringSubmatch(res.stdout, -1) {
+			r, _ := strconv.Atoi(m[1])
+			ranks = append(ranks, r)
+		}
+		sort.Ints(ranks)
+		assert.Equal(t, []int{0, 1, 2, 3}, ranks, res.stdout)
+	})
+
+	t.Run("ring", func(t *testing.T) {
+		for _, n := range []int{1, 3, 5} {
+			res := runGorun(t, nil, "-n", strconv.Itoa(n), "--tag-output", "../examples/ring", "--laps", "3")
+			require.Equal(t, 0, res.code, "n=%d: %s", n, res.stderr)
+			want := int64(3) * (1 + int64(n)*int64(n-1)/2)
+			assert.Contains(t, res.stdout, fmt.Sprintf("[0] ring of %d ranks: 3 laps, token %d: correct\n", n, want))
+			assert.Contains(t, res.stdout, fmt.Sprintf("[0] lap 3: token back at rank 0 with value %d\n", want))
+		}
+	})
+
+	t.Run("pi", func(t *testing.T) {
+		res := runGorun(t, nil, "-n", "4", "../examples/pi", "--intervals", "2000000")
+		require.Equal(t, 0, res.code, res.stderr)
+		m := regexp.MustCompile(`^pi is approximately (\S+), error \S+ \(2000000 intervals, 4 ranks, `).FindStringSubmatch(res.stdout)
+		require.NotNil(t, m, res.stdout)
+		pi, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		// The midpoint rule with h = 5e-7 is accurate to about h^2/12 * max|f''| (~1e-13).
+		assert.InDelta(t, math.Pi, pi, 1e-10)
+	})
+
+	t.Run("stray rank", func(t *testing.T) {
+		// A rank leaves while its peers wait in comm.Recv on it: gorun tears the job down at
+		// once and names the rank, long before comm's peer timeout (1 min here) would.
+		for _, tc := range []struct {
+			how  string
+			code int
+			msg  string
+		}{{"5", 5, "exited with code 5"}, {"kill", 137, "was killed by signal 9 (killed)"}} {
+			res := runGorun(t, nil, "-n", "3", "--peer-timeout", "1m", "./testdata/commstray", "2", tc.how)
+			assert.Equal(t, tc.code, res.code, res.stderr)
+			// The peers see the connection close and may exit on their own before gorun's
+			// SIGTERM: the blame stays with rank 2 either way.
+			assert.Regexp(t, `^gorun: rank 2 \(pid \d+\) `+regexp.QuoteMeta(tc.msg)+`(; terminating [12] other ranks?)?\n$`, res.stderr)
+			assert.Less(t, res.elapsed, 30*time.Second)
+		}
+	})
+}
+
+// On the real repository, a bare name is one of the module's own commands, built on demand:
+// what makes `go run ./cmd/gorun -n 4 hpl` work on a fresh clone.
+func TestModuleCommandOfThisRepository(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/gorun")
+	}
+	empty := t.TempDir()
+	r := Resolver{Dir: filepath.Join("..", "examples"), Path: empty, SelfExe: filepath.Join(empty, "gorun"), CacheDir: t.TempDir()}
+	exe, err := r.Resolve("gorun")
+	require.NoError(t, err)
+	out, err := exec.Command(exe, "--help").Output()
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(out), "gorun starts an SPMD program"), "%s", out)
+	_, err = os.Stat(exe)
+	require.NoError(t, err)
+}
