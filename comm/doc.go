@@ -1,0 +1,21 @@
+// Package comm is gorun's communicator: ranks, point-to-point messages and communicator
+// management for SPMD programs, in the manner of MPI.
+//
+// A program gets its world communicator from Init, which reads the environment a launcher
+// (gorun, mpirun, torchrun) sets, or, in tests and examples, runs its ranks as goroutines with
+// Run. Messages are typed slices of any integer or float element type ([]byte included):
+// Send/Recv block, Isend/Irecv return a Request; AnySource and AnyTag match anything; Probe
+// reports a pending message without receiving it. Split and Dup make communicators with their
+// own message spaces; SendValue and RecvValue carry arbitrary Go values for control messages.
+//
+// Semantics follow MPI's: messages between a pair of ranks on one communicator are matched in
+// the order they were sent; a standard-mode Send of a small message returns once it is
+// buffered, a large one once the receiver has taken it; a message longer than the receive
+// buffer ends the receive with a *TruncateError. Failures are values: any operation that needs
+// a rank that died, closed its link or stayed silent past the peer timeout (GORUN_PEER_TIMEOUT,
+// 30s by default) returns a *PeerError naming the rank, instead of hanging.
+//
+// Transports: ranks in one process talk through memory (Run); separate processes through a
+// full mesh of TCP connections set up at Init from a rendezvous with rank 0, each connection
+// authenticated with the job's secret.
+package comm
