@@ -537,3 +537,61 @@ func TestStreamDecoder(t *testing.T) {
 		t.Errorf("after Flush: got %q", got)
 	}
 }
+
+func TestVocabFromMetadata(t *testing.T) {
+	meta, err := readGGUFMeta(testfiles.Path(t, "llm", "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := VocabFromMetadata(testMeta(meta), errTestNotFound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// stories260K stores BOS 1, EOS 2, UNK 0 and PAD 0xFFFFFFFF (none); no add_* keys, so
+	// SentencePiece's defaults apply.
+	if v.Model != "llama" || len(v.Tokens) != 512 || len(v.Scores) != 512 || len(v.Types) != 512 ||
+		v.BOS != 1 || v.EOS != 2 || v.UNK != 0 || v.PAD != -1 || v.EOT != -1 ||
+		!v.AddBOS || v.AddEOS || !v.AddSpacePrefix {
+		t.Errorf("vocab: model %q, %d/%d/%d tokens/scores/types, BOS %d EOS %d UNK %d PAD %d EOT %d, add BOS %v EOS %v space %v",
+			v.Model, len(v.Tokens), len(v.Scores), len(v.Types), v.BOS, v.EOS, v.UNK, v.PAD, v.EOT, v.AddBOS, v.AddEOS, v.AddSpacePrefix)
+	}
+	if _, err := FromMetadata(testMeta(meta), errTestNotFound); err != nil {
+		t.Fatal(err)
+	}
+	// Wrong types and missing required keys are errors; absent optional keys are not.
+	for _, c := range []struct {
+		key  string
+		val  any
+		want string
+	}{
+		{KeyModel, nil, `"tokenizer.ggml.model"`},
+		{KeyTokens, nil, `"tokenizer.ggml.tokens"`},
+		{KeyScores, []int32{1}, `"tokenizer.ggml.scores" is []int32`},
+		{KeyBOS, "x", `"tokenizer.ggml.bos_token_id" is string`},
+		{KeyEOS, uint64(1 << 40), "not a token id"},
+		{KeyAddBOS, uint32(1), `"tokenizer.ggml.add_bos_token" is uint32`},
+	} {
+		m := testMeta{}
+		for k, v := range meta {
+			m[k] = v
+		}
+		if c.val == nil {
+			delete(m, c.key)
+		} else {
+			m[c.key] = c.val
+		}
+		if _, err := VocabFromMetadata(m, errTestNotFound); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s = %v: err = %v, want it to contain %s", c.key, c.val, err, c.want)
+		}
+	}
+	m := testMeta{}
+	for k, v := range meta {
+		if k != KeyScores && k != KeyTokenType && k != KeyBOS {
+			m[k] = v
+		}
+	}
+	v, err = VocabFromMetadata(m, errTestNotFound)
+	if err != nil || v.Scores != nil || v.Types != nil || v.BOS != -1 {
+		t.Errorf("optional keys absent: err %v, scores %v types %v BOS %d", err, v.Scores != nil, v.Types != nil, v.BOS)
+	}
+}

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -227,42 +228,53 @@ func readGGUFMeta(path string) (map[string]any, error) {
 	return meta, nil
 }
 
-// vocabFromGGUF builds a Vocab from a GGUF file the way a model loader would: defaults per
-// tokenizer model, then the keys present in the file.
+// testMeta serves readGGUFMeta's map through the Metadata interface, as llm/gguf's *File does.
+type testMeta map[string]any
+
+var errTestNotFound = errors.New("key not found")
+
+func metaGet[T any](m testMeta, key string) (T, error) {
+	var zero T
+	v, ok := m[key]
+	if !ok {
+		return zero, fmt.Errorf("metadata %q: %w", key, errTestNotFound)
+	}
+	x, ok := v.(T)
+	if !ok {
+		return zero, fmt.Errorf("metadata %q is %T, want %T", key, v, zero)
+	}
+	return x, nil
+}
+
+func (m testMeta) String(key string) (string, error)      { return metaGet[string](m, key) }
+func (m testMeta) Strings(key string) ([]string, error)   { return metaGet[[]string](m, key) }
+func (m testMeta) Float32s(key string) ([]float32, error) { return metaGet[[]float32](m, key) }
+func (m testMeta) Int32s(key string) ([]int32, error)     { return metaGet[[]int32](m, key) }
+func (m testMeta) Bool(key string) (bool, error)          { return metaGet[bool](m, key) }
+func (m testMeta) Uint(key string) (uint64, error) {
+	v, ok := m[key]
+	if !ok {
+		return 0, fmt.Errorf("metadata %q: %w", key, errTestNotFound)
+	}
+	switch x := v.(type) {
+	case uint32:
+		return uint64(x), nil
+	case uint64:
+		return x, nil
+	}
+	return 0, fmt.Errorf("metadata %q is %T, want an unsigned integer", key, v)
+}
+
+// vocabFromGGUF builds a Vocab from a GGUF file the way a model loader does.
 func vocabFromGGUF(tb testing.TB, path string) Vocab {
 	tb.Helper()
 	meta, err := readGGUFMeta(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	model, _ := meta["tokenizer.ggml.model"].(string)
-	pre, _ := meta["tokenizer.ggml.pre"].(string)
-	v := NewVocab(model, pre)
-	v.Tokens, _ = meta["tokenizer.ggml.tokens"].([]string)
-	v.Scores, _ = meta["tokenizer.ggml.scores"].([]float32)
-	v.Types, _ = meta["tokenizer.ggml.token_type"].([]int32)
-	v.Merges, _ = meta["tokenizer.ggml.merges"].([]string)
-	ids := map[string]*int32{
-		"tokenizer.ggml.bos_token_id":     &v.BOS,
-		"tokenizer.ggml.eos_token_id":     &v.EOS,
-		"tokenizer.ggml.unknown_token_id": &v.UNK,
-		"tokenizer.ggml.padding_token_id": &v.PAD,
-		"tokenizer.ggml.eot_token_id":     &v.EOT,
-	}
-	for k, p := range ids {
-		if x, ok := meta[k].(uint32); ok {
-			*p = int32(x)
-		}
-	}
-	flags := map[string]*bool{
-		"tokenizer.ggml.add_bos_token":    &v.AddBOS,
-		"tokenizer.ggml.add_eos_token":    &v.AddEOS,
-		"tokenizer.ggml.add_space_prefix": &v.AddSpacePrefix,
-	}
-	for k, p := range flags {
-		if x, ok := meta[k].(bool); ok {
-			*p = x
-		}
+	v, err := VocabFromMetadata(testMeta(meta), errTestNotFound)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
 	}
 	return v
 }
