@@ -21,11 +21,11 @@ type Config struct {
 	Test             string
 	MinSize, MaxSize int // bytes per message (per rank for allgather, per peer for alltoall)
 	// Sizes run from MinSize (at least 1, or the element size) doubling up to MaxSize.
-	Iters, Warmup    int // for sizes up to LargeSize
-	ItersLarge       int // for sizes above LargeSize
-	WarmupLarge      int
-	LargeSize        int // OSU's LARGE_MESSAGE_SIZE, 8 KiB
-	Window           int // messages in flight per iteration of bw and bibw
+	Iters, Warmup int // for sizes up to LargeSize
+	ItersLarge    int // for sizes above LargeSize
+	WarmupLarge   int
+	LargeSize     int // OSU's LARGE_MESSAGE_SIZE, 8 KiB
+	Window        int // messages in flight per iteration of bw and bibw
 }
 
 // Defaults fills zero fields (MinSize excepted: 0 adds a zero-byte row to the point-to-point
