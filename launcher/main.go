@@ -214,7 +214,7 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, Usage())
 		return 0
 	}
-	exe, err := Resolver{Log: stderr}.Resolve(cmd.Program)
+	exe, err := Resolver{Log: stderr, Pin: true}.Resolve(cmd.Program)
 	if err != nil {
 		fmt.Fprintf(stderr, "gorun: %v\n", err)
 		var nf *NotFoundError
@@ -223,6 +223,7 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		}
 		return ExitFailure
 	}
+	defer Unpin(exe)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(sigs)

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -33,6 +34,10 @@ type Resolver struct {
 	CacheDir string    // where built programs go; "" = DefaultCacheDir()
 	GoTool   string    // the go command; "" = "go" on PATH, then $GOROOT/bin/go
 	Log      io.Writer // receives the go build's own output (compile errors); nil = discard
+	// Pin makes Resolve return, for a program it built, a private hard link to the binary
+	// (in pin-<gorun pid>/ beside it), so a concurrent gorun that rebuilds the package cannot
+	// swap the binary between the starts of two ranks of this job. Release it with Unpin.
+	Pin bool
 }
 
 // NotFoundError reports a PROGRAM that none of the resolution rules matched, or a path that
@@ -318,7 +323,47 @@ func (r Resolver) build(dir string) (string, error) {
 	if err := cmd.Run(); err != nil {
 		return "", &BuildError{Dir: dir, Err: err}
 	}
-	return out, nil
+	if !r.Pin {
+		return out, nil
+	}
+	sweepPins(outDir)
+	pinDir := filepath.Join(outDir, fmt.Sprintf("pin-%d", os.Getpid()))
+	pinned := filepath.Join(pinDir, filepath.Base(out))
+	if err := os.MkdirAll(pinDir, 0o700); err != nil {
+		return "", &BuildError{Dir: dir, Err: err}
+	}
+	_ = os.Remove(pinned)
+	if err := os.Link(out, pinned); err != nil {
+		// A file system without hard links: run the shared binary, as unpinned.
+		os.Remove(pinDir)
+		return out, nil
+	}
+	return pinned, nil
+}
+
+// Unpin removes a binary pinned by a Resolver with Pin set (any other path is left alone).
+func Unpin(path string) {
+	dir := filepath.Dir(path)
+	if filepath.Base(dir) != fmt.Sprintf("pin-%d", os.Getpid()) {
+		return
+	}
+	os.Remove(path)
+	os.Remove(dir)
+}
+
+// sweepPins removes the pins that gorun processes which no longer exist left behind (killed
+// before they could Unpin).
+func sweepPins(outDir string) {
+	pins, _ := filepath.Glob(filepath.Join(outDir, "pin-*"))
+	for _, p := range pins {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(p), "pin-"))
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if unix.Kill(pid, 0) == unix.ESRCH {
+			os.RemoveAll(p)
+		}
+	}
 }
 
 func (r Resolver) goTool() (string, error) {

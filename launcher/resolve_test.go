@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,6 +117,25 @@ func TestResolveModuleCommands(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, exe, exe2)
 	assert.Equal(t, "v2", runOutput(t, exe2))
+
+	// A pinned build is a private link to the same binary, kept when the package is rebuilt
+	// and removed by Unpin; pins of dead gorun processes are swept by the next build.
+	stale := filepath.Join(filepath.Dir(exe), "pin-999999999")
+	writeFile(t, filepath.Join(stale, "tool"), "", 0o755)
+	r.Pin = true
+	pinned, err := r.Resolve("tool")
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(filepath.Dir(exe), fmt.Sprintf("pin-%d", os.Getpid()), "tool"), pinned)
+	assert.NoDirExists(t, stale)
+	writeFile(t, filepath.Join(mod, "cmd", "tool", "main.go"),
+		"package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Print(\"v3\") }\n", 0o644)
+	r.Pin = false
+	exe3, err := r.Resolve("tool")
+	require.NoError(t, err)
+	assert.Equal(t, "v3", runOutput(t, exe3))
+	assert.Equal(t, "v2", runOutput(t, pinned), "the pinned binary changed under the job")
+	Unpin(pinned)
+	assert.NoDirExists(t, filepath.Dir(pinned))
 
 	// cmd/<name> of the gorun module above a nested module that lacks it.
 	outer := t.TempDir()
