@@ -75,7 +75,7 @@ func Dot(w gguf.Type, row []byte, v *Vec) float32 {
 	panic(fmt.Sprintf("quant: Dot on unsupported type %s", w)) // callers check Supported
 }
 
-func dotF32(row []byte, x []float32) float32 {
+func dotF32Generic(row []byte, x []float32) float32 {
 	var s0, s1, s2, s3 float32
 	n := len(x)
 	row = row[:4*n]
@@ -92,7 +92,7 @@ func dotF32(row []byte, x []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-func dotF16(row []byte, x []uint16) float32 {
+func dotF16Generic(row []byte, x []uint16) float32 {
 	var s0, s1 float32
 	n := len(x)
 	row = row[:2*n]

@@ -2,8 +2,77 @@
 
 package quant
 
-func dotQ8_0(w, x []byte) float32 { return dotQ8_0Generic(w, x) }
-func dotQ4_0(w, x []byte) float32 { return dotQ4_0Generic(w, x) }
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// useAVX2 selects the assembly kernels (AVX2, FMA and F16C, detected at run time).
+var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+
+//go:noescape
+func dotQ8_0AVX2(w, x *byte, nb int) float32
+
+//go:noescape
+func dotQ4_0AVX2(w, x *byte, nb int) float32
+
+//go:noescape
+func dotF32AVX2(w *byte, x *float32, n int) float32
+
+//go:noescape
+func dotF16AVX2(w, x *byte, n int) float32
+
+func dotQ8_0(w, x []byte) float32 {
+	nb := len(x) / BlockQ8_0
+	if !useAVX2 || nb == 0 {
+		return dotQ8_0Generic(w, x)
+	}
+	_ = w[nb*BlockQ8_0-1] // the kernel reads nb blocks of both
+	return dotQ8_0AVX2(&w[0], &x[0], nb)
+}
+
+func dotQ4_0(w, x []byte) float32 {
+	nb := len(x) / BlockQ8_0
+	if !useAVX2 || nb == 0 {
+		return dotQ4_0Generic(w, x)
+	}
+	_ = w[nb*BlockQ4_0-1]
+	return dotQ4_0AVX2(&w[0], &x[0], nb)
+}
+
+func dotF32(row []byte, x []float32) float32 {
+	n := len(x)
+	m := n &^ 31
+	if !useAVX2 || m == 0 {
+		return dotF32Generic(row, x)
+	}
+	_ = row[4*n-1]
+	s := dotF32AVX2(&row[0], &x[0], m)
+	if m < n {
+		s += dotF32Generic(row[4*m:], x[m:])
+	}
+	return s
+}
+
+func dotF16(row []byte, x []uint16) float32 {
+	n := len(x)
+	m := n &^ 15
+	if !useAVX2 || m == 0 {
+		return dotF16Generic(row, x)
+	}
+	_ = row[2*n-1]
+	s := dotF16AVX2(&row[0], (*byte)(unsafe.Pointer(&x[0])), m)
+	if m < n {
+		s += dotF16Generic(row[2*m:], x[m:])
+	}
+	return s
+}
 
 // Kernel names the dot-product implementation in use.
-func Kernel() string { return "go" }
+func Kernel() string {
+	if useAVX2 {
+		return "avx2"
+	}
+	return "go"
+}

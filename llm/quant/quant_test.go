@@ -245,3 +245,76 @@ func TestMatMulMatchesMatVec(t *testing.T) {
 		t.Error("unsupported type accepted")
 	}
 }
+
+// The kernels in use (assembly where the CPU has it) against the pure-Go ones, over lengths
+// that exercise the unrolled loops and their tails, and extreme quants (-128 weights, ±127
+// activations) that would saturate a careless int16 path.
+func TestKernelsMatchGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	t.Logf("kernel: %s", Kernel())
+	for _, nb := range []int{1, 2, 3, 5, 8, 33} {
+		n := nb * 32
+		for trial := 0; trial < 5; trial++ {
+			w8 := randBlocks(r, gguf.Q8_0, n)
+			w4 := randBlocks(r, gguf.Q4_0, n)
+			var x Vec
+			x.Load(gguf.Q8_0, randVec(r, n))
+			if trial == 0 {
+				for b := 0; b < nb; b++ {
+					for j := 0; j < 32; j++ {
+						w8[b*34+2+j] = 0x80 // -128
+						x.Q8[b*34+2+j] = byte(int8([]int{127, -127}[j&1]))
+					}
+				}
+			}
+			check := func(name string, got, want float32) {
+				if math.Abs(float64(got-want)) > 1e-5*math.Abs(float64(want))+1e-5 {
+					t.Fatalf("%s nb=%d trial %d: kernel %v, generic %v", name, nb, trial, got, want)
+				}
+			}
+			check("Q8_0", dotQ8_0(w8, x.Q8), dotQ8_0Generic(w8, x.Q8))
+			check("Q4_0", dotQ4_0(w4, x.Q8), dotQ4_0Generic(w4, x.Q8))
+		}
+	}
+	for _, n := range []int{1, 15, 16, 31, 32, 33, 100, 1000} {
+		x := randVec(r, n)
+		wf := make([]byte, 4*n)
+		Quantize(gguf.F32, randVec(r, n), wf)
+		var got, want float64 = float64(dotF32(wf, x)), float64(dotF32Generic(wf, x))
+		if math.Abs(got-want) > 1e-5*float64(n) {
+			t.Fatalf("F32 n=%d: kernel %v, generic %v", n, got, want)
+		}
+		wh := make([]byte, 2*n)
+		Quantize(gguf.F16, randVec(r, n), wh)
+		var v Vec
+		v.Load(gguf.F16, x)
+		got, want = float64(dotF16(wh, v.U16)), float64(dotF16Generic(wh, v.U16))
+		if math.Abs(got-want) > 1e-4*float64(n) {
+			t.Fatalf("F16 n=%d: kernel %v, generic %v", n, got, want)
+		}
+	}
+}
+
+func BenchmarkDot(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const n = 4096
+	for _, typ := range []gguf.Type{gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q6_K} {
+		var row []byte
+		switch typ {
+		case gguf.Q4_K, gguf.Q6_K:
+			row = randBlocks(r, typ, n)
+		default:
+			nb, _ := typ.RowBytes(n)
+			row = make([]byte, nb)
+			Quantize(typ, randVec(r, n), row)
+		}
+		var v Vec
+		v.Load(typ, randVec(r, n))
+		b.Run(typ.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(row)))
+			for i := 0; i < b.N; i++ {
+				Dot(typ, row, &v)
+			}
+		})
+	}
+}
