@@ -145,9 +145,12 @@ func New(v Vocab) (*Tokenizer, error) {
 		addBOS: v.AddBOS, addEOS: v.AddEOS,
 		eog: map[int32]bool{},
 	}
-	for name, id := range map[string]int32{"BOS": v.BOS, "EOS": v.EOS, "UNK": v.UNK, "PAD": v.PAD, "EOT": v.EOT} {
-		if id < -1 || int(id) >= n {
-			return nil, fmt.Errorf("tokenizer: %s id %d out of range [0, %d)", name, id, n)
+	for _, e := range []struct {
+		name string
+		id   int32
+	}{{"BOS", v.BOS}, {"EOS", v.EOS}, {"UNK", v.UNK}, {"PAD", v.PAD}, {"EOT", v.EOT}} {
+		if e.id < -1 || int(e.id) >= n {
+			return nil, fmt.Errorf("tokenizer: %s id %d out of range [0, %d)", e.name, e.id, n)
 		}
 	}
 	for i := range t.types {
