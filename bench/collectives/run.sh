@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of gorun's collectives (cmd/commbench under gorun, TCP transport) and
+# Open MPI 4.1 (bench/collectives/mpibench.c, Debian's openmpi-bin, --mca btl tcp,self) on the
+# same sizes and rank counts. Runs alternate between the two, --rounds times; each figure is
+# the best of its rounds (lowest latency, highest bandwidth). Writes the table into the
+# "collectives" section of BENCHMARKS.md (unless --no-update) and prints it.
+#
+# usage: bench/collectives/run.sh [--rounds N] [--no-update] [--quick]
+#   --quick: fewer iterations (a smoke run of the script itself, not for the record)
+# needs: go, mpicc and mpirun (apt-get install openmpi-bin libopenmpi-dev), python3
+set -euo pipefail
+
+rounds=3 update=1 quick=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--rounds) rounds="$2"; shift 2 ;;
+	--no-update) update=0; shift ;;
+	--quick) quick=1; shift ;;
+	*) echo "usage: $0 [--rounds N] [--no-update] [--quick]" >&2; exit 2 ;;
+	esac
+done
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+command -v mpicc >/dev/null || { echo "mpicc not found: apt-get install openmpi-bin libopenmpi-dev" >&2; exit 1; }
+mpicc -O2 -o "$tmp/mpibench" "$root/bench/collectives/mpibench.c"
+(cd "$root" && go build -o "$tmp/gorun" ./cmd/gorun && go build -o "$tmp/commbench" ./cmd/commbench)
+cd "$tmp"
+
+ncpu=$(nproc)
+mpi() { # np test min max iters iters_large warmup warmup_large
+	local np=$1; shift
+	local over=()
+	[ "$np" -gt "$ncpu" ] && over=(--oversubscribe)
+	mpirun --allow-run-as-root --mca pml ob1 --mca btl tcp,self "${over[@]}" -np "$np" \
+		-x MALLOC_MMAP_THRESHOLD_=1073741824 -x MALLOC_TRIM_THRESHOLD_=4294967296 \
+		./mpibench "$@" | grep -v '^test,'
+}
+ours() { # np test min max iters iters_large warmup warmup_large
+	local np=$1 test=$2
+	./gorun -n "$np" -x GORUN_TRANSPORT=tcp ./commbench "$test" --csv -m "$3" -M "$4" \
+		-i "$5" -I "$6" -x "$7" -X "$8" | grep -v '^test,'
+}
+
+# name test np min max iters iters_large warmup warmup_large
+cases=(
+	"allreduce 2 8 8 1000 100 200 10"
+	"allreduce 2 16777216 67108864 1000 20 200 3"
+	"allreduce 4 8 8 1000 100 200 10"
+	"allreduce 4 16777216 67108864 1000 20 200 3"
+	"latency 2 8 8 10000 1000 1000 100"
+	"latency 2 4194304 4194304 1000 100 100 10"
+	"bcast 4 8 8 1000 100 200 10"
+	"bcast 4 16777216 16777216 1000 20 200 3"
+)
+: >"$tmp/ours.csv"
+: >"$tmp/mpi.csv"
+for ((r = 1; r <= rounds; r++)); do
+	for c in "${cases[@]}"; do
+		read -r test np min max it itl wu wul <<<"$c"
+		if [ "$quick" = 1 ]; then it=20 itl=3 wu=2 wul=1; fi
+		echo "round $r/$rounds: $test np=$np $min..$max bytes" >&2
+		ours "$np" "$test" "$min" "$max" "$it" "$itl" "$wu" "$wul" >>"$tmp/ours.csv"
+		mpi "$np" "$test" "$min" "$max" "$it" "$itl" "$wu" "$wul" >>"$tmp/mpi.csv"
+	done
+done
+
+python3 - "$tmp/ours.csv" "$tmp/mpi.csv" "$root/BENCHMARKS.md" "$update" "$rounds" "$quick" <<'PY'
+import csv, datetime, subprocess, sys
+ours_f, mpi_f, md, update, rounds, quick = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1", sys.argv[5], sys.argv[6] == "1"
+
+def best(path):
+    out = {}
+    for row in csv.reader(open(path)):
+        if not row:
+            continue
+        test, np, size, avg = row[0], int(row[1]), int(row[2]), float(row[3])
+        key = (test, np, size)
+        out[key] = min(out.get(key, avg), avg)
+    return out
+
+o, m = best(ours_f), best(mpi_f)
+
+def human(n):
+    for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k:
+            return f"{n // k} {unit}"
+    return f"{n} B"
+
+targets = {("allreduce", 8): ("latency", 1.5), ("allreduce", 16 << 20): ("bandwidth", 1.0), ("allreduce", 64 << 20): ("bandwidth", 1.0)}
+rows = []
+for key in sorted(o, key=lambda k: (k[0] != "allreduce", k[0], k[1], k[2])):
+    if key not in m:
+        continue
+    test, np, size = key
+    us_o, us_m = o[key], m[key]
+    kind = "latency" if size <= 8 << 10 else "bandwidth"
+    if kind == "latency":
+        ours_s, mpi_s = f"{us_o:.1f} us", f"{us_m:.1f} us"
+        ratio = us_o / us_m
+        rtext = f"{ratio:.2f}x the time"
+    else:
+        gbo, gbm = size / us_o / 1e3, size / us_m / 1e3
+        ours_s, mpi_s = f"{gbo:.2f} GB/s", f"{gbm:.2f} GB/s"
+        ratio = gbo / gbm
+        rtext = f"{ratio:.2f}x the bandwidth"
+    tgt = targets.get((test, size))
+    if tgt:
+        ok = ratio <= tgt[1] if tgt[0] == "latency" else ratio >= tgt[1]
+        ttext = (f"<= {tgt[1]}x" if tgt[0] == "latency" else f">= {tgt[1]}x") + (" met" if ok else " **missed**")
+    else:
+        ttext = "-"
+    name = "ping-pong (one-way)" if test == "latency" else test
+    rows.append(f"| {name} | {np} | {human(size)} | {ours_s} | {mpi_s} | {rtext} | {ttext} |")
+
+date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+try:
+    load = open("/proc/loadavg").read().split()[0]
+except OSError:
+    load = "?"
+ncpu = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
+body = f"""Measured {date} by `bench/collectives/run.sh` (best of {rounds} alternating rounds{", QUICK smoke run: not for the record" if quick else ""};
+machine: {ncpu}-core AMD EPYC VM, AVX-512, load average {load} at the end; np=4 is oversubscribed).
+- ours: `gorun -n NP -x GORUN_TRANSPORT=tcp commbench TEST --csv -m SIZE -M SIZE` (float32 sum for allreduce)
+- peer: `mpirun --allow-run-as-root --mca pml ob1 --mca btl tcp,self [--oversubscribe] -np NP -x MALLOC_MMAP_THRESHOLD_=1073741824 -x MALLOC_TRIM_THRESHOLD_=4294967296 mpibench TEST ...`
+  (Open MPI {subprocess.run(["sh", "-c", "mpirun --version 2>/dev/null | head -1 | awk '{{print $NF}}'"], capture_output=True, text=True).stdout.strip()}, `bench/collectives/mpibench.c`, same timing method: warm-up, then timed iterations with a barrier after each collective call; average over ranks)
+- bandwidth = message size / latency; 1000 iterations for 8 B, 20 (after 3 warm-up) for 16 and 64 MiB, 100 for 4 MiB ping-pong
+
+| test | np | size | gorun commbench | Open MPI 4.1 | ours vs Open MPI | issue target |
+|---|---|---|---|---|---|---|
+""" + "\n".join(rows) + "\n"
+print(body)
+if update:
+    text = open(md).read()
+    head = "## collectives and commbench vs Open MPI"
+    i = text.index(head) + len(head)
+    j = text.find("\n## ", i)
+    j = len(text) if j < 0 else j + 1
+    text = text[:i] + "\n\n" + body + "\n" + text[j:]
+    open(md, "w").write(text)
+    print(f"updated {md}", file=sys.stderr)
+PY
