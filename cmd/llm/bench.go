@@ -6,7 +6,9 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -39,6 +41,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	reps := fs.IntP("repetitions", "r", 3, "timed repetitions of each test (after one warm-up)")
 	threads := fs.IntP("threads", "t", 1, "threads per rank")
 	output := fs.StringP("output", "o", "md", "md (llama-bench style table) or jsonl")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file (per rank: .RANK appended when ranks > 1)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: [gorun -n N] llm bench -m MODEL.gguf [-p 512] [-n 128] [-r 3] [-t 1]\n\n")
 		fs.PrintDefaults()
@@ -76,6 +79,21 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		typ = t.Type.String()
 	}
 	name := fmt.Sprintf("%s %s %s", m.Cfg.Arch, strings.TrimSuffix(filepath.Base(*path), ".gguf"), typ)
+	if *cpuprofile != "" {
+		name := *cpuprofile
+		if l.world.Size() > 1 {
+			name = fmt.Sprintf("%s.%d", name, l.world.Rank())
+		}
+		pf, err := os.Create(name)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var rows []benchResult
 	measure := func(test string, n int, body func() error) error {
 		var samples []float64
