@@ -7,8 +7,9 @@
 // vectors. Where llama.cpp would lose information (invalid UTF-8 in byte-level BPE input) this
 // package keeps the bytes, so that Decode(Encode(s)) == s.
 //
-// The package does not read GGUF itself: a model loader fills a Vocab from the file's
-// tokenizer.ggml.* metadata (start from NewVocab for llama.cpp's defaults) and calls New.
+// The package does not import the GGUF reader: FromMetadata takes anything with typed metadata
+// getters (llm/gguf's *File has them), or a loader fills a Vocab itself (start from NewVocab
+// for llama.cpp's defaults) and calls New.
 package tokenizer
 
 import (
@@ -215,7 +216,7 @@ func New(v Vocab) (*Tokenizer, error) {
 // NumTokens is the vocabulary size.
 func (t *Tokenizer) NumTokens() int { return len(t.tokens) }
 
-// BOS, EOS, UNK, PAD and EOT return the special ids, -1 when absent.
+// BOS returns the beginning-of-sequence id, -1 when absent.
 func (t *Tokenizer) BOS() int32 { return t.bos }
 
 // EOS returns the end-of-sequence id, -1 when absent.
