@@ -1,0 +1,31 @@
+// Package launcher starts the ranks of an SPMD job and supervises them, as mpirun does: it is
+// the logic behind the gorun command (cmd/gorun is a thin main over Main).
+//
+// A job is N processes of one program. Each rank gets the bootstrap contract of package
+// comm/jobenv in its environment (GORUN_RANK, GORUN_SIZE, GORUN_LOCAL_RANK, GORUN_LOCAL_SIZE,
+// GORUN_COORD, GORUN_JOB_ID, GORUN_SECRET, and GORUN_PEER_TIMEOUT when set), on top of gorun's
+// own environment and the -x exports. The job id and the 32-byte secret are fresh per job from
+// crypto/rand; GORUN_COORD is a free loopback port that rank 0 binds for the rendezvous.
+//
+// Supervision follows mpirun and srun:
+//   - every rank runs in its own process group, so a signal reaches the processes it started;
+//     on Linux a rank also dies if gorun is killed (parent-death signal);
+//   - stdout and stderr are forwarded line by line: a line is written whole or not at all, so
+//     lines of different ranks never mix (only a line longer than 1 MiB is forwarded in
+//     pieces); --tag-output puts "[rank] " before each line, as MPICH's -prepend-rank;
+//   - stdin goes to rank 0 (or the rank named by --stdin); the others read /dev/null;
+//   - SIGINT, SIGTERM and SIGHUP send SIGTERM to every rank and SIGKILL after a grace period
+//     (at once on a second signal); SIGQUIT, SIGUSR1 and SIGUSR2 are passed on, so SIGQUIT
+//     makes every Go rank print its goroutine stacks;
+//   - when a rank exits non-zero or dies by a signal, gorun names it ("rank 2 (pid 1234)
+//     exited with code 3; terminating 3 other ranks"), sends SIGTERM to the others and exits
+//     with that rank's code (128+signal when a signal killed it). When a rank's death makes
+//     its peers fail too, the rank that exited first is named.
+//
+// PROGRAM may be a path, a Go main package directory (built with go build into a per-user
+// cache), a name on PATH, a program beside the gorun executable, or a command cmd/NAME of the
+// module around the working directory or of this project's module (see Resolver.Resolve).
+//
+// The placement of ranks (Placement) and their start (Job) are kept apart so that hostfiles,
+// ssh and Slurm job steps can place ranks on other hosts later.
+package launcher
