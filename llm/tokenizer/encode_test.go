@@ -313,7 +313,25 @@ func TestEncodeMatchesNaive(t *testing.T) {
 	spm := loadTokenizer(t, "ggml-vocab-llama-spm.gguf")
 	small := loadTokenizer(t, "stories260K.gguf")
 	gpt := loadTokenizer(t, "ggml-vocab-gpt-2.gguf")
-	gptRanks := mergeRanks(vocabFromGGUF(t, testfiles.Path(t, "llm", "ggml-vocab-gpt-2.gguf")).Merges)
+	gv := vocabFromGGUF(t, testfiles.Path(t, "llm", "ggml-vocab-gpt-2.gguf"))
+	gptRanks := mergeRanks(gv.Merges)
+	// The same vocabulary under the Llama 3 (whole-word tokens first) and Qwen2 pre-tokenizers.
+	bpes := []struct {
+		tok *Tokenizer
+		pre preKind
+	}{{gpt, preGPT2}}
+	for _, pre := range []string{"llama-bpe", "qwen2"} {
+		v := gv
+		v.Pre = pre
+		tok, err := New(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bpes = append(bpes, struct {
+			tok *Tokenizer
+			pre preKind
+		}{tok, preByName[pre]})
+	}
 	r := rand.New(rand.NewPCG(3, 4))
 	n := 1500
 	if testing.Short() {
@@ -337,19 +355,21 @@ func TestEncodeMatchesNaive(t *testing.T) {
 				}
 			}
 		}
-		got, err := gpt.Encode(text, false, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []int32
-		for _, w := range ws.split(preGPT2, text) {
-			want = append(want, naiveBPE(gpt, gptRanks, w)...)
-		}
-		if !equalIDs(got, want) {
-			t.Fatalf("BPE %q:\n got  %v\n want %v", text, got, want)
-		}
-		if back := gpt.Decode(got); back != text {
-			t.Fatalf("BPE Decode(Encode(%q)) = %q", text, back)
+		for _, b := range bpes {
+			got, err := b.tok.Encode(text, false, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []int32
+			for _, w := range ws.split(b.pre, text) {
+				want = append(want, naiveBPE(b.tok, gptRanks, w)...)
+			}
+			if !equalIDs(got, want) {
+				t.Fatalf("BPE (pre %d) %q:\n got  %v\n want %v", b.pre, text, got, want)
+			}
+			if back := b.tok.Decode(got); back != text {
+				t.Fatalf("BPE (pre %d) Decode(Encode(%q)) = %q", b.pre, text, back)
+			}
 		}
 	}
 }
