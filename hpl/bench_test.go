@@ -12,7 +12,7 @@ import (
 // HPL's Gflops. One Dgemm goroutine per rank, as HPL runs one BLAS thread per process.
 func BenchmarkSolve(b *testing.B) {
 	defer linalg.SetThreads(linalg.SetThreads(1))
-	for _, c := range []struct{ P, Q, n, nb int }{{1, 1, 2000, 128}, {1, 2, 3000, 128}} {
+	for _, c := range []struct{ P, Q, n, nb int }{{1, 1, 2000, 128}, {1, 1, 4000, 128}, {1, 2, 3000, 128}} {
 		b.Run(fmt.Sprintf("%dx%d/N=%d/NB=%d", c.P, c.Q, c.n, c.nb), func(b *testing.B) {
 			var gf float64
 			for range b.N {

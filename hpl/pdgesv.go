@@ -249,18 +249,30 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 
 	lrow := func(gr int) int { return g2l(gr, s.nb, g.P) }
 	mine := func(gr int) bool { return g2p(gr, s.nb, g.P) == g.MyRow }
-	copyRow := func(dst []float64, gr int) { // dst[j*stride] = A(gr, c0+j)
-		lr := lrow(gr)
-		for j := range nc {
-			dst[j*jb] = s.a[lr+(c0+j)*ld]
-		}
-	}
 	if g.MyRow == prow {
 		// Local rows of U are read before any displaced row is written over them; receiving
-		// before sending keeps the exchange free of deadlock with rendezvous sends.
+		// before sending keeps the exchange free of deadlock with rendezvous sends. Copies go
+		// column by column: the rows of one column are close in memory, one row is not.
+		var ui, ul []int // U rows found here, and their local rows
 		for i, r := range src {
 			if mine(r) {
-				copyRow(u[i:], r)
+				ui, ul = append(ui, i), append(ul, lrow(r))
+			}
+		}
+		var dl, sl []int // displaced rows landing here, and their (local) block rows
+		for _, r := range outside {
+			if mine(r) {
+				dl, sl = append(dl, lrow(r)), append(sl, lrow(pos[r]))
+			}
+		}
+		for j := range nc {
+			col := s.a[(c0+j)*ld:]
+			uc := u[j*jb:]
+			for n, i := range ui {
+				uc[i] = col[ul[n]]
+			}
+			for n, d := range dl {
+				col[d] = col[sl[n]]
 			}
 		}
 		if err := s.recvU(p, c0, nc, src, u, prow); err != nil {
@@ -307,13 +319,16 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 	return nil
 }
 
+// Messages of the row swap carry rows column by column: rows r0..rk of column c0, then of
+// column c0+1, and so on.
+
 // sendU sends the rows of U this process row owns (outside the block) to the diagonal row.
 func (s *solver) sendU(p *panel, c0, nc int, src []int, prow int) error {
 	g := s.g
 	var rows []int
 	for _, r := range src {
 		if r >= p.jj+p.jb && g2p(r, s.nb, g.P) == g.MyRow {
-			rows = append(rows, r)
+			rows = append(rows, g2l(r, s.nb, g.P))
 		}
 	}
 	if len(rows) == 0 {
@@ -344,28 +359,21 @@ func (s *solver) recvU(p *panel, c0, nc int, src []int, u []float64, prow int) e
 		if _, err := comm.Recv(g.Col, buf, q, tagSwapUp); err != nil {
 			return wrap(g.Col, "row swap", err)
 		}
-		for n, i := range idx {
-			for j := range nc {
-				u[i+j*p.jb] = buf[n*nc+j]
+		k := len(idx)
+		for j := range nc {
+			uc, bc := u[j*p.jb:], buf[j*k:(j+1)*k]
+			for n, i := range idx {
+				uc[i] = bc[n]
 			}
 		}
 	}
 	return nil
 }
 
-// sendDisplaced writes or sends the original block rows that move below the block.
+// sendDisplaced sends the original block rows that move below the block to the process rows
+// that own their destinations (the diagonal row's own were copied already).
 func (s *solver) sendDisplaced(p *panel, c0, nc int, outside []int, pos map[int]int, prow int) error {
 	g := s.g
-	ld := s.ld
-	// Local destinations first (their sources are local block rows, still original).
-	for _, r := range outside {
-		if g2p(r, s.nb, g.P) == prow {
-			sl, dl := g2l(pos[r], s.nb, g.P), g2l(r, s.nb, g.P)
-			for j := range nc {
-				s.a[dl+(c0+j)*ld] = s.a[sl+(c0+j)*ld]
-			}
-		}
-	}
 	for q := range g.P {
 		if q == prow {
 			continue
@@ -373,7 +381,7 @@ func (s *solver) sendDisplaced(p *panel, c0, nc int, outside []int, pos map[int]
 		var srcRows []int
 		for _, r := range outside {
 			if g2p(r, s.nb, g.P) == q {
-				srcRows = append(srcRows, pos[r])
+				srcRows = append(srcRows, g2l(pos[r], s.nb, g.P))
 			}
 		}
 		if len(srcRows) == 0 {
@@ -394,7 +402,7 @@ func (s *solver) recvDisplaced(p *panel, c0, nc int, outside []int, prow int) er
 	var rows []int
 	for _, r := range outside {
 		if g2p(r, s.nb, g.P) == g.MyRow {
-			rows = append(rows, r)
+			rows = append(rows, g2l(r, s.nb, g.P))
 		}
 	}
 	if len(rows) == 0 {
@@ -404,21 +412,23 @@ func (s *solver) recvDisplaced(p *panel, c0, nc int, outside []int, prow int) er
 	if _, err := comm.Recv(g.Col, buf, prow, tagSwapDn); err != nil {
 		return wrap(g.Col, "row swap", err)
 	}
-	for n, r := range rows {
-		lr := g2l(r, s.nb, g.P)
-		for j := range nc {
-			s.a[lr+(c0+j)*s.ld] = buf[n*nc+j]
+	k := len(rows)
+	for j := range nc {
+		col, bc := s.a[(c0+j)*s.ld:], buf[j*k:(j+1)*k]
+		for n, lr := range rows {
+			col[lr] = bc[n]
 		}
 	}
 	return nil
 }
 
-// packRows packs rows (global, local to this process) of columns [c0, c0+nc), row after row.
-func (s *solver) packRows(buf []float64, rows []int, c0, nc int) {
-	for n, r := range rows {
-		lr := g2l(r, s.nb, s.g.P)
-		for j := range nc {
-			buf[n*nc+j] = s.a[lr+(c0+j)*s.ld]
+// packRows packs local rows of columns [c0, c0+nc), column by column.
+func (s *solver) packRows(buf []float64, lrows []int, c0, nc int) {
+	k := len(lrows)
+	for j := range nc {
+		col, bc := s.a[(c0+j)*s.ld:], buf[j*k:(j+1)*k]
+		for n, lr := range lrows {
+			bc[n] = col[lr]
 		}
 	}
 }
