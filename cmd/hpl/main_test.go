@@ -146,3 +146,20 @@ func TestOutputToFile(t *testing.T) {
 		t.Fatalf("file output %q, stdout %q", b, out.String())
 	}
 }
+
+func TestProgressLine(t *testing.T) {
+	var b bytes.Buffer
+	f := progressLine(&b)
+	f(3, 10)
+	if !strings.Contains(b.String(), "\r\033[Khpl: panel 3/10 (66%)") {
+		t.Fatalf("progress %q", b.String())
+	}
+	f(4, 10) // within 200 ms of the last line: not redrawn
+	if strings.Contains(b.String(), "panel 4/10") {
+		t.Fatalf("redrawn too often: %q", b.String())
+	}
+	f(10, 10)
+	if !strings.HasSuffix(b.String(), "\r\033[K") {
+		t.Fatalf("line not cleared at the end: %q", b.String())
+	}
+}
