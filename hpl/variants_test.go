@@ -2,7 +2,9 @@ package hpl
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorun-hpc/gorun/comm"
 )
@@ -195,4 +197,33 @@ func TestDeepLookahead(t *testing.T) {
 	}
 	runMany(t, 2, 3, RowMajor, tests)
 	runMany(t, 1, 1, RowMajor, tests)
+}
+
+// A rank that dies mid-run makes the others fail with an error naming it, not hang.
+func TestPeerFailureNoHang(t *testing.T) {
+	done := make(chan error, 1)
+	go func() {
+		done <- comm.Run(4, func(c *comm.Comm) error {
+			g, err := NewGrid(c, RowMajor, 2, 2)
+			if err != nil {
+				return err
+			}
+			if c.Rank() == 3 {
+				return fmt.Errorf("rank 3 gives up")
+			}
+			_, _, err = RunTest(g, defaultAlgo(), 200, 8, 16, Options{})
+			if err == nil {
+				return fmt.Errorf("rank %d: solve succeeded without rank 3", c.Rank())
+			}
+			return nil
+		})
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "rank 3 gives up") {
+			t.Fatalf("err = %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("ranks hang after a peer failed")
+	}
 }
