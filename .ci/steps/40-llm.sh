@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# llm (gguf, quant, model, tp, sample, cmd/llm): checks beyond `go test ./...`:
+#  - the pure-Go kernels (build tag noasm) pass the same tests as the assembly ones;
+#  - a short fuzzing run of the GGUF reader beyond its committed seed corpus;
+#  - end to end with real processes: `gorun -n 2` and `-n 4` of `llm generate` on the real
+#    TinyStories model print llama.cpp's greedy text (skipped when ../shared/testdata is absent).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+go test -tags noasm ./llm/quant ./llm/model ./llm/tp
+go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 20s ./llm/gguf
+model=../shared/testdata/llm/stories260K.gguf
+if [ -f "$model" ]; then
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	go build -o "$tmp/llm" ./cmd/llm
+	go build -o "$tmp/gorun" ./cmd/gorun
+	want="Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw"
+	for n in 1 2 4; do
+		got=$("$tmp/gorun" -n "$n" "$tmp/llm" generate -m "$model" -p "Once upon a time" -n 32 --quiet)
+		if [ "$got" != "$want" ]; then
+			echo "40-llm: gorun -n $n llm generate printed: $got" >&2
+			exit 1
+		fi
+	done
+else
+	echo "40-llm: $model absent, end-to-end check skipped"
+fi
+echo "40-llm: ok"
