@@ -11,9 +11,11 @@ package linalg
 // U[i-1, i-1] is exactly zero: the factorisation was completed, but U is
 // singular and must not be used to solve a system.
 //
-// The factorisation is recursive (Toledo's left/right split): the left half
-// of the columns is factored, the right half is updated with Dtrsm and Dgemm,
-// and its lower part is factored in turn, so almost all the work is Dgemm.
+// The factorisation is blocked right-looking, as LAPACK's dgetrf: each panel
+// of getrfBlock columns is factored recursively (Toledo's split, as
+// LAPACK's dgetrf2), its interchanges are applied to the rest of the matrix
+// once, the block row of U is solved with Dtrsm and the trailing matrix is
+// updated with one Dgemm of depth getrfBlock, where almost all the time goes.
 func Dgetrf(m, n int, a []float64, lda int, ipiv []int) (info int) {
 	const r = "Dgetrf"
 	checkDim(r, "m", m)
@@ -26,8 +28,38 @@ func Dgetrf(m, n int, a []float64, lda int, ipiv []int) (info int) {
 	if mn == 0 {
 		return 0
 	}
-	return getrfRec(m, n, a, lda, ipiv[:mn])
+	ipiv = ipiv[:mn]
+	nb := getrfBlock
+	if mn <= 2*nb {
+		return getrfRec(m, n, a, lda, ipiv)
+	}
+	for j := 0; j < mn; j += nb {
+		jb := min(nb, mn-j)
+		ajj := a[j+j*lda:]
+		if i := getrfRec(m-j, jb, ajj, lda, ipiv[j:j+jb]); i > 0 && info == 0 {
+			info = i + j
+		}
+		for i := j; i < j+jb; i++ {
+			ipiv[i] += j
+		}
+		// The panel's interchanges, on the columns left and right of it.
+		laswpFwd(j, a, lda, j, j+jb-1, ipiv)
+		if rest := n - j - jb; rest > 0 {
+			ajr := a[(j+jb)*lda:]
+			laswpFwd(rest, ajr, lda, j, j+jb-1, ipiv)
+			// U12 = L11⁻¹ A12, then A22 -= L21 U12.
+			trsmRec(true, false, false, true, jb, rest, 1, ajj, lda, ajr[j:], lda)
+			if j+jb < m {
+				gemm(false, false, m-j-jb, rest, jb, -1, ajj[jb:], lda, ajr[j:], lda, 1, ajr[j+jb:], lda)
+			}
+		}
+	}
+	return info
 }
+
+// getrfBlock is the panel width of the blocked factorisation: the depth of
+// the trailing Dgemm updates, so near the kernels' kc.
+const getrfBlock = 256
 
 // getrfLeaf is the panel width below which getrfRec factors column by column.
 const getrfLeaf = 16
@@ -105,7 +137,7 @@ func getrfUnblocked(m, n int, a []float64, lda int, ipiv []int) (info int) {
 // laswpFwd applies the interchanges ipiv[k1..k2] in order to n columns of A
 // (Dlaswp without checks).
 func laswpFwd(n int, a []float64, lda int, k1, k2 int, ipiv []int) {
-	const nb = 32
+	const nb = laswpBlock
 	for j0 := 0; j0 < n; j0 += nb {
 		j1 := min(j0+nb, n)
 		for k := k1; k <= k2; k++ {

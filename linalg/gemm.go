@@ -115,9 +115,12 @@ type gemmJob struct {
 	ldc            int
 	kcB, mcB, ncB  int // block sizes for this call
 	threads        int
-	splitM         bool // workers split the rows of C (else the columns of each B block)
+	splitM         bool // tasks are row blocks of C (else column chunks of each B block)
 	bufs           *gemmBufs
 	bar            barrier
+	// Work is handed out dynamically, so that a worker whose core is busy
+	// with another process does not hold the others back at the barrier.
+	packNext, compNext atomic.Int64
 }
 
 // gemmPacked computes C += alpha*op(A)*op(B) BLIS-style: for each kc×nc block
@@ -137,9 +140,9 @@ func gemmPacked(kn microKernel, threads int, transA, transB bool, m, n, k int, a
 	}
 	threads = max(1, min(threads, (m+mr-1)/mr*((n+nr-1)/nr)))
 	j.threads = threads
-	// Split the rows when each worker gets at least a few micro-panels of
-	// them; otherwise split the columns of the packed B block.
-	j.splitM = m >= threads*4*mr || n < threads*nr*2
+	// Split the rows when there are enough row blocks to go round;
+	// otherwise split the columns of the packed B block.
+	j.splitM = (m+j.mcB-1)/j.mcB >= 2*threads || n < threads*nr*2
 	j.bufs = getBufs(threads, j.mcB*j.kcB, j.kcB*roundUp(j.ncB, nr))
 	if threads == 1 {
 		j.work(0)
@@ -155,15 +158,9 @@ func gemmPacked(kn microKernel, threads int, transA, transB bool, m, n, k int, a
 	putBufs(j.bufs)
 }
 
-// span returns worker w's share [lo, hi) of n units split as evenly as
-// possible.
-func span(n, parts, w int) (lo, hi int) {
-	return n * w / parts, n * (w + 1) / parts
-}
-
 // work is worker w's part of the loops of gemmPacked.
 func (j *gemmJob) work(w int) {
-	mr, nr := j.kn.mr, j.kn.nr
+	nr := j.kn.nr
 	abuf := j.bufs.a[w]
 	bbuf := j.bufs.b
 	var tmp [32 * 32]float64 // edge tiles; the largest kernel tile is 24×8
@@ -172,28 +169,52 @@ func (j *gemmJob) work(w int) {
 		npanels := (nc + nr - 1) / nr
 		for pc := 0; pc < j.k; pc += j.kcB {
 			kc := min(j.kcB, j.k-pc)
-			// Pack this worker's share of the B block.
-			plo, phi := span(npanels, j.threads, w)
-			packB(j.transB, nr, kc, nc, j.b, j.ldb, pc, jc, plo, phi, bbuf)
-			j.bar.wait()
-			rlo, rhi := 0, j.m
-			clo, chi := 0, npanels
-			if j.threads > 1 {
-				if j.splitM {
-					mp := (j.m + mr - 1) / mr
-					lo, hi := span(mp, j.threads, w)
-					rlo, rhi = lo*mr, min(hi*mr, j.m)
-				} else {
-					clo, chi = span(npanels, j.threads, w)
+			if j.threads == 1 {
+				packB(j.transB, nr, kc, nc, j.b, j.ldb, pc, jc, 0, npanels, bbuf)
+				for ic := 0; ic < j.m; ic += j.mcB {
+					mc := min(j.mcB, j.m-ic)
+					packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, j.alpha, abuf)
+					macroKernel(j.kn, mc, nc, kc, abuf, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
+				}
+				continue
+			}
+			// Pack the B block in chunks of panels, shared out dynamically.
+			chunk := max(1, npanels/(4*j.threads))
+			for {
+				lo := int(j.packNext.Add(int64(chunk))) - chunk
+				if lo >= npanels {
+					break
+				}
+				packB(j.transB, nr, kc, nc, j.b, j.ldb, pc, jc, lo, min(lo+chunk, npanels), bbuf)
+			}
+			j.bar.wait(func() { j.packNext.Store(0) })
+			if j.splitM {
+				for {
+					ic := int(j.compNext.Add(int64(j.mcB))) - j.mcB
+					if ic >= j.m {
+						break
+					}
+					mc := min(j.mcB, j.m-ic)
+					packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, j.alpha, abuf)
+					macroKernel(j.kn, mc, nc, kc, abuf, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
+				}
+			} else {
+				// Few rows: every task packs the (small) A block itself.
+				for {
+					lo := int(j.compNext.Add(int64(chunk))) - chunk
+					if lo >= npanels {
+						break
+					}
+					hi := min(lo+chunk, npanels)
+					for ic := 0; ic < j.m; ic += j.mcB {
+						mc := min(j.mcB, j.m-ic)
+						packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, j.alpha, abuf)
+						macroKernel(j.kn, mc, nc, kc, abuf, bbuf, j.c, j.ldc, ic, jc, lo, hi, &tmp)
+					}
 				}
 			}
-			for ic := rlo; ic < rhi; ic += j.mcB {
-				mc := min(j.mcB, rhi-ic)
-				packA(j.transA, mr, mc, kc, j.a, j.lda, ic, pc, j.alpha, abuf)
-				macroKernel(j.kn, mc, nc, kc, abuf, bbuf, j.c, j.ldc, ic, jc, clo, chi, &tmp)
-			}
 			// B is overwritten by the next block: wait for every worker.
-			j.bar.wait()
+			j.bar.wait(func() { j.compNext.Store(0) })
 		}
 	}
 }
@@ -245,14 +266,16 @@ func (b *barrier) init(n int) {
 	b.cond.L = &b.mu
 }
 
-func (b *barrier) wait() {
-	if b.n <= 1 {
-		return
-	}
+// wait blocks until all n goroutines have called it; the last to arrive
+// runs last (if not nil) before any of them returns.
+func (b *barrier) wait(last func()) {
 	b.mu.Lock()
 	gen := b.gen
 	b.count++
 	if b.count == b.n {
+		if last != nil {
+			last()
+		}
 		b.count = 0
 		b.gen++
 		b.cond.Broadcast()

@@ -47,8 +47,9 @@ func main() {
 }
 
 // avx512 writes the 24×8 AVX-512 kernel: 24 zmm accumulators (Z8-Z31, three
-// per column of the tile), A in Z0-Z2, B broadcast from memory by the FMA
-// itself (embedded broadcast), so each k step is 3 loads and 24 FMAs.
+// per column of the tile), A in Z0-Z2, each B element broadcast once into
+// Z3-Z7 (in rotation), so each k step is 11 loads and 24 FMAs. (Embedded
+// broadcast in the FMA would load each B element three times.)
 func avx512(w *writer) {
 	const mr, nr, unroll = 24, 8, 4
 	acc := func(j, r int) string { return fmt.Sprintf("Z%d", 8+j*3+r) }
@@ -71,8 +72,10 @@ func avx512(w *writer) {
 			w.p("\tVMOVUPD %d(SI), Z%d", ao+r*64, r)
 		}
 		for j := range nr {
+			bz := 3 + j%5
+			w.p("\tVBROADCASTSD %d(BX), Z%d", bo+j*8, bz)
 			for r := range 3 {
-				w.p("\tVFMADD231PD.BCST %d(BX), Z%d, %s", bo+j*8, r, acc(j, r))
+				w.p("\tVFMADD231PD Z%d, Z%d, %s", r, bz, acc(j, r))
 			}
 		}
 	}
