@@ -190,16 +190,25 @@ func (m *Model) Forward(tokens []int32) error {
 				m.rope(kh, cs, sn)
 			}
 			p := m.pos + i
-			copy(L.kCache[p*nkv:(p+1)*nkv], k)
-			copy(L.vCache[p*nkv:(p+1)*nkv], v)
+			if m.kvF16 {
+				toHalf(L.kHalf[p*nkv:(p+1)*nkv], k)
+				toHalf(L.vHalf[p*nkv:(p+1)*nkv], v)
+			} else {
+				copy(L.kCache[p*nkv:(p+1)*nkv], k)
+				copy(L.vCache[p*nkv:(p+1)*nkv], v)
+			}
 		}
 		m.pool.For(nh, func(h0, h1 int) {
 			for h := h0; h < h1; h++ {
 				kvl := (sh.H0+h)/group - sh.KV0
 				sc := s.scores[h*m.ctx : (h+1)*m.ctx]
 				for i := 0; i < t; i++ {
-					attend(s.att[i*nq+h*hd:i*nq+(h+1)*hd], s.q[i*nq+h*hd:i*nq+(h+1)*hd],
-						L.kCache, L.vCache, nkv, kvl*hd, m.pos+i+1, sc, scale)
+					out, q := s.att[i*nq+h*hd:i*nq+(h+1)*hd], s.q[i*nq+h*hd:i*nq+(h+1)*hd]
+					if m.kvF16 {
+						attendHalf(out, q, L.kHalf, L.vHalf, nkv, kvl*hd, m.pos+i+1, sc, scale)
+					} else {
+						attend(out, q, L.kCache, L.vCache, nkv, kvl*hd, m.pos+i+1, sc, scale)
+					}
 				}
 			}
 		})
@@ -276,6 +285,53 @@ func attend(out, q, kc, vc []float32, stride, off, n int, sc []float32, scale fl
 		for j := range out {
 			out[j] += w * vv[j]
 		}
+	}
+}
+
+// attendHalf is attend over an F16 cache with llama.cpp's roundings: the query is rounded to
+// F16 for its products with the keys, and the attention weights are rounded to F16 for their
+// product with the values (ggml converts the F32 operand of an F16 matrix product to F16).
+func attendHalf(out, q []float32, kc, vc []uint16, stride, off, n int, sc []float32, scale float32) {
+	hd := len(q)
+	var qh [256]float32
+	qr := qh[:0]
+	if hd > len(qh) {
+		qr = make([]float32, 0, hd)
+	}
+	for _, x := range q {
+		qr = append(qr, quant.F16ToF32(quant.F32ToF16(x)))
+	}
+	mx := float32(math.Inf(-1))
+	for p := 0; p < n; p++ {
+		kv := kc[p*stride+off : p*stride+off+hd]
+		var d float32
+		for j, x := range qr {
+			d += x * quant.F16ToF32(kv[j])
+		}
+		d *= scale
+		sc[p] = d
+		mx = max(mx, d)
+	}
+	var sum float64
+	for p := 0; p < n; p++ {
+		e := math.Exp(float64(sc[p] - mx))
+		sc[p] = float32(e)
+		sum += e
+	}
+	inv := float32(1 / sum)
+	clear(out)
+	for p := 0; p < n; p++ {
+		w := quant.F16ToF32(quant.F32ToF16(sc[p] * inv))
+		vv := vc[p*stride+off : p*stride+off+hd]
+		for j := range out {
+			out[j] += w * quant.F16ToF32(vv[j])
+		}
+	}
+}
+
+func toHalf(dst []uint16, src []float32) {
+	for i, v := range src {
+		dst[i] = quant.F32ToF16(v)
 	}
 }
 

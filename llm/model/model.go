@@ -19,6 +19,10 @@ type Options struct {
 	Group   Group // nil: a single rank
 	Threads int   // goroutines per rank for matrix products (0: 1)
 	Context int   // KV cache length in tokens (0: the model's context length, at most 4096)
+	// KVType is the KV cache element type: "f16" (the default, as llama.cpp: half the memory;
+	// queries and attention weights are rounded to F16 for their products with it, as there)
+	// or "f32".
+	KVType string
 }
 
 // Shard is the part of the model one rank holds.
@@ -40,7 +44,8 @@ type layer struct {
 	bq, bk, bv        []float32
 	qNorm, kNorm      []float32
 	gate, up, down    *quant.Matrix
-	kCache, vCache    []float32 // [ctx][kvLocal*HeadDim]
+	kCache, vCache    []float32 // [ctx][kvLocal*HeadDim], F32 cache
+	kHalf, vHalf      []uint16  // the same as IEEE halves, F16 cache
 }
 
 // Model is one rank's part of a loaded model plus its KV cache and scratch buffers.
@@ -57,6 +62,7 @@ type Model struct {
 	out     *quant.Matrix
 	freqs   []float64 // RoPE inverse frequencies, RopeDim/2
 	pos     int
+	kvF16   bool
 
 	logits  []float32 // local logits of the last token
 	scratch scratch
@@ -122,6 +128,13 @@ func Load(f *gguf.File, opt Options) (*Model, error) {
 	}
 	threads := max(opt.Threads, 1)
 	m := &Model{Cfg: *cfg, Shard: sh, file: f, group: g, pool: &quant.Pool{Threads: threads}, ctx: ctx}
+	switch opt.KVType {
+	case "", "f16":
+		m.kvF16 = true
+	case "f32":
+	default:
+		return nil, fmt.Errorf("model: KV cache type %q (f16 or f32)", opt.KVType)
+	}
 	if err := m.bind(); err != nil {
 		return nil, err
 	}
@@ -295,8 +308,13 @@ func (m *Model) bind() error {
 		if L.down, err = m.cols(p+"ffn_down.weight", c.FFN, c.Dim, s.F0, s.F1); err != nil {
 			return err
 		}
-		L.kCache = make([]float32, m.ctx*nkv*hd)
-		L.vCache = make([]float32, m.ctx*nkv*hd)
+		if m.kvF16 {
+			L.kHalf = make([]uint16, m.ctx*nkv*hd)
+			L.vHalf = make([]uint16, m.ctx*nkv*hd)
+		} else {
+			L.kCache = make([]float32, m.ctx*nkv*hd)
+			L.vCache = make([]float32, m.ctx*nkv*hd)
+		}
 	}
 	m.logits = make([]float32, s.V1-s.V0)
 	return nil
@@ -320,4 +338,28 @@ func (m *Model) ResidentWeightBytes() int64 {
 		}
 	}
 	return n + int64(len(m.out.Data))
+}
+
+// Touch reads one byte of every page of this rank's weights so that the first tokens do not
+// pay the page faults (and a user sees loading progress); progress, if not nil, is called with
+// the bytes done and the total.
+func (m *Model) Touch(progress func(done, total int64)) byte {
+	var ms []*quant.Matrix
+	for _, L := range m.layers {
+		ms = append(ms, L.wq, L.wk, L.wv, L.wo, L.gate, L.up, L.down)
+	}
+	ms = append(ms, m.out)
+	total := m.ResidentWeightBytes()
+	var done int64
+	var sum byte
+	for _, w := range ms {
+		for i := 0; i < len(w.Data); i += 4096 {
+			sum += w.Data[i]
+		}
+		done += int64(len(w.Data))
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	return sum
 }

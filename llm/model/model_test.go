@@ -70,7 +70,7 @@ func greedy(m *Model, prompt []int32, n int) ([]int32, []float32, error) {
 }
 
 // The real TinyStories model reproduces llama.cpp's greedy tokens exactly, for every file
-// (F32, F16, Q8_0, Q4_0), and its first-step logits closely.
+// (F32, F16, Q8_0, Q4_0) and KV cache type (F16, F32), and its first-step logits to ~1e-5.
 func TestReferenceGreedy(t *testing.T) {
 	for _, run := range loadRef(t) {
 		t.Run(run.Model+"/"+run.KVCache, func(t *testing.T) {
@@ -79,7 +79,11 @@ func TestReferenceGreedy(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			m, err := Load(f, Options{Context: 256})
+			kv := "f16"
+			if strings.HasPrefix(run.KVCache, "f32") {
+				kv = "f32"
+			}
+			m, err := Load(f, Options{Context: 256, KVType: kv})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,14 +92,7 @@ func TestReferenceGreedy(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				// Q4_0: at step 24 llama.cpp's top two logits are 0.17 apart and our activations
-				// differ from its by up to ~0.3 in the logits (see quantTol), so only the tokens
-				// before that near-tie must agree; llama.cpp's own Q4_0 run leaves the F32
-				// model's tokens at step 23.
 				n := len(r.GeneratedIDs)
-				if run.Model == "stories260K-ff192-q4_0.gguf" {
-					n = 24
-				}
 				for i := 0; i < n; i++ {
 					if got[i] != r.GeneratedIDs[i] {
 						t.Fatalf("token %d: got %d, llama.cpp %d\n got  %v\n want %v", i, got[i], r.GeneratedIDs[i], got, r.GeneratedIDs)
@@ -106,14 +103,10 @@ func TestReferenceGreedy(t *testing.T) {
 					maxd = max(maxd, math.Abs(float64(v-logits[i])))
 				}
 				t.Logf("%d tokens match; first-step logits: max |diff| %.2g", len(got), maxd)
-				// llama.cpp's F16 KV cache moves logits by ~0.01. With Q8_0/Q4_0 weights both
-				// sides quantize activations to Q8_0 blocks, and the rounding of those blocks
-				// amplifies tiny upstream differences: llama.cpp's own Q8_0 logits are 0.27 from
-				// its F32 ones, ours 0.33, and ours 0.36 from its Q8_0 ones.
-				tol := 0.02
-				if strings.Contains(run.Model, "q8_0") || strings.Contains(run.Model, "q4_0") {
-					tol = 0.5
-				}
+				// With the same KV cache type and the same activation roundings (Q8_0 blocks
+				// for Q8_0/Q4_0 weights, F16 for F16 weights and the F16 cache) only the order
+				// of float sums differs from llama.cpp: ~1e-5 here.
+				tol := 1e-3
 				if maxd > tol {
 					t.Errorf("first-step logits differ by up to %g", maxd)
 				}

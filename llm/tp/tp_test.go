@@ -220,8 +220,9 @@ func TestSyntheticTP(t *testing.T) {
 		}
 		// Partial sums added in another order change logits by float rounding only, but
 		// the activations are then rounded to the weights' vector type (F16, BF16, Q8_0)
-		// as llama.cpp does, and a rounding that flips moves the logits by more.
-		tol := map[gguf.Type]float64{gguf.F32: 1e-5, gguf.F16: 2e-3, gguf.BF16: 1e-2}[c.typ]
+		// as llama.cpp does (and queries and attention weights to F16 for the F16 KV cache), and a
+		// rounding that flips moves the logits by more.
+		tol := map[gguf.Type]float64{gguf.F32: 1e-4, gguf.F16: 2e-3, gguf.BF16: 1e-2}[c.typ]
 		if tol == 0 {
 			tol = 1e-2
 		}
