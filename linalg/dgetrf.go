@@ -1,5 +1,10 @@
 package linalg
 
+import (
+	"sync"
+	"sync/atomic"
+)
+
 // Dgetrf computes the LU factorisation with partial pivoting (row
 // interchanges) of the m×n column-major matrix A: A = P*L*U, where L is unit
 // lower triangular (lower trapezoidal if m > n) and U upper triangular (upper
@@ -29,44 +34,107 @@ func Dgetrf(m, n int, a []float64, lda int, ipiv []int) (info int) {
 		return 0
 	}
 	ipiv = ipiv[:mn]
-	nb := getrfBlock
-	if mn <= 2*nb {
-		return getrfRec(m, n, a, lda, ipiv)
+	if mn <= 2*getrfBlock {
+		return getrfRec(maxThreads(), m, n, a, lda, ipiv)
 	}
-	for j := 0; j < mn; j += nb {
-		jb := min(nb, mn-j)
-		ajj := a[j+j*lda:]
-		if i := getrfRec(m-j, jb, ajj, lda, ipiv[j:j+jb]); i > 0 && info == 0 {
-			info = i + j
-		}
-		for i := j; i < j+jb; i++ {
-			ipiv[i] += j
-		}
-		// The panel's interchanges, on the columns left and right of it.
-		laswpFwd(j, a, lda, j, j+jb-1, ipiv)
-		if rest := n - j - jb; rest > 0 {
-			ajr := a[(j+jb)*lda:]
-			laswpFwd(rest, ajr, lda, j, j+jb-1, ipiv)
-			// U12 = L11⁻¹ A12, then A22 -= L21 U12.
-			trsmRec(true, false, false, true, jb, rest, 1, ajj, lda, ajr[j:], lda)
-			if j+jb < m {
-				gemm(false, false, m-j-jb, rest, jb, -1, ajj[jb:], lda, ajr[j:], lda, 1, ajr[j+jb:], lda)
-			}
-		}
-	}
-	return info
+	return getrfBlocked(maxThreads(), m, n, a, lda, ipiv)
 }
 
 // getrfBlock is the panel width of the blocked factorisation: the depth of
 // the trailing Dgemm updates, so near the kernels' kc.
 const getrfBlock = 256
 
+// getrfBlocked is the blocked right-looking factorisation with a look-ahead
+// of one panel: while one goroutine updates the columns of the next panel
+// and factors it, the others update the rest of the trailing matrix with
+// the current panel, in column chunks handed out dynamically. Each piece of
+// work runs single-threaded, so the panel factorisation (the serial part of
+// LU) overlaps with the Dgemm updates instead of leaving cores idle.
+func getrfBlocked(threads int, m, n int, a []float64, lda int, ipiv []int) (info int) {
+	mn := min(m, n)
+	nb := getrfBlock
+	// panel factors the m-j × jb panel at column j and makes its pivots global.
+	panel := func(th, j, jb int) int {
+		i := getrfRec(th, m-j, jb, a[j+j*lda:], lda, ipiv[j:j+jb])
+		for k := j; k < j+jb; k++ {
+			ipiv[k] += j
+		}
+		if i > 0 {
+			return i + j
+		}
+		return 0
+	}
+	// update applies panel (j, jb) to columns [c0, c1): interchanges,
+	// U12 = L11⁻¹ A12, A22 -= L21 U12.
+	update := func(j, jb, c0, c1 int) {
+		ac := a[c0*lda:]
+		laswpFwd(c1-c0, ac, lda, j, j+jb-1, ipiv)
+		ajj := a[j+j*lda:]
+		trsmRec(1, true, false, false, true, jb, c1-c0, 1, ajj, lda, ac[j:], lda)
+		if j+jb < m {
+			gemm(1, false, false, m-j-jb, c1-c0, jb, -1, ajj[jb:], lda, ac[j:], lda, 1, ac[j+jb:], lda)
+		}
+	}
+	info = panel(threads, 0, min(nb, mn))
+	type task struct{ c0, c1 int } // c1 < 0: the left interchanges
+	var tasks []task
+	for j := 0; j < mn; j += nb {
+		jb := min(nb, mn-j)
+		next := j + jb
+		nbNext := min(nb, mn-next) // 0 after the last panel
+		tasks = tasks[:0]
+		if j > 0 {
+			tasks = append(tasks, task{0, -1})
+		}
+		far := next + nbNext
+		if w := n - far; w > 0 {
+			cw := roundUp(max(128, (w+4*threads-1)/(4*threads)), 8)
+			for c := far; c < n; c += cw {
+				tasks = append(tasks, task{c, min(c+cw, n)})
+			}
+		}
+		var nextTask atomic.Int64
+		infoNext := 0
+		worker := func(first bool) {
+			if first && nbNext > 0 {
+				update(j, jb, next, far)
+				infoNext = panel(1, next, nbNext)
+			}
+			for {
+				i := int(nextTask.Add(1)) - 1
+				if i >= len(tasks) {
+					return
+				}
+				if t := tasks[i]; t.c1 < 0 {
+					laswpFwd(j, a, lda, j, next-1, ipiv)
+				} else {
+					update(j, jb, t.c0, t.c1)
+				}
+			}
+		}
+		if threads == 1 {
+			worker(true)
+		} else {
+			var wg sync.WaitGroup
+			for w := 1; w < min(threads, len(tasks)+1); w++ {
+				wg.Go(func() { worker(false) })
+			}
+			worker(true)
+			wg.Wait()
+		}
+		if info == 0 {
+			info = infoNext
+		}
+	}
+	return info
+}
+
 // getrfLeaf is the panel width below which getrfRec factors column by column.
 const getrfLeaf = 16
 
-// getrfRec factors the m×n matrix A (m, n > 0) in place and returns the
-// LAPACK info value for it.
-func getrfRec(m, n int, a []float64, lda int, ipiv []int) (info int) {
+// getrfRec factors the m×n matrix A (m, n > 0) in place with up to th
+// goroutines in its updates and returns the LAPACK info value for it.
+func getrfRec(th, m, n int, a []float64, lda int, ipiv []int) (info int) {
 	mn := min(m, n)
 	if mn <= getrfLeaf {
 		return getrfUnblocked(m, n, a, lda, ipiv)
@@ -74,16 +142,16 @@ func getrfRec(m, n int, a []float64, lda int, ipiv []int) (info int) {
 	n1 := mn / 2
 	n2 := n - n1
 	// Factor the left columns [A11; A21].
-	info = getrfRec(m, n1, a, lda, ipiv[:n1])
+	info = getrfRec(th, m, n1, a, lda, ipiv[:n1])
 	a12 := a[n1*lda:]
 	// Apply their interchanges to the right columns, then
 	// A12 = L11⁻¹ A12 and A22 -= A21*A12.
 	laswpFwd(n2, a12, lda, 0, n1-1, ipiv)
-	trsmRec(true, false, false, true, n1, n2, 1, a, lda, a12, lda)
+	trsmPar(th, true, false, false, true, n1, n2, 1, a, lda, a12, lda)
 	a22 := a[n1+n1*lda:]
-	gemm(false, false, m-n1, n2, n1, -1, a[n1:], lda, a12, lda, 1, a22, lda)
+	gemm(th, false, false, m-n1, n2, n1, -1, a[n1:], lda, a12, lda, 1, a22, lda)
 	// Factor A22 and bring its interchanges into the global numbering.
-	info2 := getrfRec(m-n1, n2, a22, lda, ipiv[n1:])
+	info2 := getrfRec(th, m-n1, n2, a22, lda, ipiv[n1:])
 	if info == 0 && info2 > 0 {
 		info = info2 + n1
 	}

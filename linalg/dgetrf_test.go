@@ -201,3 +201,56 @@ func TestLapackPanics(t *testing.T) {
 		mustPanic(t, name, f)
 	}
 }
+
+// TestDgetrfBlocked covers the blocked, look-ahead path (min(m, n) larger
+// than two panels) on square, tall and wide matrices with 1 and 3
+// goroutines, comparing the factors and pivots with gonum.
+func TestDgetrfBlocked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large factorisations")
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, th := range []int{1, 3} {
+		for _, s := range [][2]int{{600, 600}, {790, 530}, {530, 820}} {
+			func() {
+				defer SetThreads(SetThreads(th))
+				m, n := s[0], s[1]
+				lda := m + 3
+				a := randMat(rng, m, n, lda)
+				a0 := append([]float64(nil), a...)
+				ipiv := make([]int, min(m, n))
+				name := fmt.Sprintf("Dgetrf(m=%d,n=%d,threads=%d)", m, n, th)
+				if info := Dgetrf(m, n, a, lda, ipiv); info != 0 {
+					t.Fatalf("%s: info = %d", name, info)
+				}
+				checkPad(t, name, a, m, n, lda)
+				if res := luResidual(m, n, a0, lda, a, ipiv); res > 1e-14 {
+					t.Fatalf("%s: relative residual %g", name, res)
+				}
+				rm := toRowMajor(m, n, a0, lda)
+				gpiv := make([]int, min(m, n))
+				gonum.Implementation{}.Dgetrf(m, n, rm, n, gpiv)
+				for i := range gpiv {
+					if gpiv[i] != ipiv[i] {
+						t.Fatalf("%s: ipiv[%d] = %d, gonum %d", name, i, ipiv[i], gpiv[i])
+					}
+				}
+			}()
+		}
+	}
+	// Zero columns in the second and third panels: info names the first.
+	for _, th := range []int{1, 2} {
+		func() {
+			defer SetThreads(SetThreads(th))
+			n := 700
+			a := randMat(rng, n, n, n)
+			for i := range n {
+				a[i+300*n] = 0
+				a[i+600*n] = 0
+			}
+			if info := Dgetrf(n, n, a, n, make([]int, n)); info != 301 {
+				t.Fatalf("threads=%d: info = %d, want 301", th, info)
+			}
+		}()
+	}
+}

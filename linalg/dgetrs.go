@@ -26,13 +26,13 @@ func Dgetrs(t Transpose, n, nrhs int, a []float64, lda int, ipiv []int, b []floa
 	if t == NoTrans {
 		// A = P L U: X = U⁻¹ L⁻¹ Pᵀ B.
 		laswpFwd(nrhs, b, ldb, 0, n-1, ipiv)
-		trsmRec(true, false, false, true, n, nrhs, 1, a, lda, b, ldb)
-		trsmRec(true, true, false, false, n, nrhs, 1, a, lda, b, ldb)
+		trsmPar(maxThreads(), true, false, false, true, n, nrhs, 1, a, lda, b, ldb)
+		trsmPar(maxThreads(), true, true, false, false, n, nrhs, 1, a, lda, b, ldb)
 		return
 	}
 	// Aᵀ = Uᵀ Lᵀ Pᵀ: X = P L⁻ᵀ U⁻ᵀ B.
-	trsmRec(true, true, true, false, n, nrhs, 1, a, lda, b, ldb)
-	trsmRec(true, false, true, true, n, nrhs, 1, a, lda, b, ldb)
+	trsmPar(maxThreads(), true, true, true, false, n, nrhs, 1, a, lda, b, ldb)
+	trsmPar(maxThreads(), true, false, true, true, n, nrhs, 1, a, lda, b, ldb)
 	for k := n - 1; k >= 0; k-- {
 		if p := ipiv[k]; p != k {
 			Dswap(nrhs, b[k:], ldb, b[p:], ldb)

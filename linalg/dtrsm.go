@@ -1,5 +1,7 @@
 package linalg
 
+import "sync"
+
 // Dtrsm solves op(A)*X = alpha*B (side == Left) or X*op(A) = alpha*B
 // (side == Right) for X, where A is a triangular matrix (the ul triangle of
 // its storage is referenced; with d == Unit its diagonal is taken as ones and
@@ -36,14 +38,48 @@ func Dtrsm(s Side, ul Uplo, tA Transpose, d Diag, m, n int, alpha float64, a []f
 		scaleC(m, n, 0, b, ldb)
 		return
 	}
-	trsmRec(s == Left, ul == Upper, tA == Trans, d == Unit, m, n, alpha, a, lda, b, ldb)
+	trsmPar(maxThreads(), s == Left, ul == Upper, tA == Trans, d == Unit, m, n, alpha, a, lda, b, ldb)
+}
+
+// trsmPar solves with up to threads goroutines: the columns of B (Left) or
+// its rows (Right) are independent problems, so each goroutine solves a
+// slice of them on its own, with no synchronisation inside.
+func trsmPar(threads int, left, upper, trans, unit bool, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
+	ka, other := m, n
+	if !left {
+		ka, other = n, m
+	}
+	if threads <= 1 || ka*ka*other < parallelFlops || other < 2*threads*8 {
+		trsmRec(threads, left, upper, trans, unit, m, n, alpha, a, lda, b, ldb)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range threads {
+		// Slices of B, multiples of 8 (a micro-tile side) where possible.
+		lo := roundUp(other*w/threads, 8)
+		hi := min(roundUp(other*(w+1)/threads, 8), other)
+		if w == threads-1 {
+			hi = other
+		}
+		if lo >= hi {
+			continue
+		}
+		wg.Go(func() {
+			if left {
+				trsmRec(1, left, upper, trans, unit, m, hi-lo, alpha, a, lda, b[lo*ldb:], ldb)
+			} else {
+				trsmRec(1, left, upper, trans, unit, hi-lo, n, alpha, a, lda, b[lo:], ldb)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // trsmLeaf is the size of triangle below which trsmRec solves directly.
 const trsmLeaf = 32
 
 // trsmRec solves recursively by halving the triangle (see Dtrsm).
-func trsmRec(left, upper, trans, unit bool, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
+func trsmRec(th int, left, upper, trans, unit bool, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
 	ka := m
 	if !left {
 		ka = n
@@ -67,45 +103,45 @@ func trsmRec(left, upper, trans, unit bool, m, n int, alpha float64, a []float64
 		b1, b2 := b, b[k1:]
 		if opLower {
 			// [O11 0; O21 O22] [X1; X2] = alpha [B1; B2]
-			trsmRec(left, upper, trans, unit, k1, n, alpha, a11, lda, b1, ldb)
+			trsmRec(th, left, upper, trans, unit, k1, n, alpha, a11, lda, b1, ldb)
 			if trans { // O21 = A12ᵀ
-				gemm(true, false, k2, n, k1, -1, a12, lda, b1, ldb, alpha, b2, ldb)
+				gemm(th, true, false, k2, n, k1, -1, a12, lda, b1, ldb, alpha, b2, ldb)
 			} else { // O21 = A21
-				gemm(false, false, k2, n, k1, -1, a21, lda, b1, ldb, alpha, b2, ldb)
+				gemm(th, false, false, k2, n, k1, -1, a21, lda, b1, ldb, alpha, b2, ldb)
 			}
-			trsmRec(left, upper, trans, unit, k2, n, 1, a22, lda, b2, ldb)
+			trsmRec(th, left, upper, trans, unit, k2, n, 1, a22, lda, b2, ldb)
 			return
 		}
 		// [O11 O12; 0 O22] [X1; X2] = alpha [B1; B2]
-		trsmRec(left, upper, trans, unit, k2, n, alpha, a22, lda, b2, ldb)
+		trsmRec(th, left, upper, trans, unit, k2, n, alpha, a22, lda, b2, ldb)
 		if trans { // O12 = A21ᵀ
-			gemm(true, false, k1, n, k2, -1, a21, lda, b2, ldb, alpha, b1, ldb)
+			gemm(th, true, false, k1, n, k2, -1, a21, lda, b2, ldb, alpha, b1, ldb)
 		} else { // O12 = A12
-			gemm(false, false, k1, n, k2, -1, a12, lda, b2, ldb, alpha, b1, ldb)
+			gemm(th, false, false, k1, n, k2, -1, a12, lda, b2, ldb, alpha, b1, ldb)
 		}
-		trsmRec(left, upper, trans, unit, k1, n, 1, a11, lda, b1, ldb)
+		trsmRec(th, left, upper, trans, unit, k1, n, 1, a11, lda, b1, ldb)
 		return
 	}
 	b1, b2 := b, b[k1*ldb:]
 	if !opLower {
 		// [X1 X2] [O11 O12; 0 O22] = alpha [B1 B2]
-		trsmRec(left, upper, trans, unit, m, k1, alpha, a11, lda, b1, ldb)
+		trsmRec(th, left, upper, trans, unit, m, k1, alpha, a11, lda, b1, ldb)
 		if trans { // O12 = A21ᵀ
-			gemm(false, true, m, k2, k1, -1, b1, ldb, a21, lda, alpha, b2, ldb)
+			gemm(th, false, true, m, k2, k1, -1, b1, ldb, a21, lda, alpha, b2, ldb)
 		} else { // O12 = A12
-			gemm(false, false, m, k2, k1, -1, b1, ldb, a12, lda, alpha, b2, ldb)
+			gemm(th, false, false, m, k2, k1, -1, b1, ldb, a12, lda, alpha, b2, ldb)
 		}
-		trsmRec(left, upper, trans, unit, m, k2, 1, a22, lda, b2, ldb)
+		trsmRec(th, left, upper, trans, unit, m, k2, 1, a22, lda, b2, ldb)
 		return
 	}
 	// [X1 X2] [O11 0; O21 O22] = alpha [B1 B2]
-	trsmRec(left, upper, trans, unit, m, k2, alpha, a22, lda, b2, ldb)
+	trsmRec(th, left, upper, trans, unit, m, k2, alpha, a22, lda, b2, ldb)
 	if trans { // O21 = A12ᵀ
-		gemm(false, true, m, k1, k2, -1, b2, ldb, a12, lda, alpha, b1, ldb)
+		gemm(th, false, true, m, k1, k2, -1, b2, ldb, a12, lda, alpha, b1, ldb)
 	} else { // O21 = A21
-		gemm(false, false, m, k1, k2, -1, b2, ldb, a21, lda, alpha, b1, ldb)
+		gemm(th, false, false, m, k1, k2, -1, b2, ldb, a21, lda, alpha, b1, ldb)
 	}
-	trsmRec(left, upper, trans, unit, m, k1, 1, a11, lda, b1, ldb)
+	trsmRec(th, left, upper, trans, unit, m, k1, 1, a11, lda, b1, ldb)
 }
 
 // trsmUnblocked is reference BLAS's DTRSM loop nest, column-oriented so the

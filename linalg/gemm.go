@@ -33,8 +33,8 @@ const (
 )
 
 // gemm is Dgemm after argument checks and quick returns: m, n, k > 0 and
-// alpha != 0.
-func gemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+// alpha != 0. It uses up to th goroutines.
+func gemm(th int, transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
 	if m*n*k <= simpleFlops || m == 1 || n == 1 {
 		gemmSimple(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
@@ -42,7 +42,7 @@ func gemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int,
 	scaleC(m, n, beta, c, ldc)
 	threads := 1
 	if m*n*k >= parallelFlops {
-		threads = maxThreads()
+		threads = th
 	}
 	gemmPacked(kern, threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 }
