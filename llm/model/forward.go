@@ -293,22 +293,17 @@ func attend(out, q, kc, vc []float32, stride, off, n int, sc []float32, scale fl
 // product with the values (ggml converts the F32 operand of an F16 matrix product to F16).
 func attendHalf(out, q []float32, kc, vc []uint16, stride, off, n int, sc []float32, scale float32) {
 	hd := len(q)
-	var qh [256]float32
-	qr := qh[:0]
-	if hd > len(qh) {
-		qr = make([]float32, 0, hd)
+	var qbuf [256]uint16
+	qh := qbuf[:0]
+	if hd > len(qbuf) {
+		qh = make([]uint16, 0, hd)
 	}
 	for _, x := range q {
-		qr = append(qr, quant.F16ToF32(quant.F32ToF16(x)))
+		qh = append(qh, quant.F32ToF16(x))
 	}
 	mx := float32(math.Inf(-1))
 	for p := 0; p < n; p++ {
-		kv := kc[p*stride+off : p*stride+off+hd]
-		var d float32
-		for j, x := range qr {
-			d += x * quant.F16ToF32(kv[j])
-		}
-		d *= scale
+		d := quant.DotF16(qh, kc[p*stride+off:p*stride+off+hd]) * scale
 		sc[p] = d
 		mx = max(mx, d)
 	}
@@ -322,10 +317,7 @@ func attendHalf(out, q []float32, kc, vc []uint16, stride, off, n int, sc []floa
 	clear(out)
 	for p := 0; p < n; p++ {
 		w := quant.F16ToF32(quant.F32ToF16(sc[p] * inv))
-		vv := vc[p*stride+off : p*stride+off+hd]
-		for j := range out {
-			out[j] += w * quant.F16ToF32(vv[j])
-		}
+		quant.AxpyF16(out, w, vc[p*stride+off:p*stride+off+hd])
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorun-hpc/gorun/internal/testfiles"
 	"github.com/gorun-hpc/gorun/llm/gguf"
+	"github.com/gorun-hpc/gorun/llm/quant"
 )
 
 type refResult struct {
@@ -107,6 +108,11 @@ func TestReferenceGreedy(t *testing.T) {
 				// for Q8_0/Q4_0 weights, F16 for F16 weights and the F16 cache) only the order
 				// of float sums differs from llama.cpp: ~1e-5 here.
 				tol := 1e-3
+				if quant.Kernel() == "go" {
+					// The pure-Go kernels sum in another order than llama.cpp's 8-lane SIMD, and
+					// the F16 roundings of activations turn that into ~5e-3.
+					tol = 2e-2
+				}
 				if maxd > tol {
 					t.Errorf("first-step logits differ by up to %g", maxd)
 				}

@@ -175,3 +175,17 @@ func dotK(row []byte, x []float32, blockBytes int, deq func([]byte, []float32)) 
 	}
 	return sum
 }
+
+func dotU16Generic(a, b []uint16) float32 {
+	var s float32
+	for i, x := range a {
+		s += F16ToF32(x) * F16ToF32(b[i])
+	}
+	return s
+}
+
+func axpyU16Generic(out []float32, a float32, v []uint16) {
+	for i, x := range v {
+		out[i] += a * F16ToF32(x)
+	}
+}

@@ -23,6 +23,35 @@ func dotF32AVX2(w *byte, x *float32, n int) float32
 //go:noescape
 func dotF16AVX2(w, x *byte, n int) float32
 
+//go:noescape
+func axpyF16AVX2(out *float32, a float32, v *byte, n int)
+
+// DotF16 returns the dot product of two F16 vectors, accumulated in float32.
+func DotF16(a, b []uint16) float32 {
+	n := len(a)
+	m := n &^ 15
+	b = b[:n]
+	if !useAVX2 || m == 0 {
+		return dotU16Generic(a, b)
+	}
+	s := dotF16AVX2((*byte)(unsafe.Pointer(&a[0])), (*byte)(unsafe.Pointer(&b[0])), m)
+	if m < n {
+		s += dotU16Generic(a[m:], b[m:])
+	}
+	return s
+}
+
+// AxpyF16 adds a times the F16 vector v to out.
+func AxpyF16(out []float32, a float32, v []uint16) {
+	n := len(out)
+	m := n &^ 7
+	v = v[:n]
+	if useAVX2 && m > 0 {
+		axpyF16AVX2(&out[0], a, (*byte)(unsafe.Pointer(&v[0])), m)
+	}
+	axpyU16Generic(out[m:], a, v[m:])
+}
+
 func dotQ8_0(w, x []byte) float32 {
 	nb := len(x) / BlockQ8_0
 	if !useAVX2 || nb == 0 {

@@ -243,3 +243,26 @@ f16done:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// func axpyF16AVX2(out *float32, a float32, v *byte, n int)   out[i] += a*half(v[i]); n multiple of 8
+TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ out+0(FP), DI
+	VBROADCASTSS a+8(FP), Y0
+	MOVQ v+16(FP), SI
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ axdone
+
+axloop:
+	VCVTPH2PS (SI), Y1
+	VMOVUPS (DI), Y2
+	VFMADD231PS Y1, Y0, Y2
+	VMOVUPS Y2, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ axloop
+
+axdone:
+	VZEROUPPER
+	RET

@@ -9,3 +9,9 @@ func dotF16(row []byte, x []uint16) float32  { return dotF16Generic(row, x) }
 
 // Kernel names the dot-product implementation in use.
 func Kernel() string { return "go" }
+
+// DotF16 returns the dot product of two F16 vectors, accumulated in float32.
+func DotF16(a, b []uint16) float32 { return dotU16Generic(a, b[:len(a)]) }
+
+// AxpyF16 adds a times the F16 vector v to out.
+func AxpyF16(out []float32, a float32, v []uint16) { axpyU16Generic(out, a, v[:len(out)]) }

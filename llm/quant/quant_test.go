@@ -295,6 +295,34 @@ func TestKernelsMatchGeneric(t *testing.T) {
 	}
 }
 
+func TestHalfVectorKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{1, 7, 8, 16, 17, 64, 128, 130} {
+		a, b := make([]uint16, n), make([]uint16, n)
+		for i := range a {
+			a[i], b[i] = F32ToF16(float32(r.NormFloat64())), F32ToF16(float32(r.NormFloat64()))
+		}
+		var ref float64
+		for i := range a {
+			ref += float64(F16ToF32(a[i])) * float64(F16ToF32(b[i]))
+		}
+		if got := DotF16(a, b); math.Abs(float64(got)-ref) > 1e-4*float64(n) {
+			t.Fatalf("DotF16 n=%d: %v, want %v", n, got, ref)
+		}
+		out := randVec(r, n)
+		want := make([]float64, n)
+		for i := range want {
+			want[i] = float64(out[i]) + 0.75*float64(F16ToF32(b[i]))
+		}
+		AxpyF16(out, 0.75, b)
+		for i := range want {
+			if math.Abs(float64(out[i])-want[i]) > 1e-5 {
+				t.Fatalf("AxpyF16 n=%d [%d]: %v, want %v", n, i, out[i], want[i])
+			}
+		}
+	}
+}
+
 func BenchmarkDot(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const n = 4096
