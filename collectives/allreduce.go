@@ -52,7 +52,7 @@ func allreduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T]) er
 	alg := t.allreduceAlg(nbytes, p, op.commute)
 	s := sig{coll: "allreduce", n: n, typ: typeName[T](), op: op.id}
 	if alg == AlgRecursiveDoubling && nbytes <= t.fuseLimit() && (t.Check || lerr == nil) {
-		return rdCheck(cc, tag, recv, op.fn, op.commute, s, lerr, t.fuseLimit())
+		return rdCheck(cc, tag, recv, op.fn, op.commute, -1, s, lerr, t.fuseLimit())
 	}
 	if err := agreeOrLocal(t, cc, tag, s, lerr); err != nil {
 		return err

@@ -7,9 +7,11 @@ import (
 )
 
 // Bcast copies root's buf into buf on every other rank (MPI_Bcast). len(buf) must be the same
-// on every rank. Small messages go down a binomial tree (log2(p) steps); large ones are
-// scattered down the tree in p pieces and reassembled with a ring allgather (van de Geijn), so
-// the root sends each byte about once instead of log2(p) times.
+// on every rank. Small messages travel inside the recursive-doubling exchange of the argument
+// check (log2(p) rounds, the latency of a binomial tree, with the check included); medium ones
+// go down a binomial tree; large ones are scattered down the tree in p pieces and reassembled
+// with a ring allgather (van de Geijn), so the root sends each byte about once instead of
+// log2(p) times.
 func Bcast[T comm.Elem](c *comm.Comm, buf []T, root int) error {
 	return wrap("Bcast", c, bcast(c.Coll(), c.NextCollTag(), buf, root))
 }
@@ -31,14 +33,22 @@ func bcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int) error {
 	p := cc.Size()
 	t := current()
 	lerr := checkRoot(root, p)
-	if err := agreeOrLocal(t, cc, tag, sig{coll: "bcast", n: len(buf), typ: typeName[T](), root: root}, lerr); err != nil {
+	s := sig{coll: "bcast", n: len(buf), typ: typeName[T](), root: root}
+	alg := t.bcastAlg(len(buf)*elemSize[T](), p)
+	if alg == AlgRecursiveDoubling && len(buf) > 0 && (t.Check || lerr == nil) {
+		return rdCheck(cc, tag, buf, nil, true, root, s, lerr, 0)
+	}
+	if err := agreeOrLocal(t, cc, tag, s, lerr); err != nil {
 		return err
 	}
 	if p == 1 {
 		return nil
 	}
-	if t.bcastAlg(len(buf)*elemSize[T](), p) == AlgScatterAllgather {
+	switch alg {
+	case AlgScatterAllgather:
 		return scatterAllgatherBcast(cc, tag, buf, root)
+	case AlgRecursiveDoubling: // forced, with the check off: a plain exchange of the data
+		return rdCheck(cc, tag, buf, nil, true, root, s, nil, 0)
 	}
 	return binomialBcast(cc, tag, buf, root)
 }

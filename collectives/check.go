@@ -149,7 +149,7 @@ func newHeader(rank int, s sig, lerr error) header {
 
 // agree runs the argument check alone (no data).
 func agree(cc *comm.Comm, tag int, s sig, lerr error) error {
-	return rdCheck[byte](cc, tag, nil, nil, true, s, lerr, 0)
+	return rdCheck[byte](cc, tag, nil, nil, true, -1, s, lerr, 0)
 }
 
 // agreeOrLocal runs the check when enabled, else only reports this rank's own error.
@@ -160,12 +160,13 @@ func agreeOrLocal(t *Tuning, cc *comm.Comm, tag int, s sig, lerr error) error {
 	return agree(cc, tag, s, lerr)
 }
 
-// rdCheck is the recursive-doubling exchange of check headers, carrying data (an allreduce of
-// at most fuseCap bytes per rank, reduced with fn) when data is non-nil. Non-power-of-two
-// groups fold the first 2*rem ranks pairwise. fn combines in rank order, so non-commutative ops
-// are exact. Every rank goes through every step even after a disagreement is seen, so that no
-// peer is left waiting; the data is simply not reduced any more.
-func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []T), commute bool, s sig, lerr error, fuseCap int) error {
+// rdCheck is the recursive-doubling exchange of check headers. With data non-nil it also
+// carries the data: with fn non-nil it is an allreduce of data (fn combines in rank order, so
+// non-commutative ops are exact); with fn nil it is a broadcast from root, each message
+// carrying the data once its sender has it. Non-power-of-two groups fold the first 2*rem
+// ranks pairwise. Every rank goes through every step even after a disagreement is seen, so
+// that no peer is left waiting; the data is simply not combined any more.
+func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []T), commute bool, root int, s sig, lerr error, fuseCap int) error {
 	p, r := cc.Size(), cc.Rank()
 	h := newHeader(r, s, lerr)
 	if p == 1 {
@@ -180,9 +181,18 @@ func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []
 	out := outS.bytes(hdrLen + nb)
 	in := inS.bytes(hdrLen + max(nb, fuseCap))
 	mine := castBytes(out[hdrLen:], data) // data travels in out; reductions happen there
-
-	copy(mine, data)
-	pack := func() []byte { h.encode(out); return out }
+	bcast := fn == nil && data != nil
+	have := !bcast || r == root || nb == 0 // whether mine holds the data (a broadcast's non-roots: not yet)
+	if have {
+		copy(mine, data)
+	}
+	pack := func() []byte {
+		h.encode(out)
+		if have {
+			return out
+		}
+		return out[:hdrLen]
+	}
 	// unpack validates a received message, merges its header and returns its payload as []T
 	// when it matches ours in size and the exchange is still clean.
 	unpack := func(st comm.Status, err error) ([]T, error) {
@@ -196,13 +206,30 @@ func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []
 			return nil, nil
 		}
 		h.merge(ph)
-		if st.Count-hdrLen != nb {
+		if st.Count-hdrLen != nb && !(bcast && st.Count == hdrLen) {
 			h.flags |= flagBadMsg
 		}
-		if !h.ok() {
+		if !h.ok() || st.Count == hdrLen {
 			return nil, nil
 		}
 		return castBytes(in[hdrLen:st.Count], data), nil
+	}
+	// absorb combines (allreduce) or takes (broadcast) a peer's payload; lower says whether the
+	// peer's contribution is the left operand.
+	absorb := func(theirs []T, lower bool) {
+		switch {
+		case theirs == nil:
+		case bcast:
+			if !have {
+				copy(mine, theirs)
+				have = true
+			}
+		case lower || commute:
+			fn(theirs, mine)
+		default:
+			fn(mine, theirs) // we are the left operand: compute into theirs, keep it
+			copy(mine, theirs)
+		}
 	}
 
 	f := newFold(p)
@@ -218,9 +245,7 @@ func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []
 			if err != nil {
 				return err
 			}
-			if theirs != nil {
-				fn(theirs, mine) // r-1 is the left operand
-			}
+			absorb(theirs, true)
 		}
 	}
 	if nr >= 0 {
@@ -231,15 +256,7 @@ func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []
 			if err != nil {
 				return err
 			}
-			if theirs == nil {
-				continue
-			}
-			if peer < r || commute {
-				fn(theirs, mine)
-			} else {
-				fn(mine, theirs) // we are the left operand: compute into theirs, keep it
-				copy(mine, theirs)
-			}
+			absorb(theirs, peer < r)
 		}
 	}
 	if r < 2*f.rem {
@@ -265,11 +282,15 @@ func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []
 			}
 			if h.ok() {
 				copy(mine, castBytes(in[hdrLen:st.Count], data))
+				have = true
 			}
 		}
 	}
 	if err := h.verdict(lerr); err != nil {
 		return err
+	}
+	if !have {
+		return fmt.Errorf("%w: broadcast data never arrived", ErrMismatch)
 	}
 	copy(data, mine)
 	return nil

@@ -68,6 +68,16 @@ func TestBadInputErrorsEverywhere(t *testing.T) {
 		{"bcast root differs", func(c *comm.Comm) error {
 			return Bcast(c, make([]byte, 4), boolInt(c.Rank() == 1))
 		}},
+		{"bcast length, small", func(c *comm.Comm) error {
+			return Bcast(c, make([]byte, 4+boolInt(c.Rank() == 1)), 0)
+		}},
+		{"bcast length, small vs large", func(c *comm.Comm) error {
+			n := 4
+			if c.Rank() == c.Size()-1 {
+				n = 1 << 20
+			}
+			return Bcast(c, make([]float64, n), 0)
+		}},
 		{"bcast length", func(c *comm.Comm) error {
 			return Bcast(c, make([]byte, 1<<20+boolInt(c.Rank() == 1)), 0)
 		}},
@@ -252,6 +262,9 @@ func TestAlgorithmSelection(t *testing.T) {
 		if got := d.allreduceAlg(tc.nbytes, tc.p, tc.commute); got != tc.want {
 			t.Errorf("allreduce %d bytes on %d ranks: %s, want %s", tc.nbytes, tc.p, got, tc.want)
 		}
+	}
+	if d.bcastAlg(8, 4) != AlgRecursiveDoubling || d.bcastAlg(64<<10, 4) != AlgBinomial || d.bcastAlg(1<<20, 4) != AlgScatterAllgather {
+		t.Error("bcast choice")
 	}
 	if d.allgatherAlg(100, 6) != AlgRing || d.allgatherAlg(100, 8) != AlgRecursiveDoubling {
 		t.Error("allgather choice")

@@ -30,8 +30,9 @@ const (
 //	GORUN_COLL_ALLREDUCE_LARGE_MSG      from: pipelined ring (default 1 MiB); between: Rabenseifner
 //	                                    (Rabenseifner only for power-of-two rank counts; ring otherwise)
 //	GORUN_COLL_RING_SEGMENT             pipeline segment of the ring algorithms (default 256 KiB)
-//	GORUN_COLL_BCAST_ALGORITHM          auto | binomial | scatter_allgather
-//	GORUN_COLL_BCAST_LARGE_MSG          from: scatter + allgather (default 512 KiB)
+//	GORUN_COLL_BCAST_ALGORITHM          auto | recursive_doubling | binomial | scatter_allgather
+//	GORUN_COLL_BCAST_SMALL_MSG          up to: recursive doubling inside the argument check (8 KiB)
+//	GORUN_COLL_BCAST_LARGE_MSG          from: scatter + allgather (default 512 KiB); between: binomial
 //	GORUN_COLL_REDUCE_ALGORITHM         auto | binomial | reduce_scatter_gather
 //	GORUN_COLL_REDUCE_LARGE_MSG         from: reduce-scatter + gather (default 512 KiB)
 //	GORUN_COLL_ALLGATHER_ALGORITHM      auto | recursive_doubling | ring
@@ -47,6 +48,7 @@ type Tuning struct {
 	AllreduceLargeMsg   int
 	RingSegment         int
 	BcastAlgorithm      string
+	BcastSmallMsg       int
 	BcastLargeMsg       int
 	ReduceAlgorithm     string
 	ReduceLargeMsg      int
@@ -67,6 +69,7 @@ func DefaultTuning() Tuning {
 		AllreduceLargeMsg:   1 << 20,
 		RingSegment:         256 << 10,
 		BcastAlgorithm:      AlgAuto,
+		BcastSmallMsg:       8 << 10,
 		BcastLargeMsg:       512 << 10,
 		ReduceAlgorithm:     AlgAuto,
 		ReduceLargeMsg:      512 << 10,
@@ -155,7 +158,8 @@ func TuningFromEnv(getenv func(string) string) (Tuning, error) {
 	size(p+"ALLREDUCE_SMALL_MSG", &t.AllreduceSmallMsg, &t.AllreduceSmallMsgLo)
 	size(p+"ALLREDUCE_LARGE_MSG", &t.AllreduceLargeMsg)
 	size(p+"RING_SEGMENT", &t.RingSegment)
-	alg(p+"BCAST_ALGORITHM", &t.BcastAlgorithm, AlgBinomial, AlgScatterAllgather)
+	alg(p+"BCAST_ALGORITHM", &t.BcastAlgorithm, AlgRecursiveDoubling, AlgBinomial, AlgScatterAllgather)
+	size(p+"BCAST_SMALL_MSG", &t.BcastSmallMsg)
 	size(p+"BCAST_LARGE_MSG", &t.BcastLargeMsg)
 	alg(p+"REDUCE_ALGORITHM", &t.ReduceAlgorithm, AlgBinomial, AlgReduceScatterGath)
 	size(p+"REDUCE_LARGE_MSG", &t.ReduceLargeMsg)
@@ -181,7 +185,7 @@ func (t Tuning) validate() error {
 	if t.RingSegment < 64 {
 		return fmt.Errorf("collectives: ring segment %d bytes is below 64", t.RingSegment)
 	}
-	for _, v := range []int{t.AllreduceSmallMsg, t.AllreduceSmallMsgLo, t.AllreduceLargeMsg, t.BcastLargeMsg, t.ReduceLargeMsg, t.AllgatherLargeMsg} {
+	for _, v := range []int{t.AllreduceSmallMsg, t.AllreduceSmallMsgLo, t.AllreduceLargeMsg, t.BcastSmallMsg, t.BcastLargeMsg, t.ReduceLargeMsg, t.AllgatherLargeMsg} {
 		if v < 0 {
 			return fmt.Errorf("collectives: negative threshold %d", v)
 		}
@@ -248,7 +252,11 @@ func (t *Tuning) bcastAlg(nbytes, p int) string {
 	if t.BcastAlgorithm != AlgAuto {
 		return t.BcastAlgorithm
 	}
-	if nbytes >= t.BcastLargeMsg && p > 2 {
+	switch {
+	case nbytes <= t.BcastSmallMsg && t.Check:
+		// The check needs a recursive-doubling exchange anyway: the data rides along.
+		return AlgRecursiveDoubling
+	case nbytes >= t.BcastLargeMsg && p > 2:
 		return AlgScatterAllgather
 	}
 	return AlgBinomial
