@@ -150,6 +150,9 @@ func resolve[T comm.Elem](k opKind) (func(in, inout []T), error) {
 	t := reflect.TypeFor[T]()
 	switch t {
 	case reflect.TypeFor[Float16]():
+		if k == opSum {
+			return via[uint16, T](kern.SumF16), nil // F16C where available
+		}
 		return halfKernel[T](k, t, kern.ReduceF16)
 	case reflect.TypeFor[BFloat16]():
 		return halfKernel[T](k, t, kern.ReduceBF16)

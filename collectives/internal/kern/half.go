@@ -86,6 +86,14 @@ func ReduceF16(in, inout []uint16, k func(in, inout []float32)) {
 	reduceHalf(in, inout, k, F16ToF32, F32ToF16)
 }
 
+// SumF16 adds binary16 vectors (inout[i] = in[i] + inout[i], in float32, rounded to nearest
+// even), with F16C conversions where the CPU has them.
+func SumF16(in, inout []uint16) {
+	in = in[:len(inout)]
+	m := sumF16Vec(in, inout)
+	ReduceF16(in[m:], inout[m:], SumFloat32)
+}
+
 // ReduceBF16 applies the float32 kernel k to bfloat16 data.
 func ReduceBF16(in, inout []uint16, k func(in, inout []float32)) {
 	reduceHalf(in, inout, k, BF16ToF32, F32ToBF16)

@@ -176,6 +176,27 @@ func TestF32ToF16Rounding(t *testing.T) {
 	check(float32(math.Inf(-1)))
 }
 
+// TestSumF16 compares the vectorized half sum with the scalar widen-add-narrow on random
+// halves (including subnormals, infinities and NaNs) at lengths around the vector width.
+func TestSumF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 15, 16, 17, 33, 1000} {
+		a, b := make([]uint16, n), make([]uint16, n)
+		for i := range a {
+			a[i], b[i] = uint16(r.Uint32()), uint16(r.Uint32())
+		}
+		want := append([]uint16(nil), b...)
+		ReduceF16(a, want, Sum[float32])
+		SumF16(a, b)
+		for i := range b {
+			nan := func(h uint16) bool { return h&0x7c00 == 0x7c00 && h&0x3ff != 0 }
+			if b[i] != want[i] && !(nan(b[i]) && nan(want[i])) {
+				t.Fatalf("n=%d i=%d: %#04x + %#04x: got %#04x want %#04x", n, i, a[i], b[i], b[i], want[i])
+			}
+		}
+	}
+}
+
 func TestBF16(t *testing.T) {
 	for _, tc := range []struct {
 		f    float32
@@ -246,6 +267,17 @@ func BenchmarkSumFloat32_4M(b *testing.B) {
 	b.SetBytes(int64(len(x) * 4 * 3))
 	for b.Loop() {
 		SumFloat32(x, y)
+	}
+}
+
+func BenchmarkSumF16_1M(b *testing.B) {
+	x, y := make([]uint16, 1<<19), make([]uint16, 1<<19)
+	for i := range x {
+		x[i], y[i] = 0x3c00, 0x4000
+	}
+	b.SetBytes(int64(len(x) * 2 * 3))
+	for b.Loop() {
+		SumF16(x, y)
 	}
 }
 

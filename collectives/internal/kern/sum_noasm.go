@@ -7,3 +7,4 @@ func HasAsm() bool { return false }
 
 func sumFloat32Vec(in, inout []float32) int { return 0 }
 func sumFloat64Vec(in, inout []float64) int { return 0 }
+func sumF16Vec(in, inout []uint16) int      { return 0 }
