@@ -173,8 +173,8 @@ func (j *gemmJob) work(w int) {
 				packB(j.transB, nr, kc, nc, j.b, j.ldb, pc, jc, 0, npanels, bbuf)
 				for ic := 0; ic < j.m; ic += j.mcB {
 					mc := min(j.mcB, j.m-ic)
-					packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, j.alpha, abuf)
-					macroKernel(j.kn, mc, nc, kc, abuf, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
+					packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, abuf)
+					macroKernel(j.kn, mc, nc, kc, j.alpha, abuf, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
 				}
 				continue
 			}
@@ -195,8 +195,8 @@ func (j *gemmJob) work(w int) {
 						break
 					}
 					mc := min(j.mcB, j.m-ic)
-					packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, j.alpha, abuf)
-					macroKernel(j.kn, mc, nc, kc, abuf, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
+					packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, abuf)
+					macroKernel(j.kn, mc, nc, kc, j.alpha, abuf, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
 				}
 			} else {
 				// Few rows: every task packs the (small) A block itself.
@@ -208,8 +208,8 @@ func (j *gemmJob) work(w int) {
 					hi := min(lo+chunk, npanels)
 					for ic := 0; ic < j.m; ic += j.mcB {
 						mc := min(j.mcB, j.m-ic)
-						packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, j.alpha, abuf)
-						macroKernel(j.kn, mc, nc, kc, abuf, bbuf, j.c, j.ldc, ic, jc, lo, hi, &tmp)
+						packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, abuf)
+						macroKernel(j.kn, mc, nc, kc, j.alpha, abuf, bbuf, j.c, j.ldc, ic, jc, lo, hi, &tmp)
 					}
 				}
 			}
@@ -222,7 +222,7 @@ func (j *gemmJob) work(w int) {
 // macroKernel runs the micro-kernel over the mc×nc block of C at (ic, jc),
 // for the B micro-panels [plo, phi). Each B micro-panel stays in L1 while
 // the A block streams from L2.
-func macroKernel(kn microKernel, mc, nc, kc int, ap, bp, c []float64, ldc, ic, jc, plo, phi int, tmp *[32 * 32]float64) {
+func macroKernel(kn microKernel, mc, nc, kc int, alpha float64, ap, bp, c []float64, ldc, ic, jc, plo, phi int, tmp *[32 * 32]float64) {
 	mr, nr := kn.mr, kn.nr
 	fn := kn.fn
 	for jp := plo; jp < phi; jp++ {
@@ -235,12 +235,12 @@ func macroKernel(kn microKernel, mc, nc, kc int, ap, bp, c []float64, ldc, ic, j
 			off := ic + ii + (jc+jj)*ldc
 			if mrEff == mr && nrEff == nr {
 				tile := c[off : off+(nr-1)*ldc+mr] // bounds check before the kernel writes
-				fn(kc, &apan[0], &bpan[0], &tile[0], ldc)
+				fn(kc, &apan[0], &bpan[0], &tile[0], ldc, alpha)
 				continue
 			}
 			t := tmp[:mr*nr]
 			clear(t)
-			fn(kc, &apan[0], &bpan[0], &t[0], mr)
+			fn(kc, &apan[0], &bpan[0], &t[0], mr, alpha)
 			for x := range nrEff {
 				cc := c[off+x*ldc : off+x*ldc+mrEff]
 				tt := t[x*mr : x*mr+mrEff]

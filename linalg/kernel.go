@@ -1,7 +1,7 @@
 package linalg
 
 // microKernel describes one register-blocked micro-kernel: fn computes
-// C += A*B for an mr×nr tile of column-major C with leading dimension ldc,
+// C += alpha*A*B for an mr×nr tile of column-major C with leading dimension ldc,
 // where a points to a packed mr×kc micro-panel (mr consecutive elements per k
 // step) and b to a packed kc×nr micro-panel (nr consecutive elements per k
 // step). fn reads exactly kc*mr elements of A and kc*nr of B and touches only
@@ -9,7 +9,7 @@ package linalg
 type microKernel struct {
 	name   string
 	mr, nr int
-	fn     func(kc int, a, b, c *float64, ldc int)
+	fn     func(kc int, a, b, c *float64, ldc int, alpha float64)
 	// Cache blocking for this kernel (see blocking.go).
 	mc, kc, nc int
 }
@@ -19,14 +19,14 @@ var kern microKernel
 
 // goKernelRef is the portable reference micro-kernel for any tile shape:
 // the test oracle for the assembly kernels.
-func goKernelRef(mr, nr, kc int, a, b, c []float64, ldc int) {
+func goKernelRef(mr, nr, kc int, a, b, c []float64, ldc int, alpha float64) {
 	for j := range nr {
 		for i := range mr {
 			var s float64
 			for l := range kc {
 				s += a[l*mr+i] * b[l*nr+j]
 			}
-			c[i+j*ldc] += s
+			c[i+j*ldc] += alpha * s
 		}
 	}
 }

@@ -5,10 +5,10 @@ package linalg
 import "golang.org/x/sys/cpu"
 
 //go:noescape
-func kernAVX512(kc int, a, b, c *float64, ldc int)
+func kernAVX512(kc int, a, b, c *float64, ldc int, alpha float64)
 
 //go:noescape
-func kernAVX2(kc int, a, b, c *float64, ldc int)
+func kernAVX2(kc int, a, b, c *float64, ldc int, alpha float64)
 
 var (
 	avx512Kernel = microKernel{name: "avx512-24x8", mr: 24, nr: 8, fn: kernAVX512, mc: 144, kc: 384, nc: 4096}

@@ -16,7 +16,7 @@ func BenchmarkKernel(b *testing.B) {
 			bb := randMat(rng, kn.nr*kc, 1, kn.nr*kc)
 			c := make([]float64, kn.mr*kn.nr)
 			for b.Loop() {
-				kn.fn(kc, &a[0], &bb[0], &c[0], kn.mr)
+				kn.fn(kc, &a[0], &bb[0], &c[0], kn.mr, 1)
 			}
 			b.ReportMetric(2*float64(kn.mr*kn.nr*kc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

@@ -5,7 +5,7 @@ import "unsafe"
 // goKernel4x4 is the pure-Go micro-kernel (4×4 tile, 16 accumulators in
 // registers), used under the noasm tag and on architectures without an
 // assembly kernel.
-func goKernel4x4(kc int, ap, bp, cp *float64, ldc int) {
+func goKernel4x4(kc int, ap, bp, cp *float64, ldc int, alpha float64) {
 	a := unsafe.Slice(ap, kc*4)
 	b := unsafe.Slice(bp, kc*4)
 	var c00, c10, c20, c30, c01, c11, c21, c31, c02, c12, c22, c32, c03, c13, c23, c33 float64
@@ -32,22 +32,22 @@ func goKernel4x4(kc int, ap, bp, cp *float64, ldc int) {
 		c33 += a3 * b3
 	}
 	c := unsafe.Slice(cp, 3*ldc+4)
-	c[0] += c00
-	c[1] += c10
-	c[2] += c20
-	c[3] += c30
-	c[ldc] += c01
-	c[ldc+1] += c11
-	c[ldc+2] += c21
-	c[ldc+3] += c31
-	c[2*ldc] += c02
-	c[2*ldc+1] += c12
-	c[2*ldc+2] += c22
-	c[2*ldc+3] += c32
-	c[3*ldc] += c03
-	c[3*ldc+1] += c13
-	c[3*ldc+2] += c23
-	c[3*ldc+3] += c33
+	c[0] += alpha * c00
+	c[1] += alpha * c10
+	c[2] += alpha * c20
+	c[3] += alpha * c30
+	c[ldc] += alpha * c01
+	c[ldc+1] += alpha * c11
+	c[ldc+2] += alpha * c21
+	c[ldc+3] += alpha * c31
+	c[2*ldc] += alpha * c02
+	c[2*ldc+1] += alpha * c12
+	c[2*ldc+2] += alpha * c22
+	c[2*ldc+3] += alpha * c32
+	c[3*ldc] += alpha * c03
+	c[3*ldc+1] += alpha * c13
+	c[3*ldc+2] += alpha * c23
+	c[3*ldc+3] += alpha * c33
 }
 
 var goKernel = microKernel{name: "go4x4", mr: 4, nr: 4, fn: goKernel4x4, mc: 128, kc: 256, nc: 2048}

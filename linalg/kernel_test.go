@@ -37,8 +37,10 @@ func kernelCheck(t *testing.T, kn microKernel, kc, ldcPad int, data []byte) {
 		}
 	}
 	want := append([]float64(nil), c...)
-	goKernelRef(mr, nr, kc, a, b, want, ldc)
-	kn.fn(kc, &a[0], &b[0], &c[0], ldc)
+	// alpha is a power of two (or zero), so scaling stays exact.
+	alpha := []float64{1, -1, 0.5, -2, 0}[kc%5]
+	goKernelRef(mr, nr, kc, a, b, want, ldc, alpha)
+	kn.fn(kc, &a[0], &b[0], &c[0], ldc, alpha)
 	checkPad(t, fmt.Sprintf("%s kc=%d ldc=%d", kn.name, kc, ldc), c, mr, nr, ldc)
 	for j := range nr {
 		for i := range mr {

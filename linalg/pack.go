@@ -1,26 +1,23 @@
 package linalg
 
-// packA packs the mc×kc block of alpha*op(A) starting at row ic, column pc
+// packA packs the mc×kc block of op(A) starting at row ic, column pc
 // of op(A) into micro-panels of mr rows: panel p holds, for each l in
 // [0, kc), the mr elements op(A)[ic+p*mr+r, pc+l] (r < mr) consecutively.
 // Rows past mc are zero so that edge tiles can use the full kernel.
-func packA(trans bool, mr, mc, kc int, a []float64, lda, ic, pc int, alpha float64, dst []float64) {
+func packA(trans bool, mr, mc, kc int, a []float64, lda, ic, pc int, dst []float64) {
 	for p := 0; p*mr < mc; p++ {
 		i0 := ic + p*mr
 		rows := min(mr, mc-p*mr)
 		d := dst[p*mr*kc : (p+1)*mr*kc]
 		if !trans {
 			// op(A)[i, l] = a[i + l*lda]: mr contiguous elements per l.
+			if rows == mr && packAFull(mr, kc, a[i0+pc*lda:], lda, d) {
+				continue
+			}
 			for l := range kc {
 				src := a[i0+(pc+l)*lda : i0+(pc+l)*lda+rows]
 				dd := d[l*mr : l*mr+mr]
-				if alpha == 1 {
-					copy(dd, src)
-				} else {
-					for r, v := range src {
-						dd[r] = alpha * v
-					}
-				}
+				copy(dd, src)
 				clear(dd[rows:])
 			}
 			continue
@@ -29,7 +26,7 @@ func packA(trans bool, mr, mc, kc int, a []float64, lda, ic, pc int, alpha float
 		for r := range rows {
 			src := a[pc+(i0+r)*lda : pc+(i0+r)*lda+kc]
 			for l, v := range src {
-				d[l*mr+r] = alpha * v
+				d[l*mr+r] = v
 			}
 		}
 		if rows < mr {
@@ -95,4 +92,27 @@ func packB8(kc int, b []float64, ldb int, d []float64) {
 		dd[0], dd[1], dd[2], dd[3] = c0[l], c1[l], c2[l], c3[l]
 		dd[4], dd[5], dd[6], dd[7] = c4[l], c5[l], c6[l], c7[l]
 	}
+}
+
+// packAFull packs a full-height panel of a non-transposed A with fixed-size
+// array copies (one block move per k step instead of a copy call) for the
+// kernels' row counts. It reports false for other mr.
+func packAFull(mr, kc int, a []float64, lda int, d []float64) bool {
+	switch mr {
+	case 24:
+		for l := range kc {
+			*(*[24]float64)(d[l*24:]) = *(*[24]float64)(a[l*lda:])
+		}
+	case 8:
+		for l := range kc {
+			*(*[8]float64)(d[l*8:]) = *(*[8]float64)(a[l*lda:])
+		}
+	case 4:
+		for l := range kc {
+			*(*[4]float64)(d[l*4:]) = *(*[4]float64)(a[l*lda:])
+		}
+	default:
+		return false
+	}
+	return true
 }

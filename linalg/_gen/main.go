@@ -5,9 +5,9 @@
 //
 // Every kernel has the Go signature
 //
-//	func(kc int, a, b, c *float64, ldc int)
+//	func(kc int, a, b, c *float64, ldc int, alpha float64)
 //
-// and computes C += A*B for one MR×NR tile of column-major C (leading
+// and computes C += alpha*A*B for one MR×NR tile of column-major C (leading
 // dimension ldc elements), where A is a packed MR×kc micro-panel (MR
 // consecutive elements per k step) and B a packed kc×NR micro-panel (NR
 // consecutive elements per k step).
@@ -53,8 +53,8 @@ func main() {
 func avx512(w *writer) {
 	const mr, nr, unroll = 24, 8, 4
 	acc := func(j, r int) string { return fmt.Sprintf("Z%d", 8+j*3+r) }
-	w.p("\n// func kernAVX512(kc int, a, b, c *float64, ldc int)")
-	w.p("TEXT ·kernAVX512(SB), NOSPLIT, $0-40")
+	w.p("\n// func kernAVX512(kc int, a, b, c *float64, ldc int, alpha float64)")
+	w.p("TEXT ·kernAVX512(SB), NOSPLIT, $0-48")
 	w.p("\tMOVQ kc+0(FP), AX\n\tMOVQ a+8(FP), SI\n\tMOVQ b+16(FP), BX\n\tMOVQ c+24(FP), DI\n\tMOVQ ldc+32(FP), CX\n\tSHLQ $3, CX")
 	for j := range nr {
 		for r := range 3 {
@@ -88,10 +88,10 @@ func avx512(w *writer) {
 	w.p("tail:\n\tTESTQ AX, AX\n\tJEQ done")
 	step(0)
 	w.p("\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ AX\n\tJMP tail", mr*8, nr*8)
-	w.p("done:")
+	w.p("done:\n\tVBROADCASTSD alpha+40(FP), Z3")
 	for j := range nr {
 		for r := range 3 {
-			w.p("\tVADDPD %d(DI), %s, %s\n\tVMOVUPD %s, %d(DI)", r*64, acc(j, r), acc(j, r), acc(j, r), r*64)
+			w.p("\tVMOVUPD %d(DI), Z0\n\tVFMADD231PD %s, Z3, Z0\n\tVMOVUPD Z0, %d(DI)", r*64, acc(j, r), r*64)
 		}
 		if j < nr-1 {
 			w.p("\tADDQ CX, DI")
@@ -105,8 +105,8 @@ func avx512(w *writer) {
 func avx2(w *writer) {
 	const mr, nr, unroll = 8, 6, 4
 	acc := func(j, r int) string { return fmt.Sprintf("Y%d", 4+j*2+r) }
-	w.p("\n// func kernAVX2(kc int, a, b, c *float64, ldc int)")
-	w.p("TEXT ·kernAVX2(SB), NOSPLIT, $0-40")
+	w.p("\n// func kernAVX2(kc int, a, b, c *float64, ldc int, alpha float64)")
+	w.p("TEXT ·kernAVX2(SB), NOSPLIT, $0-48")
 	w.p("\tMOVQ kc+0(FP), AX\n\tMOVQ a+8(FP), SI\n\tMOVQ b+16(FP), BX\n\tMOVQ c+24(FP), DI\n\tMOVQ ldc+32(FP), CX\n\tSHLQ $3, CX")
 	for j := range nr {
 		for r := range 2 {
@@ -136,10 +136,10 @@ func avx2(w *writer) {
 	w.p("tail:\n\tTESTQ AX, AX\n\tJEQ done")
 	step(0)
 	w.p("\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ AX\n\tJMP tail", mr*8, nr*8)
-	w.p("done:")
+	w.p("done:\n\tVBROADCASTSD alpha+40(FP), Y2")
 	for j := range nr {
 		for r := range 2 {
-			w.p("\tVADDPD %d(DI), %s, %s\n\tVMOVUPD %s, %d(DI)", r*32, acc(j, r), acc(j, r), acc(j, r), r*32)
+			w.p("\tVMOVUPD %d(DI), Y0\n\tVFMADD231PD %s, Y2, Y0\n\tVMOVUPD Y0, %d(DI)", r*32, acc(j, r), r*32)
 		}
 		if j < nr-1 {
 			w.p("\tADDQ CX, DI")
@@ -150,7 +150,7 @@ func avx2(w *writer) {
 
 // neon writes the 8×6 NEON kernel: 24 accumulators (V8-V31, four per
 // column), A in V0-V3, B in V4-V6 used by element. Go's assembler has no
-// by-element FMLA nor a vector FADD for .D2, so those are emitted as WORDs.
+// by-element FMLA, so it is emitted as WORDs.
 func neon(w *writer) {
 	const mr, nr, unroll = 8, 6, 2
 	acc := func(j, r int) int { return 8 + j*4 + r }
@@ -158,10 +158,8 @@ func neon(w *writer) {
 	fmlaElem := func(d, n, m, idx int) uint32 {
 		return 0x4FC01000 | uint32(idx)<<11 | uint32(m&15)<<16 | uint32(m>>4)<<20 | uint32(n)<<5 | uint32(d)
 	}
-	// FADD Vd.2D, Vn.2D, Vm.2D
-	fadd := func(d, n, m int) uint32 { return 0x4E60D400 | uint32(m)<<16 | uint32(n)<<5 | uint32(d) }
-	w.p("\n// func kernNEON(kc int, a, b, c *float64, ldc int)")
-	w.p("TEXT ·kernNEON(SB), NOSPLIT, $0-40")
+	w.p("\n// func kernNEON(kc int, a, b, c *float64, ldc int, alpha float64)")
+	w.p("TEXT ·kernNEON(SB), NOSPLIT, $0-48")
 	w.p("\tMOVD kc+0(FP), R0\n\tMOVD a+8(FP), R1\n\tMOVD b+16(FP), R2\n\tMOVD c+24(FP), R3\n\tMOVD ldc+32(FP), R4\n\tLSL $3, R4, R4")
 	for j := range nr {
 		for r := range 4 {
@@ -185,11 +183,11 @@ func neon(w *writer) {
 	w.p("tail:\n\tCBZ R0, done")
 	step()
 	w.p("\tSUB $1, R0, R0\n\tB tail")
-	w.p("done:")
+	w.p("done:\n\tFMOVD alpha+40(FP), F4")
 	for j := range nr {
 		w.p("\tVLD1 (R3), [V0.D2, V1.D2, V2.D2, V3.D2]")
 		for r := range 4 {
-			w.p("\tWORD $0x%08x // FADD V%d.2D, V%d.2D, V%d.2D", fadd(r, r, acc(j, r)), r, r, acc(j, r))
+			w.p("\tWORD $0x%08x // FMLA V%d.2D, V%d.2D, V4.D[0]", fmlaElem(r, acc(j, r), 4, 0), r, acc(j, r))
 		}
 		w.p("\tVST1 [V0.D2, V1.D2, V2.D2, V3.D2], (R3)")
 		if j < nr-1 {
