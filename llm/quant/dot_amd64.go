@@ -5,6 +5,7 @@ package quant
 import (
 	"unsafe"
 
+	"github.com/gorun-hpc/gorun/llm/gguf"
 	"golang.org/x/sys/cpu"
 )
 
@@ -22,6 +23,37 @@ func dotF32AVX2(w *byte, x *float32, n int) float32
 
 //go:noescape
 func dotF16AVX2(w, x *byte, n int) float32
+
+//go:noescape
+func dotQ8_0x4AVX2(w *byte, stride int, x *byte, nb int, out *float32)
+
+//go:noescape
+func dotQ4_0x4AVX2(w *byte, stride int, x *byte, nb int, out *float32)
+
+// dot4 computes the dot products of rows i..i+3 of m with v into y[i..i+3] when a four-row
+// kernel exists for m's type, and reports whether it did.
+func dot4(m *Matrix, i int, v *Vec, y []float32) bool {
+	if !useAVX2 {
+		return false
+	}
+	nb := v.N / QK8_0
+	if nb == 0 {
+		return false
+	}
+	rows := m.Data[i*m.RowBytes : (i+4)*m.RowBytes]
+	out := (*float32)(unsafe.Pointer(&y[i : i+4][0]))
+	switch m.Type {
+	case gguf.Q8_0:
+		_ = v.Q8[nb*BlockQ8_0-1]
+		dotQ8_0x4AVX2(&rows[0], m.RowBytes, &v.Q8[0], nb, out)
+		return true
+	case gguf.Q4_0:
+		_ = v.Q8[nb*BlockQ8_0-1]
+		dotQ4_0x4AVX2(&rows[0], m.RowBytes, &v.Q8[0], nb, out)
+		return true
+	}
+	return false
+}
 
 //go:noescape
 func axpyF16AVX2(out *float32, a float32, v *byte, n int)

@@ -6,19 +6,28 @@
 // (VPMADDUBSW on |w| and x*sign(w) cannot saturate: |w| <= 128, |x| <= 127), converted to
 // float and accumulated as d_w*d_x*sum with FMA in 8 lanes, like llama.cpp's AVX2 kernels.
 
+#define HSUM(Y, X, T) \
+	VEXTRACTF128 $1, Y, T \
+	VADDPS T, X, X \
+	VMOVHLPS X, X, T \
+	VADDPS T, X, X \
+	VMOVSHDUP X, T \
+	VADDSS T, X, X
+
 // func dotQ8_0AVX2(w, x *byte, nb int) float32
+// One accumulator of 8 lanes and ggml's hsum_float_8 at the end: the same order of float
+// operations as llama.cpp's AVX2 ggml_vec_dot_q8_0_q8_0, so results match it bit for bit.
 TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-28
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), DI
 	MOVQ nb+16(FP), CX
 	VXORPS Y0, Y0, Y0
-	VXORPS Y10, Y10, Y10
 	VPCMPEQW Y7, Y7, Y7
 	VPSRLW $15, Y7, Y7          // int16 ones
-	CMPQ CX, $2
-	JLT q8tail
+	TESTQ CX, CX
+	JZ q8done
 
-q8loop2:
+q8loop:
 	VPBROADCASTW (SI), X1
 	VCVTPH2PS X1, Y1
 	VPBROADCASTW (DI), X2
@@ -32,50 +41,13 @@ q8loop2:
 	VPMADDWD Y7, Y6, Y6         // -> int32
 	VCVTDQ2PS Y6, Y6
 	VFMADD231PS Y6, Y1, Y0
-
-	VPBROADCASTW 34(SI), X11
-	VCVTPH2PS X11, Y11
-	VPBROADCASTW 34(DI), X12
-	VCVTPH2PS X12, Y12
-	VMULPS Y12, Y11, Y11
-	VMOVDQU 36(SI), Y12
-	VMOVDQU 36(DI), Y13
-	VPSIGNB Y12, Y12, Y14
-	VPSIGNB Y12, Y13, Y15
-	VPMADDUBSW Y15, Y14, Y6
-	VPMADDWD Y7, Y6, Y6
-	VCVTDQ2PS Y6, Y6
-	VFMADD231PS Y6, Y11, Y10
-
-	ADDQ $68, SI
-	ADDQ $68, DI
-	SUBQ $2, CX
-	CMPQ CX, $2
-	JGE q8loop2
-
-q8tail:
-	TESTQ CX, CX
-	JZ q8done
-	VPBROADCASTW (SI), X1
-	VCVTPH2PS X1, Y1
-	VPBROADCASTW (DI), X2
-	VCVTPH2PS X2, Y2
-	VMULPS Y2, Y1, Y1
-	VMOVDQU 2(SI), Y2
-	VMOVDQU 2(DI), Y3
-	VPSIGNB Y2, Y2, Y4
-	VPSIGNB Y2, Y3, Y5
-	VPMADDUBSW Y5, Y4, Y6
-	VPMADDWD Y7, Y6, Y6
-	VCVTDQ2PS Y6, Y6
-	VFMADD231PS Y6, Y1, Y0
+	ADDQ $34, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ q8loop
 
 q8done:
-	VADDPS Y10, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HSUM(Y0, X0, X1)
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
@@ -264,5 +236,140 @@ axloop:
 	JNZ axloop
 
 axdone:
+	VZEROUPPER
+	RET
+
+// func dotQ8_0x4AVX2(w *byte, stride int, x *byte, nb int, out *float32)
+// Four consecutive rows (stride bytes apart) against one Q8_0 vector: each activation block
+// and its scale are loaded once for the four rows.
+TEXT ·dotQ8_0x4AVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), AX
+	MOVQ x+16(FP), DI
+	MOVQ nb+24(FP), CX
+	MOVQ out+32(FP), DX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VPCMPEQW Y7, Y7, Y7
+	VPSRLW $15, Y7, Y7
+	TESTQ CX, CX
+	JZ q8x4done
+
+q8x4loop:
+	VMOVDQU 2(DI), Y10
+	VPBROADCASTW (DI), X11
+	VCVTPH2PS X11, Y11
+
+#define Q8ROW(R, ACC) \
+	VPBROADCASTW (R), X12 \
+	VCVTPH2PS X12, Y12 \
+	VMULPS Y11, Y12, Y12 \
+	VMOVDQU 2(R), Y13 \
+	VPSIGNB Y13, Y13, Y14 \
+	VPSIGNB Y13, Y10, Y15 \
+	VPMADDUBSW Y15, Y14, Y14 \
+	VPMADDWD Y7, Y14, Y14 \
+	VCVTDQ2PS Y14, Y14 \
+	VFMADD231PS Y14, Y12, ACC
+
+	Q8ROW(SI, Y0)
+	Q8ROW(R9, Y1)
+	Q8ROW(R10, Y2)
+	Q8ROW(R11, Y3)
+	ADDQ $34, SI
+	ADDQ $34, R9
+	ADDQ $34, R10
+	ADDQ $34, R11
+	ADDQ $34, DI
+	DECQ CX
+	JNZ q8x4loop
+
+q8x4done:
+	HSUM(Y0, X0, X12)
+	HSUM(Y1, X1, X12)
+	HSUM(Y2, X2, X12)
+	HSUM(Y3, X3, X12)
+	VMOVSS X0, (DX)
+	VMOVSS X1, 4(DX)
+	VMOVSS X2, 8(DX)
+	VMOVSS X3, 12(DX)
+	VZEROUPPER
+	RET
+
+// func dotQ4_0x4AVX2(w *byte, stride int, x *byte, nb int, out *float32)
+// Four Q4_0 rows against one Q8_0 vector. The nibbles minus 8 lie in [-8, 7], so the sign of
+// x can move onto them and |x| (shared by the four rows) be the unsigned operand. Each row's
+// block dot product is summed exactly in integers and added with one FMA per block, the
+// order of llama.cpp's AVX2 kernels for its repacked Q4_0 layout.
+TEXT ·dotQ4_0x4AVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), AX
+	MOVQ x+16(FP), DI
+	MOVQ nb+24(FP), CX
+	MOVQ out+32(FP), DX
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	VXORPS X15, X15, X15
+	VPCMPEQW Y7, Y7, Y7
+	VPSRLW $15, Y7, Y7
+	MOVL $0x0f0f0f0f, AX
+	MOVQ AX, X8
+	VPBROADCASTD X8, Y8
+	MOVL $0x08080808, AX
+	MOVQ AX, X9
+	VPBROADCASTD X9, Y9
+	TESTQ CX, CX
+	JZ q4x4done
+
+q4x4loop:
+	VMOVDQU 2(DI), Y10
+	VPSIGNB Y10, Y10, Y6       // |x|
+	VPBROADCASTW (DI), X11
+	VCVTPH2PS X11, X11         // d_x in 4 lanes
+
+#define Q4ROW(R, ISUM) \
+	VMOVDQU 2(R), X13 \
+	VPSRLW $4, X13, X14 \
+	VINSERTI128 $1, X14, Y13, Y13 \
+	VPAND Y8, Y13, Y13 \
+	VPSUBB Y9, Y13, Y13 \
+	VPSIGNB Y10, Y13, Y13 \
+	VPMADDUBSW Y13, Y6, Y14 \
+	VPMADDWD Y7, Y14, ISUM
+
+	Q4ROW(SI, Y0)
+	Q4ROW(R9, Y1)
+	Q4ROW(R10, Y2)
+	Q4ROW(R11, Y3)
+	VPHADDD Y1, Y0, Y0
+	VPHADDD Y3, Y2, Y2
+	VPHADDD Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0          // the four rows' block totals
+	VCVTDQ2PS X0, X0
+	VPXOR X12, X12, X12        // breaks the dependency on the previous block's X12
+	VPINSRW $0, (SI), X12, X12
+	VPINSRW $1, (R9), X12, X12
+	VPINSRW $2, (R10), X12, X12
+	VPINSRW $3, (R11), X12, X12
+	VCVTPH2PS X12, X12         // the four rows' d_w
+	VMULPS X11, X12, X12
+	VFMADD231PS X0, X12, X15
+	ADDQ $18, SI
+	ADDQ $18, R9
+	ADDQ $18, R10
+	ADDQ $18, R11
+	ADDQ $34, DI
+	DECQ CX
+	JNZ q4x4loop
+
+q4x4done:
+	VMOVUPS X15, (DX)
 	VZEROUPPER
 	RET

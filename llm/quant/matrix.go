@@ -63,10 +63,9 @@ func (p *Pool) For(n int, fn func(lo, hi int)) {
 // MatVec computes y[i] = row i of m · x for every row; x must be loaded for m.Type.
 func MatVec(p *Pool, m *Matrix, x *Vec, y []float32) {
 	y = y[:m.Rows]
-	p.For(m.Rows, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			y[i] = Dot(m.Type, m.Data[i*m.RowBytes:(i+1)*m.RowBytes], x)
-		}
+	// Chunks of four rows so that the four-row kernels see aligned groups.
+	p.For((m.Rows+3)/4, func(lo, hi int) {
+		rowsDot(m, x, y, 4*lo, min(4*hi, m.Rows))
 	})
 }
 
@@ -80,11 +79,21 @@ func MatMul(p *Pool, m *Matrix, xs []Vec, ys [][]float32) {
 		for tb := lo; tb < hi; tb++ {
 			r0, r1 := tb*tile, min((tb+1)*tile, m.Rows)
 			for t := range xs {
-				x, y := &xs[t], ys[t]
-				for i := r0; i < r1; i++ {
-					y[i] = Dot(m.Type, m.Data[i*m.RowBytes:(i+1)*m.RowBytes], x)
-				}
+				rowsDot(m, &xs[t], ys[t], r0, r1)
 			}
 		}
 	})
+}
+
+// rowsDot computes y[i] for rows [lo,hi), four at a time where a kernel allows.
+func rowsDot(m *Matrix, x *Vec, y []float32, lo, hi int) {
+	i := lo
+	for ; i+4 <= hi; i += 4 {
+		if !dot4(m, i, x, y) {
+			break
+		}
+	}
+	for ; i < hi; i++ {
+		y[i] = Dot(m.Type, m.Data[i*m.RowBytes:(i+1)*m.RowBytes], x)
+	}
 }

@@ -346,3 +346,31 @@ func BenchmarkDot(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkMatVec(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const rows, cols = 512, 2048
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0} {
+		nb, _ := typ.RowBytes(rows * cols)
+		data := make([]byte, nb)
+		Quantize(typ, randVec(r, rows*cols), data)
+		m, _ := NewMatrix(typ, rows, cols, data)
+		var v Vec
+		v.Load(typ, randVec(r, cols))
+		y := make([]float32, rows)
+		b.Run(typ.String()+"/x4", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for i := 0; i < b.N; i++ {
+				MatVec(nil, m, &v, y)
+			}
+		})
+		b.Run(typ.String()+"/x1", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for i := 0; i < b.N; i++ {
+				for j := 0; j < rows; j++ {
+					y[j] = Dot(typ, m.Row(j), &v)
+				}
+			}
+		})
+	}
+}
