@@ -108,7 +108,43 @@ func initTCP(id identity) (*Comm, error) {
 			p.start()
 		}
 	}
+	if err := useShm(w, t, id, table, jobHash); err != nil {
+		for _, p := range t.peers {
+			if p != nil {
+				p.fail(err)
+			}
+		}
+		return nil, err
+	}
 	return newComm(w, worldCtx, nil), nil
+}
+
+// useShm switches the peers on this rank's host to shared memory, as GORUN_TRANSPORT asks:
+// "tcp" never, "shm" for every peer (all must share the host), "auto" or unset where they do.
+func useShm(w *world, t *tcpTransport, id identity, table []rankInfo, jobHash uint64) error {
+	switch id.transport {
+	case "tcp":
+		return nil
+	case "shm":
+		for r, info := range table {
+			if info.HostID != table[w.rank].HostID {
+				return fmt.Errorf("comm: rank %d: %s=shm, but rank %d runs on another host (%s)", w.rank, jobenv.Transport, r, info.Host)
+			}
+		}
+	case "", "auto":
+	default:
+		return fmt.Errorf("comm: %s=%q: want tcp, shm or auto", jobenv.Transport, id.transport)
+	}
+	sh, err := setupShm(w, id, table, jobHash)
+	if errors.Is(err, errNoShm) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	t.shm = sh
+	w.poll = sh.poll
+	return nil
 }
 
 // hostID identifies the machine, so that ranks can tell which peers share it.

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -17,8 +19,11 @@ type transportCase struct {
 
 var transports = []transportCase{
 	{"inproc", Run},
-	{"tcp", runTCP},
+	{"tcp", func(n int, fn func(c *Comm) error) error { return runNet(n, "tcp", fn) }},
+	{"shm", func(n int, fn func(c *Comm) error) error { return runNet(n, "shm", fn) }},
 }
+
+var jobSeq atomic.Int64
 
 // freePort returns a loopback address with a port that was free a moment ago.
 func freePort(t testing.TB) string {
@@ -30,9 +35,11 @@ func freePort(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// runTCP runs n ranks as goroutines of this process, each with its own tcp transport over
-// real loopback sockets (the same code path as separate processes, minus the process).
-func runTCP(n int, fn func(c *Comm) error) error {
+// runNet runs n ranks as goroutines of this process, each with its own network transports
+// (tcp, or shared memory with tcp as the liveness link): the same code path as separate
+// processes, minus the process.
+func runNet(n int, transport string, fn func(c *Comm) error) error {
+	job := fmt.Sprintf("test%d-%d", os.Getpid(), jobSeq.Add(1))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -45,7 +52,7 @@ func runTCP(n int, fn func(c *Comm) error) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id := identity{source: "test", rank: r, size: n, coord: coord, secret: []byte("test-secret"), jobID: "test", peerTimeout: 20 * time.Second}
+			id := identity{source: "test", rank: r, size: n, coord: coord, secret: []byte("test-secret"), jobID: job, peerTimeout: 20 * time.Second, transport: transport}
 			var c *Comm
 			if n == 1 {
 				c = singleton()
@@ -55,6 +62,9 @@ func runTCP(n int, fn func(c *Comm) error) error {
 			if errs[r] = fn(c); errs[r] != nil {
 				// Like a process exiting: its links close and its peers see the failure.
 				if t, ok := c.w.tr.(*tcpTransport); ok {
+					if t.shm != nil {
+						t.shm.shutdown()
+					}
 					for _, p := range t.peers {
 						if p != nil {
 							p.fail(fmt.Errorf("rank %d failed: %w", r, errs[r]))

@@ -146,9 +146,12 @@ func waitJob(t *testing.T, procs []*proc, limit time.Duration) []int {
 
 // TestProcesses runs the whole check suite with real processes over tcp.
 func TestProcesses(t *testing.T) {
-	for _, n := range []int{2, 3, 4, 5} {
-		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
-			procs := startJob(t, n, "checks")
+	for _, tc := range []struct {
+		transport string
+		n         int
+	}{{"tcp", 2}, {"tcp", 3}, {"tcp", 5}, {"shm", 2}, {"shm", 4}, {"auto", 3}, {"auto", 7}} {
+		t.Run(fmt.Sprintf("%s/n=%d", tc.transport, tc.n), func(t *testing.T) {
+			procs := startJob(t, tc.n, "checks", jobenv.Transport+"="+tc.transport)
 			codes := waitJob(t, procs, 120*time.Second)
 			for r, code := range codes {
 				require.Equal(t, 0, code, "rank %d output:\n%s", r, procs[r].out.String())

@@ -26,6 +26,9 @@ type Request struct {
 	finished atomic.Bool
 	st       Status
 	err      error
+	// poll, when set, drives the transport's progress while a caller waits (shared memory
+	// has no reader goroutine to hand messages over).
+	poll func(*Request)
 }
 
 func newRequest() *Request { return &Request{done: make(chan struct{})} }
@@ -42,6 +45,9 @@ func (r *Request) complete(st Status, err error) {
 
 // Wait blocks until the operation completes and returns its status.
 func (r *Request) Wait() (Status, error) {
+	if r.poll != nil && !r.finished.Load() {
+		r.poll(r)
+	}
 	<-r.done
 	return r.st, r.err
 }

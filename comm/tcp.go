@@ -21,6 +21,9 @@ type tcpTransport struct {
 	w       *world
 	peers   []*tcpPeer
 	timeout time.Duration
+	// Peers on this host exchange data through shared memory; their TCP link stays as the
+	// liveness channel.
+	shm *shmTransport
 }
 
 type tcpPeer struct {
@@ -88,6 +91,10 @@ func (p *tcpPeer) start() {
 }
 
 func (t *tcpTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+	if t.shm != nil && t.shm.peers[dst] != nil {
+		t.shm.send(dst, ctx, tag, payload, req)
+		return
+	}
 	p := t.peers[dst]
 	n := uint64(len(payload))
 	if n <= eagerLimit {
@@ -365,12 +372,18 @@ func (p *tcpPeer) fail(cause error) {
 	for _, r := range recvs {
 		r.op.req.complete(Status{}, perr)
 	}
+	if sh := p.t.shm; sh != nil && sh.peers[p.rank] != nil {
+		sh.peers[p.rank].fail(cause)
+	}
 	p.t.w.eng.peerFailed(p.rank, cause)
 }
 
 // finalize tells every peer nothing more will come, then waits (bounded) for each peer to say
 // the same, so that no message still in flight is cut off by a reset.
 func (t *tcpTransport) finalize() error {
+	if t.shm != nil {
+		t.shm.shutdown()
+	}
 	for _, p := range t.peers {
 		if p == nil {
 			continue

@@ -108,6 +108,9 @@ const (
 	frameData  = 4 // part of a large message: ID = the receiver's id, Offset = position
 	framePing  = 5 // heartbeat on an idle link
 	frameBye   = 6 // the sender finalized: nothing more will come
+	// Shared-memory records only:
+	frameFin = 7 // the receiver copied a large message itself (single copy): ID = the sender's id
+	framePad = 8 // filler up to the end of a ring
 )
 
 const flagDiscard = 1 // CTS: the receive was truncated to nothing useful; send no data
@@ -133,9 +136,13 @@ func (h *header) put(b []byte) {
 	binary.LittleEndian.PutUint64(b[32:], h.offset)
 }
 
-// parseHeader decodes and validates a frame header: type, flags, tag range, and the payload
-// length each type allows.
-func parseHeader(b []byte) (header, error) {
+// parseHeader decodes and validates a tcp frame header: type, flags, tag range, and the
+// payload length each type allows.
+func parseHeader(b []byte) (header, error) { return parseHeaderLimits(b, eagerLimit, dataChunk) }
+
+// parseHeaderLimits validates with a transport's own limits: eager messages up to eagerMax
+// bytes (larger ones must come by rendezvous), data frames up to dataMax.
+func parseHeaderLimits(b []byte, eagerMax, dataMax uint64) (header, error) {
 	var h header
 	if len(b) != headerSize {
 		return h, fmt.Errorf("frame header is %d bytes, want %d", len(b), headerSize)
@@ -157,18 +164,18 @@ func parseHeader(b []byte) (header, error) {
 		if h.flags != 0 {
 			return h, fmt.Errorf("frame type %d has flags %#x", h.typ, h.flags)
 		}
-		if h.typ == frameEager && h.length > eagerLimit {
-			return h, fmt.Errorf("eager frame of %d bytes exceeds the %d-byte limit", h.length, eagerLimit)
+		if h.typ == frameEager && h.length > eagerMax {
+			return h, fmt.Errorf("eager frame of %d bytes exceeds the %d-byte limit", h.length, eagerMax)
 		}
-		if h.typ == frameRTS && (h.length <= eagerLimit || h.length > maxMessage) {
-			return h, fmt.Errorf("rendezvous message of %d bytes outside (%d, %d]", h.length, eagerLimit, uint64(maxMessage))
+		if h.typ == frameRTS && (h.length <= eagerMax || h.length > maxMessage) {
+			return h, fmt.Errorf("rendezvous message of %d bytes outside (%d, %d]", h.length, eagerMax, uint64(maxMessage))
 		}
 	case frameCTS:
 		if h.length != 0 || h.flags&^flagDiscard != 0 {
 			return h, fmt.Errorf("malformed CTS frame (length %d, flags %#x)", h.length, h.flags)
 		}
 	case frameData:
-		if h.length == 0 || h.length > dataChunk || h.flags != 0 || h.offset > maxMessage {
+		if h.length == 0 || h.length > dataMax || h.flags != 0 || h.offset > maxMessage {
 			return h, fmt.Errorf("malformed DATA frame (length %d, offset %d, flags %#x)", h.length, h.offset, h.flags)
 		}
 	case framePing, frameBye:

@@ -1,0 +1,544 @@
+//go:build linux || darwin
+
+package comm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// The shared-memory transport carries messages between ranks on one host through rings in
+// shared segments (see shm_seg.go). Small messages are copied into the receiver's ring and out
+// again (eager). Large ones are copied once: the receiver reads the sender's buffer directly
+// with process_vm_readv (Linux CMA) and tells the sender it is done; where the kernel forbids
+// that (ptrace policy, macOS), the sender streams the data through the ring in chunks after the
+// receiver's clear-to-send. The TCP link that the bootstrap built to each local peer stays open
+// as the liveness channel: a rank that dies closes it, and its heartbeats prove a silent rank
+// alive, so no one waits on a dead peer's ring.
+//
+// Progress: a rank's incoming rings are drained by whichever goroutine gets there first: a
+// goroutine waiting for a request polls them itself (no hand-off on the fast path), and a
+// background goroutine does it when nobody waits, spinning briefly and then sleeping on the
+// segment's wake word (a futex on Linux) so that a long wait costs no CPU.
+
+const (
+	shmEagerLimit = 16 << 10
+	shmRingCap    = 1 << 20
+	shmSpinPolls  = 4000 // polls before a waiter blocks or the background goroutine sleeps
+)
+
+type shmTransport struct {
+	w        *world
+	seg      *segment // this rank's segment (the rings it consumes)
+	peers    []*shmPeer
+	active   []*shmPeer // the peers that use shared memory
+	pollMu   sync.Mutex // one consumer of the incoming rings at a time
+	stop     chan struct{}
+	done     chan struct{}
+	stopping atomic.Bool
+	closed   atomic.Bool // mappings gone; set under pollMu
+	probe    *uint64     // a word peers read to test CMA
+}
+
+type shmPeer struct {
+	t    *shmTransport
+	rank int
+	pid  int
+	seg  *segment // the peer's segment: we produce into out
+	out  *ring
+	in   *ring
+	cma  bool
+
+	mu     sync.Mutex
+	nextID uint64
+	sends  map[uint64]*pendingSend
+	recvs  map[uint64]*pendingRecv
+	ctrl   []header   // control records waiting for room in out
+	pushes []*shmPush // fallback data streams waiting for room in out
+	failed error
+}
+
+// shmPush streams one large message's data through the ring (the fallback without CMA).
+type shmPush struct {
+	send *pendingSend
+	recv uint64
+	sent int
+}
+
+func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+	if t.stopping.Load() {
+		req.complete(Status{}, ErrClosed)
+		return
+	}
+	p := t.peers[dst]
+	if len(payload) <= shmEagerLimit {
+		req.complete(Status{}, p.writeBlocking(&header{typ: frameEager, tag: int32(tag), ctx: ctx, length: uint64(len(payload))}, payload))
+		return
+	}
+	p.mu.Lock()
+	if p.failed != nil {
+		err := p.failed
+		p.mu.Unlock()
+		req.complete(Status{}, &PeerError{Rank: p.rank, Err: err})
+		return
+	}
+	p.nextID++
+	id := p.nextID
+	p.sends[id] = &pendingSend{payload: payload, req: req}
+	p.mu.Unlock()
+	// The RTS carries the buffer's address for a receiver that reads it directly.
+	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(payload))))
+	if err := p.writeBlocking(&header{typ: frameRTS, tag: int32(tag), ctx: ctx, length: uint64(len(payload)), id: id, offset: addr}, nil); err != nil {
+		p.mu.Lock()
+		delete(p.sends, id)
+		p.mu.Unlock()
+		req.complete(Status{}, err)
+	}
+}
+
+// writeBlocking appends a record to the peer's ring, waiting (spin, then sleep) while it is
+// full; the peer's consumer always drains, so the wait ends unless the peer dies.
+func (p *shmPeer) writeBlocking(h *header, payload []byte) error {
+	for spins := 0; ; spins++ {
+		p.out.mu.Lock()
+		ok := p.out.tryWrite(h, payload)
+		p.out.mu.Unlock()
+		if ok {
+			p.wakePeer()
+			return nil
+		}
+		if err := p.failure(); err != nil {
+			return err
+		}
+		// While we wait for room, our own rings may hold what the peer needs from us first.
+		p.t.pollOnce()
+		p.wakePeer()
+		backoff(spins)
+	}
+}
+
+func backoff(spins int) {
+	switch {
+	case spins < 100:
+	case spins < 1000:
+		runtime.Gosched()
+	default:
+		time.Sleep(time.Duration(min(spins/1000, 50)) * 20 * time.Microsecond)
+	}
+}
+
+func (p *shmPeer) wakePeer() {
+	atomic.AddUint32(p.seg.wake, 1)
+	if atomic.LoadUint32(p.seg.sleep) != 0 {
+		futexWake(p.seg.wake)
+	}
+}
+
+func (p *shmPeer) failure() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failed != nil {
+		return &PeerError{Rank: p.rank, Err: p.failed}
+	}
+	return nil
+}
+
+// flush writes pending control records and fallback data chunks as far as the ring has room.
+// It never waits, so the goroutine draining our rings never blocks on the peer.
+func (p *shmPeer) flush() bool {
+	p.mu.Lock()
+	if len(p.ctrl) == 0 && len(p.pushes) == 0 {
+		p.mu.Unlock()
+		return false
+	}
+	did := false
+	p.out.mu.Lock()
+	for len(p.ctrl) > 0 && p.out.tryWrite(&p.ctrl[0], nil) {
+		p.ctrl = p.ctrl[1:]
+		did = true
+	}
+	var finished []*shmPush
+	chunk := p.out.maxRecord() - headerSize
+	for len(p.ctrl) == 0 && len(p.pushes) > 0 {
+		s := p.pushes[0]
+		data := s.send.payload
+		end := min(s.sent+chunk, len(data))
+		if !p.out.tryWrite(&header{typ: frameData, length: uint64(end - s.sent), id: s.recv, offset: uint64(s.sent)}, data[s.sent:end]) {
+			break
+		}
+		did = true
+		s.sent = end
+		if s.sent == len(data) {
+			finished = append(finished, s)
+			p.pushes = p.pushes[1:]
+		}
+	}
+	p.out.mu.Unlock()
+	p.mu.Unlock()
+	if did {
+		p.wakePeer()
+	}
+	for _, s := range finished {
+		s.send.req.complete(Status{}, nil)
+	}
+	return did
+}
+
+func (p *shmPeer) queueCtrl(h header) {
+	p.mu.Lock()
+	p.ctrl = append(p.ctrl, h)
+	p.mu.Unlock()
+	p.flush()
+}
+
+// pollOnce drains what it can of every incoming ring and flushes outgoing control; it reports
+// whether anything happened. Only one goroutine polls at a time; others return at once.
+func (t *shmTransport) pollOnce() bool {
+	if !t.pollMu.TryLock() {
+		return false
+	}
+	defer t.pollMu.Unlock()
+	if t.closed.Load() {
+		return false
+	}
+	did := false
+	for _, p := range t.active {
+		if p.flush() {
+			did = true
+		}
+		for n := 0; n < 64; n++ {
+			h, payload, ok, err := p.in.peek()
+			if err != nil {
+				logf("gorun: rank %d: corrupt shared-memory ring from rank %d: %v; closing the link", t.w.rank, p.rank, err)
+				p.fail(fmt.Errorf("corrupt shared-memory ring: %w", err))
+				break
+			}
+			if !ok {
+				break
+			}
+			p.handle(h, payload)
+			p.in.advance(h)
+			did = true
+		}
+	}
+	return did
+}
+
+// handle processes one incoming record. payload points into the ring and is only valid until
+// the record is consumed, so everything that keeps it copies it.
+func (p *shmPeer) handle(h header, payload []byte) {
+	eng := p.t.w.eng
+	switch h.typ {
+	case frameEager:
+		m := &inMsg{src: p.rank, ctx: h.ctx, tag: int(h.tag), size: len(payload)}
+		r := eng.arrive(m, func(m *inMsg) {
+			m.data = append(make([]byte, 0, len(payload)), payload...)
+			m.ready = true
+		})
+		if r != nil {
+			r.deliver(p.rank, int(h.tag), payload)
+		}
+	case frameRTS:
+		sendID, tag, size, addr := h.id, int(h.tag), h.length, h.offset
+		m := &inMsg{src: p.rank, ctx: h.ctx, tag: tag, size: int(size)}
+		m.fetch = func(r *recvOp) { p.acceptRTS(sendID, addr, r, tag, size) }
+		if r := eng.arrive(m, nil); r != nil {
+			m.fetch(r)
+		}
+	case frameCTS:
+		p.mu.Lock()
+		s := p.sends[h.id]
+		delete(p.sends, h.id)
+		if s != nil && h.flags&flagDiscard == 0 {
+			p.pushes = append(p.pushes, &shmPush{send: s, recv: h.offset})
+		}
+		p.mu.Unlock()
+		if s == nil {
+			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.id))
+		} else if h.flags&flagDiscard != 0 {
+			s.req.complete(Status{}, nil)
+		}
+	case frameFin:
+		p.mu.Lock()
+		s := p.sends[h.id]
+		delete(p.sends, h.id)
+		p.mu.Unlock()
+		if s == nil {
+			p.protocolError(fmt.Errorf("completion for unknown message %d", h.id))
+			return
+		}
+		s.req.complete(Status{}, nil)
+	case frameData:
+		p.mu.Lock()
+		pr := p.recvs[h.id]
+		p.mu.Unlock()
+		if pr == nil || h.offset != pr.got || h.offset+h.length > pr.size {
+			p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.id, h.offset))
+			return
+		}
+		copy(pr.buf[h.offset:], payload)
+		pr.got += h.length
+		if pr.got == pr.size {
+			p.mu.Lock()
+			delete(p.recvs, h.id)
+			p.mu.Unlock()
+			pr.op.req.complete(pr.op.status(p.rank, pr.tag, int(pr.size)), nil)
+		}
+	default:
+		p.protocolError(fmt.Errorf("record type %d", h.typ))
+	}
+}
+
+// acceptRTS runs when a receive matches a large message: read it straight from the sender's
+// memory where the kernel allows, else ask the sender to stream it.
+func (p *shmPeer) acceptRTS(sendID, addr uint64, r *recvOp, tag int, size uint64) {
+	dst, terr := r.target(p.rank, tag, int(size))
+	if terr != nil {
+		p.queueCtrl(header{typ: frameCTS, flags: flagDiscard, id: sendID})
+		r.req.complete(r.status(p.rank, tag, int(size)), terr)
+		return
+	}
+	if p.cma {
+		if err := cmaRead(p.pid, addr, dst); err == nil {
+			p.queueCtrl(header{typ: frameFin, id: sendID})
+			r.req.complete(r.status(p.rank, tag, int(size)), nil)
+			return
+		}
+		p.cma = false // e.g. the policy changed: stream from now on
+	}
+	p.mu.Lock()
+	if p.failed != nil {
+		err := p.failed
+		p.mu.Unlock()
+		r.req.complete(Status{}, &PeerError{Rank: p.rank, Err: err})
+		return
+	}
+	p.nextID++
+	rid := p.nextID
+	p.recvs[rid] = &pendingRecv{op: r, buf: dst, size: size, src: p.rank, tag: tag}
+	p.mu.Unlock()
+	p.queueCtrl(header{typ: frameCTS, id: sendID, offset: rid})
+}
+
+func (p *shmPeer) protocolError(err error) {
+	logf("gorun: rank %d: protocol error from rank %d over shared memory: %v; closing the link", p.t.w.rank, p.rank, err)
+	p.fail(fmt.Errorf("protocol error: %w", err))
+}
+
+// fail ends the shared-memory link once, failing what was pending with the peer. The TCP
+// liveness link calls it when the peer dies.
+func (p *shmPeer) fail(cause error) {
+	p.drain()
+	p.mu.Lock()
+	if p.failed != nil {
+		p.mu.Unlock()
+		return
+	}
+	p.failed = cause
+	sends, recvs, pushes := p.sends, p.recvs, p.pushes
+	p.sends, p.recvs, p.pushes, p.ctrl = map[uint64]*pendingSend{}, map[uint64]*pendingRecv{}, nil, nil
+	p.mu.Unlock()
+	perr := &PeerError{Rank: p.rank, Err: cause}
+	for _, s := range sends {
+		s.req.complete(Status{}, perr)
+	}
+	for _, s := range pushes {
+		s.send.req.complete(Status{}, perr)
+	}
+	for _, r := range recvs {
+		r.op.req.complete(Status{}, perr)
+	}
+	p.t.w.eng.peerFailed(p.rank, cause)
+}
+
+// drain takes every whole record the peer left in our ring: messages it sent before it
+// finalized (or died) are still delivered, as over TCP.
+func (p *shmPeer) drain() {
+	t := p.t
+	t.pollMu.Lock()
+	defer t.pollMu.Unlock()
+	if t.closed.Load() {
+		return
+	}
+	p.mu.Lock()
+	failed := p.failed != nil
+	p.mu.Unlock()
+	for !failed {
+		h, payload, ok, err := p.in.peek()
+		if err != nil || !ok {
+			return
+		}
+		p.handle(h, payload)
+		p.in.advance(h)
+	}
+}
+
+// progressLoop drains the rings when no waiter does: it polls while there is traffic, then
+// sleeps on the segment's wake word until a producer bumps it (or a timeout, as a safety net).
+func (t *shmTransport) progressLoop() {
+	defer close(t.done)
+	idle := 0
+	for {
+		select {
+		case <-t.stop:
+			return
+		default:
+		}
+		if t.pollOnce() {
+			idle = 0
+			continue
+		}
+		idle++
+		if idle < shmSpinPolls/4 {
+			runtime.Gosched()
+			continue
+		}
+		seq := atomic.LoadUint32(t.seg.wake)
+		atomic.StoreUint32(t.seg.sleep, 1)
+		if t.quiet() {
+			futexWait(t.seg.wake, seq, 20*time.Millisecond)
+		}
+		atomic.StoreUint32(t.seg.sleep, 0)
+		idle = shmSpinPolls / 8
+	}
+}
+
+// quiet reports that no incoming ring has a record and nothing waits to be flushed.
+func (t *shmTransport) quiet() bool {
+	for _, p := range t.active {
+		if !p.in.empty() {
+			return false
+		}
+		p.mu.Lock()
+		pending := len(p.ctrl) + len(p.pushes)
+		p.mu.Unlock()
+		if pending > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// poll is the world's hook for waiters: drive progress while waiting for r, for a while, before
+// blocking.
+func (t *shmTransport) poll(r *Request) {
+	for i := 0; i < shmSpinPolls; i++ {
+		if r.finished.Load() || t.stopping.Load() {
+			return
+		}
+		if !t.pollOnce() && i%64 == 63 {
+			runtime.Gosched()
+		}
+	}
+}
+
+func (t *shmTransport) shutdown() {
+	if t.stopping.Swap(true) {
+		return
+	}
+	close(t.stop)
+	atomic.AddUint32(t.seg.wake, 1)
+	futexWake(t.seg.wake)
+	<-t.done
+	// Peers may still be reading what we wrote into their segments: only the mappings go.
+	t.pollMu.Lock()
+	t.closed.Store(true)
+	for _, p := range t.active {
+		p.seg.close()
+	}
+	t.seg.close()
+	t.pollMu.Unlock()
+}
+
+var errNoShm = errors.New("no shared-memory peers")
+
+// setupShm connects this rank to the peers on its host through shared memory, using the
+// already-built TCP links to agree on segments. It returns nil, errNoShm when no peer shares
+// the host.
+func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTransport, error) {
+	me := table[w.rank]
+	var local []int
+	for r, info := range table {
+		if r != w.rank && info.HostID == me.HostID {
+			local = append(local, r)
+		}
+	}
+	if len(local) == 0 {
+		return nil, errNoShm
+	}
+	allowCMA()
+	seg, err := createSegment(id.jobID, w.rank, local, shmRingCap, jobHash)
+	if err != nil {
+		return nil, err
+	}
+	t := &shmTransport{w: w, seg: seg, peers: make([]*shmPeer, w.size), stop: make(chan struct{}), done: make(chan struct{})}
+	probe := new(uint64)
+	*probe = 0x676f72756e636d61 ^ uint64(os.Getpid())
+	t.probe = probe
+	setup := newComm(w, shmSetupCtx, nil)
+	type shmInfo struct {
+		Path  string `msgpack:"path"`
+		PID   int    `msgpack:"pid"`
+		Probe uint64 `msgpack:"probe"`
+		Want  uint64 `msgpack:"want"`
+	}
+	fail := func(err error) (*shmTransport, error) {
+		os.Remove(seg.path)
+		for _, p := range t.active {
+			p.seg.close()
+		}
+		seg.close()
+		return nil, err
+	}
+	mine := shmInfo{Path: seg.path, PID: os.Getpid(), Probe: uint64(uintptr(unsafe.Pointer(probe))), Want: *probe}
+	var reqs []*Request
+	for _, r := range local {
+		reqs = append(reqs, Go(func() error { return setup.SendValue(mine, r, 1) }))
+	}
+	for _, r := range local {
+		var info shmInfo
+		if _, err := setup.RecvValue(&info, r, 1); err != nil {
+			return fail(fmt.Errorf("comm: rank %d: shared-memory setup with rank %d: %w", w.rank, r, err))
+		}
+		pseg, err := openSegment(info.Path, info.PID, jobHash)
+		if err != nil {
+			return fail(fmt.Errorf("comm: rank %d: rank %d's segment: %w", w.rank, r, err))
+		}
+		out, err := pseg.ringFrom(w.rank)
+		if err != nil {
+			pseg.close()
+			return fail(err)
+		}
+		in, err := seg.ringFrom(r)
+		if err != nil {
+			pseg.close()
+			return fail(err)
+		}
+		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in,
+			sends: map[uint64]*pendingSend{}, recvs: map[uint64]*pendingRecv{}}
+		var word [8]byte
+		p.cma = cmaRead(info.PID, info.Probe, word[:]) == nil && *(*uint64)(unsafe.Pointer(&word[0])) == info.Want
+		t.peers[r] = p
+		t.active = append(t.active, p)
+	}
+	if err := WaitAll(reqs...); err != nil {
+		return fail(err)
+	}
+	// Everyone has mapped everything it needs: the file names can go.
+	if _, err := setup.allgatherPair(0, 0, collTag(1)); err != nil {
+		return fail(fmt.Errorf("comm: rank %d: shared-memory setup: %w", w.rank, err))
+	}
+	os.Remove(seg.path)
+	runtime.KeepAlive(probe)
+	go t.progressLoop()
+	return t, nil
+}
+
+// shmSetupCtx is the message space of the shared-memory setup, apart from every user's.
+const shmSetupCtx = worldCtx ^ 0x5348 // "SH"

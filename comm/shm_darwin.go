@@ -1,0 +1,25 @@
+package comm
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// macOS has no cross-memory attach: large messages stream through the ring.
+func cmaRead(pid int, addr uint64, dst []byte) error {
+	return errors.New("no cross-memory attach on macOS")
+}
+
+func allowCMA() {}
+
+// futexWait has no cross-process futex to use here: it naps in short steps until the word
+// changes or the timeout passes.
+func futexWait(addr *uint32, val uint32, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for atomic.LoadUint32(addr) == val && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+func futexWake(addr *uint32) {}

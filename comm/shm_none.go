@@ -1,0 +1,23 @@
+//go:build !linux && !darwin
+
+package comm
+
+import "errors"
+
+type shmTransport struct{}
+
+var errNoShm = errors.New("shared memory transport not supported on this system")
+
+func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTransport, error) {
+	return nil, errNoShm
+}
+func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {}
+func (t *shmTransport) poll(r *Request)                                                 {}
+func (t *shmTransport) shutdown()                                                       {}
+func (p *shmTransport) peerFailed(rank int, cause error)                                {}
+
+// SegmentPrefix is the file-name prefix of a job's shared-memory segments.
+func SegmentPrefix(jobID string) string { return "gorun-" + jobID + "-" }
+
+// SegmentDir is where segments would be created.
+func SegmentDir() string { return "" }

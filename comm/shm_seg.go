@@ -1,0 +1,303 @@
+//go:build linux || darwin
+
+package comm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A shared-memory segment belongs to one rank (its owner, the consumer): it holds one
+// single-producer single-consumer ring per peer rank on the same host that sends to it, and the
+// owner's wake-up word. The owner creates it; peers map it, write into their own ring, and the
+// owner unlinks the file as soon as every peer has mapped it, so a crash leaves nothing behind.
+//
+// Layout (little-endian):
+//
+//	0    magic "GRSHM001"
+//	8    version u32, ring count u32
+//	16   ring capacity u64 (bytes of record space per ring, a power of two)
+//	24   owner pid u64
+//	32   job hash u64
+//	64   wake sequence u32 (futex word: bumped by producers after each record)
+//	128  owner-sleeping flag u32
+//	192  producer world rank of ring i, u32 each
+//	...  rings, each ringHeader bytes (consumer head at +0, producer tail at +64) then capacity bytes
+const (
+	segMagic      = "GRSHM001"
+	segVersion    = 1
+	segTableOff   = 192
+	segMaxRings   = 4096
+	ringHeader    = 128
+	recordAlign   = 64
+	minRingCap    = 64 << 10
+	maxRingCap    = 1 << 30
+	segWakeOff    = 64
+	segSleepOff   = 128
+	segRingsAlign = 4096
+)
+
+type segment struct {
+	path   string
+	mem    []byte
+	nrings int
+	cap    uint64
+	pid    int
+	wake   *uint32
+	sleep  *uint32
+	rings  []*ring
+}
+
+// ring is one SPSC queue of variable-size records inside a segment.
+type ring struct {
+	head *uint64 // consumer position (bytes consumed, ever)
+	tail *uint64 // producer position (bytes produced, ever)
+	data []byte
+	cap  uint64
+	mu   sync.Mutex // serializes this process's producers (several goroutines may send)
+}
+
+func segSize(nrings int, capacity uint64) int {
+	ringsOff := alignUp(segTableOff+4*nrings, segRingsAlign)
+	return ringsOff + nrings*(ringHeader+int(capacity))
+}
+
+func alignUp(n, a int) int { return (n + a - 1) / a * a }
+
+// segDir is where segments live: tmpfs on Linux; the temporary directory elsewhere.
+func segDir() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
+// SegmentPrefix is the file-name prefix of a job's shared-memory segments; the launcher removes
+// leftovers with it.
+func SegmentPrefix(jobID string) string { return "gorun-" + jobID + "-" }
+
+// SegmentDir is the directory shared-memory segments are created in.
+func SegmentDir() string { return segDir() }
+
+func createSegment(jobID string, rank int, producers []int, capacity uint64, jobHash uint64) (*segment, error) {
+	path := filepath.Join(segDir(), fmt.Sprintf("%s%d", SegmentPrefix(jobID), rank))
+	size := segSize(len(producers), capacity)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("shared-memory segment %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Truncate(int64(size)); err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("sizing shared-memory segment %s to %d bytes: %w", path, size, err)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("mapping shared-memory segment %s: %w", path, err)
+	}
+	copy(mem, segMagic)
+	binary.LittleEndian.PutUint32(mem[8:], segVersion)
+	binary.LittleEndian.PutUint32(mem[12:], uint32(len(producers)))
+	binary.LittleEndian.PutUint64(mem[16:], capacity)
+	binary.LittleEndian.PutUint64(mem[24:], uint64(os.Getpid()))
+	binary.LittleEndian.PutUint64(mem[32:], jobHash)
+	for i, p := range producers {
+		binary.LittleEndian.PutUint32(mem[segTableOff+4*i:], uint32(p))
+	}
+	s, err := parseSegment(path, mem, os.Getpid(), jobHash)
+	if err != nil {
+		unix.Munmap(mem)
+		os.Remove(path)
+		return nil, err
+	}
+	return s, nil
+}
+
+// openSegment maps a peer's segment and validates its header before touching anything else.
+func openSegment(path string, ownerPID int, jobHash uint64) (*segment, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening peer segment: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() < segTableOff || st.Size() > int64(segSize(segMaxRings, maxRingCap)) {
+		return nil, fmt.Errorf("peer segment %s has an impossible size %d", path, st.Size())
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mapping peer segment %s: %w", path, err)
+	}
+	s, err := parseSegment(path, mem, ownerPID, jobHash)
+	if err != nil {
+		unix.Munmap(mem)
+		return nil, err
+	}
+	return s, nil
+}
+
+// parseSegment checks a mapped segment's header against its length (a corrupt or truncated
+// header is an error, never a wild read) and builds its rings.
+func parseSegment(path string, mem []byte, ownerPID int, jobHash uint64) (*segment, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("shared-memory segment %s: %s", path, fmt.Sprintf(format, args...))
+	}
+	if len(mem) < segTableOff || string(mem[:8]) != segMagic {
+		return nil, bad("bad magic or truncated header")
+	}
+	if v := binary.LittleEndian.Uint32(mem[8:]); v != segVersion {
+		return nil, bad("version %d, want %d", v, segVersion)
+	}
+	n := int(binary.LittleEndian.Uint32(mem[12:]))
+	capacity := binary.LittleEndian.Uint64(mem[16:])
+	if n < 1 || n > segMaxRings {
+		return nil, bad("ring count %d out of range", n)
+	}
+	if capacity < minRingCap || capacity > maxRingCap || capacity&(capacity-1) != 0 {
+		return nil, bad("ring capacity %d is not a power of two in [%d, %d]", capacity, minRingCap, maxRingCap)
+	}
+	if need := segSize(n, capacity); need > len(mem) {
+		return nil, bad("header describes %d bytes but the segment has %d", need, len(mem))
+	}
+	if pid := binary.LittleEndian.Uint64(mem[24:]); pid != uint64(ownerPID) {
+		return nil, bad("owner pid %d, expected %d", pid, ownerPID)
+	}
+	if jh := binary.LittleEndian.Uint64(mem[32:]); jh != jobHash {
+		return nil, bad("belongs to another job")
+	}
+	s := &segment{path: path, mem: mem, nrings: n, cap: capacity, pid: ownerPID,
+		wake:  (*uint32)(unsafe.Pointer(&mem[segWakeOff])),
+		sleep: (*uint32)(unsafe.Pointer(&mem[segSleepOff])),
+	}
+	off := alignUp(segTableOff+4*n, segRingsAlign)
+	for i := 0; i < n; i++ {
+		base := off + i*(ringHeader+int(capacity))
+		s.rings = append(s.rings, &ring{
+			head: (*uint64)(unsafe.Pointer(&mem[base])),
+			tail: (*uint64)(unsafe.Pointer(&mem[base+64])),
+			data: mem[base+ringHeader : base+ringHeader+int(capacity) : base+ringHeader+int(capacity)],
+			cap:  capacity,
+		})
+	}
+	return s, nil
+}
+
+// ringFrom returns the ring in s that world rank producer writes into.
+func (s *segment) ringFrom(producer int) (*ring, error) {
+	for i := 0; i < s.nrings; i++ {
+		if int(binary.LittleEndian.Uint32(s.mem[segTableOff+4*i:])) == producer {
+			return s.rings[i], nil
+		}
+	}
+	return nil, fmt.Errorf("shared-memory segment %s has no ring for rank %d", s.path, producer)
+}
+
+func (s *segment) close() {
+	if s.mem != nil {
+		unix.Munmap(s.mem)
+		s.mem = nil
+	}
+}
+
+// maxRecord is the largest record (header and payload) a ring of this capacity takes: a quarter
+// of it, so that a full-size record always fits once the consumer has caught up.
+func (r *ring) maxRecord() int { return int(r.cap / 4) }
+
+// tryWrite appends one record (header and payload), or reports false when the ring lacks
+// room. The caller holds r.mu.
+func (r *ring) tryWrite(h *header, payload []byte) bool {
+	need := uint64(alignUp(headerSize+len(payload), recordAlign))
+	tail := atomic.LoadUint64(r.tail)
+	head := atomic.LoadUint64(r.head)
+	free := r.cap - (tail - head)
+	idx := tail % r.cap
+	if idx+need > r.cap {
+		// The record would straddle the end: fill the rest with a pad record and wrap.
+		pad := r.cap - idx
+		if free < pad+need {
+			return false
+		}
+		(&header{typ: framePad, length: pad - headerSize}).put(r.data[idx : idx+headerSize])
+		tail += pad
+		idx = 0
+	} else if free < need {
+		return false
+	}
+	h.put(r.data[idx : idx+headerSize])
+	copy(r.data[idx+headerSize:], payload)
+	atomic.StoreUint64(r.tail, tail+need)
+	return true
+}
+
+// peek returns the next record, or ok=false when the ring is empty. The record's bytes stay
+// valid until advance. A record that does not fit the ring's bounds is an error.
+func (r *ring) peek() (h header, payload []byte, ok bool, err error) {
+	for {
+		head := atomic.LoadUint64(r.head)
+		tail := atomic.LoadUint64(r.tail)
+		if head == tail {
+			return h, nil, false, nil
+		}
+		idx := head % r.cap
+		if tail-head > r.cap || idx+headerSize > r.cap || tail-head < headerSize {
+			return h, nil, false, fmt.Errorf("ring positions corrupt (head %d, tail %d)", head, tail)
+		}
+		h, err = parseShmHeader(r.data[idx:idx+headerSize], r)
+		if err != nil {
+			return h, nil, false, err
+		}
+		n := recordPayload(h)
+		need := uint64(alignUp(headerSize+int(n), recordAlign))
+		if idx+need > r.cap || head+need > tail {
+			return h, nil, false, fmt.Errorf("record of %d bytes overruns the ring", n)
+		}
+		if h.typ == framePad {
+			atomic.StoreUint64(r.head, head+need)
+			continue
+		}
+		return h, r.data[idx+headerSize : idx+headerSize+n], true, nil
+	}
+}
+
+// advance consumes the record peek returned.
+func (r *ring) advance(h header) {
+	need := uint64(alignUp(headerSize+int(recordPayload(h)), recordAlign))
+	atomic.StoreUint64(r.head, atomic.LoadUint64(r.head)+need)
+}
+
+// recordPayload is how many bytes follow a record's header in the ring: an RTS's length is
+// the message's, whose bytes stay with the sender.
+func recordPayload(h header) uint64 {
+	switch h.typ {
+	case frameEager, frameData, framePad:
+		return h.length
+	}
+	return 0
+}
+
+func (r *ring) empty() bool { return atomic.LoadUint64(r.head) == atomic.LoadUint64(r.tail) }
+
+// parseShmHeader validates a ring record's header: the types the shared-memory protocol uses,
+// and lengths within what the ring can hold.
+func parseShmHeader(b []byte, r *ring) (header, error) {
+	switch b[0] {
+	case framePad, frameFin:
+		h := header{typ: b[0], flags: b[1], length: binary.LittleEndian.Uint64(b[16:]), id: binary.LittleEndian.Uint64(b[24:])}
+		if h.flags != 0 || (h.typ == frameFin && h.length != 0) || h.length+headerSize > r.cap {
+			return h, fmt.Errorf("malformed record type %d (length %d)", h.typ, h.length)
+		}
+		return h, nil
+	}
+	return parseHeaderLimits(b, shmEagerLimit, uint64(r.maxRecord()-headerSize))
+}
