@@ -40,6 +40,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	tg := fs.IntP("n-gen", "n", 128, "decode test: tokens generated one at a time (0: skip)")
 	reps := fs.IntP("repetitions", "r", 3, "timed repetitions of each test (after one warm-up)")
 	threads := fs.IntP("threads", "t", 1, "threads per rank")
+	kvType := fs.String("kv-type", "f16", "KV cache type: f16 (as llama.cpp) or f32")
 	output := fs.StringP("output", "o", "md", "md (llama-bench style table) or jsonl")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file (per rank: .RANK appended when ranks > 1)")
 	fs.Usage = func() {
@@ -55,7 +56,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	if *reps < 1 || *pp < 0 || *tg < 0 {
 		return fmt.Errorf("-r must be >= 1, -p and -n >= 0")
 	}
-	l, err := load(*path, *threads, *pp+*tg+1, false, stderr)
+	l, err := load(*path, *threads, *pp+*tg+1, *kvType, false, stderr)
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func (l *loaded) close() {
 // load joins the job (a singleton without a launcher), maps the model and binds this rank's
 // shard. A model that cannot be split over the job's ranks fails on every rank with the same
 // message before any weight is read.
-func load(path string, threads, ctx int, progress bool, stderr io.Writer) (*loaded, error) {
+func load(path string, threads, ctx int, kvType string, progress bool, stderr io.Writer) (*loaded, error) {
 	if path == "" {
 		return nil, fmt.Errorf("no model: give -m FILE.gguf")
 	}
@@ -65,7 +65,7 @@ func load(path string, threads, ctx int, progress bool, stderr io.Writer) (*load
 		l.close()
 		return nil, fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}
-	if l.m, err = model.Load(l.file, model.Options{Group: tp.New(w), Threads: threads, Context: ctx}); err != nil {
+	if l.m, err = model.Load(l.file, model.Options{Group: tp.New(w), Threads: threads, Context: ctx, KVType: kvType}); err != nil {
 		l.close()
 		return nil, fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}

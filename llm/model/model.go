@@ -221,7 +221,52 @@ func (m *Model) cols(name string, cols, rows, c0, c1 int) (*quant.Matrix, error)
 	return quant.NewMatrix(t.Type, rows, c1-c0, buf)
 }
 
+// validate checks every tensor the model needs (presence, shape, a type with kernels) before
+// anything is read or allocated, so a bad file fails fast and identically on every rank.
+func (m *Model) validate() error {
+	c := &m.Cfg
+	hd := c.HeadDim
+	need := [][]any{{"token_embd.weight", c.Dim, c.Vocab}, {"output_norm.weight", c.Dim}}
+	if !c.TiedEmbed {
+		need = append(need, []any{"output.weight", c.Dim, c.Vocab})
+	}
+	if c.HasRopeFreq {
+		need = append(need, []any{"rope_freqs.weight", c.RopeDim / 2})
+	}
+	for i := 0; i < c.Layers; i++ {
+		p := fmt.Sprintf("blk.%d.", i)
+		need = append(need, []any{p + "attn_norm.weight", c.Dim}, []any{p + "ffn_norm.weight", c.Dim},
+			[]any{p + "attn_q.weight", c.Dim, c.Heads * hd}, []any{p + "attn_k.weight", c.Dim, c.KVHeads * hd},
+			[]any{p + "attn_v.weight", c.Dim, c.KVHeads * hd}, []any{p + "attn_output.weight", c.Heads * hd, c.Dim},
+			[]any{p + "ffn_gate.weight", c.Dim, c.FFN}, []any{p + "ffn_up.weight", c.Dim, c.FFN},
+			[]any{p + "ffn_down.weight", c.FFN, c.Dim})
+		if c.QKVBias {
+			need = append(need, []any{p + "attn_q.bias", c.Heads * hd}, []any{p + "attn_k.bias", c.KVHeads * hd}, []any{p + "attn_v.bias", c.KVHeads * hd})
+		}
+		if c.QKNorm {
+			need = append(need, []any{p + "attn_q_norm.weight", hd}, []any{p + "attn_k_norm.weight", hd})
+		}
+	}
+	for _, n := range need {
+		dims := make([]int, len(n)-1)
+		for i := range dims {
+			dims[i] = n[i+1].(int)
+		}
+		t, err := m.tensor(n[0].(string), dims...)
+		if err != nil {
+			return err
+		}
+		if len(dims) == 1 && (!quant.Supported(t.Type) || t.Type.BlockSize() != 1) {
+			return fmt.Errorf("%s: tensor %s has type %s, want F32, F16 or BF16", m.file.Path, t.Name, t.Type)
+		}
+	}
+	return nil
+}
+
 func (m *Model) bind() error {
+	if err := m.validate(); err != nil {
+		return err
+	}
 	c, s := &m.Cfg, &m.Shard
 	hd := c.HeadDim
 	var err error
@@ -308,6 +353,10 @@ func (m *Model) bind() error {
 		if L.down, err = m.cols(p+"ffn_down.weight", c.FFN, c.Dim, s.F0, s.F1); err != nil {
 			return err
 		}
+	}
+	// The caches come last, so that a bad tensor anywhere fails before they are allocated.
+	for i := range m.layers {
+		L := &m.layers[i]
 		if m.kvF16 {
 			L.kHalf = make([]uint16, m.ctx*nkv*hd)
 			L.vHalf = make([]uint16, m.ctx*nkv*hd)

@@ -1,10 +1,12 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -141,5 +143,95 @@ func TestReferenceText(t *testing.T) {
 	}
 	if got := tok.Decode(r.GeneratedIDs); got != r.GeneratedText {
 		t.Errorf("Decode = %q, want %q", got, r.GeneratedText)
+	}
+}
+
+// Bad files fail with a message that names the problem, before anything is allocated.
+func TestBadModels(t *testing.T) {
+	dir := t.TempDir()
+	shape := Shape{Arch: "llama", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 128, Vocab: 300, Context: 32}
+	var gb bytes.Buffer
+	if err := WriteSynthetic(&gb, shape, gguf.Q8_0, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	goodPath := filepath.Join(dir, "good.gguf")
+	if err := os.WriteFile(goodPath, gb.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(goodPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(f, Options{}); err != nil {
+		t.Fatalf("good model: %v", err)
+	}
+	f.Close()
+	// Rewrite the good file with one change each.
+	gf, err := gguf.Parse(gb.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebuild := func(name string, keep func(kv gguf.KV) (gguf.KV, bool), tensor func(ti *gguf.TensorInfo) (gguf.Type, []byte)) string {
+		w := gguf.NewWriter()
+		for _, kv := range gf.KV {
+			if k, ok := keep(kv); ok {
+				w.Set(k.Key, k.Value)
+			}
+		}
+		for i := range gf.Tensors {
+			ti := &gf.Tensors[i]
+			typ, data := tensor(ti)
+			if data == nil {
+				continue
+			}
+			if err := w.AddTensor(ti.Name, typ, ti.Dims, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var buf bytes.Buffer
+		w.WriteTo(&buf)
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, buf.Bytes(), 0o644)
+		return p
+	}
+	same := func(kv gguf.KV) (gguf.KV, bool) { return kv, true }
+	data := func(ti *gguf.TensorInfo) (gguf.Type, []byte) { return ti.Type, gf.TensorData(ti) }
+	for _, c := range []struct{ name, want, path string }{
+		{"arch", `unsupported architecture "gpt2"`, rebuild("arch.gguf", func(kv gguf.KV) (gguf.KV, bool) {
+			if kv.Key == "general.architecture" {
+				kv.Value = "gpt2"
+			}
+			return kv, true
+		}, data)},
+		{"missing", "tensor blk.1.ffn_down.weight missing", rebuild("missing.gguf", same, func(ti *gguf.TensorInfo) (gguf.Type, []byte) {
+			if ti.Name == "blk.1.ffn_down.weight" {
+				return 0, nil
+			}
+			return ti.Type, gf.TensorData(ti)
+		})},
+		{"type", "blk.1.ffn_up.weight has type Q4_1", rebuild("type.gguf", same, func(ti *gguf.TensorInfo) (gguf.Type, []byte) {
+			if ti.Name == "blk.1.ffn_up.weight" {
+				return gguf.Q4_1, make([]byte, 20*2*128)
+			}
+			return ti.Type, gf.TensorData(ti)
+		})},
+		{"heads", "not a multiple of", rebuild("heads.gguf", func(kv gguf.KV) (gguf.KV, bool) {
+			if kv.Key == "llama.attention.head_count_kv" {
+				kv.Value = uint32(3)
+			}
+			return kv, true
+		}, data)},
+	} {
+		f, err := gguf.Open(c.path)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		_, err = Load(f, Options{})
+		f.Close()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		} else {
+			t.Logf("%s: %v", c.name, err)
+		}
 	}
 }
