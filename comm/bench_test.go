@@ -2,27 +2,34 @@ package comm
 
 import (
 	"fmt"
+	"github.com/gorun-hpc/gorun/comm/jobenv"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
 )
 
-// BenchmarkTCPPingPong measures ping-pong between this process (rank 0) and a child process
-// (rank 1) over loopback TCP, as OSU's osu_latency and osu_bw-style ping-pong do: one-way
+// BenchmarkPingPong measures ping-pong between this process (rank 0) and a child process
+// (rank 1) over loopback TCP and over shared memory, as OSU's osu_latency does: one-way
 // latency is half the round trip; bandwidth is bytes moved one way per one-way time.
 //
-//	go test -run '^$' -bench TCPPingPong ./comm/
-func BenchmarkTCPPingPong(b *testing.B) {
+//	go test -run '^$' -bench PingPong ./comm/
+func BenchmarkPingPong(b *testing.B) {
+	for _, transport := range []string{"tcp", "shm"} {
+		b.Run(transport, func(b *testing.B) { benchPingPong(b, transport) })
+	}
+}
+
+func benchPingPong(b *testing.B, transport string) {
 	coord := freePort(b)
 	child := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
-	child.Env = append(jobEnv(b, 1, 2, coord), roleVar+"=pingpong")
+	child.Env = append(jobEnv(b, 1, 2, coord), roleVar+"=pingpong", jobenv.Transport+"="+transport)
 	child.Stderr = os.Stderr
 	if err := child.Start(); err != nil {
 		b.Fatal(err)
 	}
 	defer child.Wait()
-	id := identity{rank: 0, size: 2, coord: coord, secret: []byte("0123456789abcdef"), jobID: "testjob", peerTimeout: 30 * time.Second}
+	id := identity{rank: 0, size: 2, coord: coord, secret: []byte("0123456789abcdef"), jobID: "testjob", peerTimeout: 30 * time.Second, transport: transport}
 	c, err := initTCP(id)
 	if err != nil {
 		child.Process.Kill()

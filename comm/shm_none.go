@@ -4,7 +4,11 @@ package comm
 
 import "errors"
 
-type shmTransport struct{}
+type shmTransport struct{ peers []*shmPeer }
+
+type shmPeer struct{}
+
+func (p *shmPeer) fail(cause error) {}
 
 var errNoShm = errors.New("shared memory transport not supported on this system")
 
@@ -14,7 +18,6 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {}
 func (t *shmTransport) poll(r *Request)                                                 {}
 func (t *shmTransport) shutdown()                                                       {}
-func (p *shmTransport) peerFailed(rank int, cause error)                                {}
 
 // SegmentPrefix is the file-name prefix of a job's shared-memory segments.
 func SegmentPrefix(jobID string) string { return "gorun-" + jobID + "-" }
