@@ -70,6 +70,25 @@ func runRole(role string) int {
 		return 0
 	case "stress":
 		return stress(c)
+	case "idle-wait":
+		// Rank 1 waits two seconds in Recv for rank 0's message and reports the CPU time its
+		// process used meanwhile: waiting must not burn a core.
+		if c.Rank() == 0 {
+			time.Sleep(2 * time.Second)
+			err := Send(c, []byte{1}, 1, 0)
+			c.Finalize()
+			return boolExit(err == nil)
+		}
+		var before, after syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+		start := time.Now()
+		_, err := Recv(c, make([]byte, 1), 0, 0)
+		wall := time.Since(start)
+		syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+		cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
+		fmt.Printf("waited %v, cpu %v (%.1f%% of a core)\n", wall.Round(time.Millisecond), cpu.Round(time.Millisecond), 100*cpu.Seconds()/wall.Seconds())
+		c.Finalize()
+		return boolExit(err == nil && cpu < wall/4)
 	case "pingpong":
 		// Rank 1 of the ping-pong benchmark: echo every message back until a zero-tag stop.
 		buf := make([]byte, 64<<20)
@@ -167,6 +186,13 @@ func stress(c *Comm) int {
 		fmt.Println("stress ok")
 	}
 	return 0
+}
+
+func boolExit(ok bool) int {
+	if ok {
+		return 0
+	}
+	return 1
 }
 
 // jobEnv is the environment gorun gives rank r of a job of n.
@@ -332,4 +358,18 @@ func TestShmNoLeftovers(t *testing.T) {
 	require.NoError(t, procs[1].cmd.Process.Signal(syscall.SIGKILL))
 	waitJob(t, procs, 30*time.Second)
 	requireNoSegments(t)
+}
+
+// TestWaitingRankIdles: a rank blocked in Recv for two seconds uses a small fraction of a core
+// (it spins briefly, then sleeps on the futex / socket), over both transports.
+func TestWaitingRankIdles(t *testing.T) {
+	for _, transport := range []string{"tcp", "shm"} {
+		t.Run(transport, func(t *testing.T) {
+			procs := startJob(t, 2, "idle-wait", jobenv.Transport+"="+transport)
+			codes := waitJob(t, procs, 60*time.Second)
+			t.Logf("%s: %s", transport, strings.TrimSpace(procs[1].out.String()))
+			require.Equal(t, 0, codes[0], procs[0].out.String())
+			require.Equal(t, 0, codes[1], procs[1].out.String())
+		})
+	}
 }

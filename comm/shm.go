@@ -402,7 +402,7 @@ func (t *shmTransport) progressLoop() {
 		seq := atomic.LoadUint32(t.seg.wake)
 		atomic.StoreUint32(t.seg.sleep, 1)
 		if t.quiet() {
-			futexWait(t.seg.wake, seq, 20*time.Millisecond)
+			futexWait(t.seg.wake, seq, 100*time.Millisecond)
 		}
 		atomic.StoreUint32(t.seg.sleep, 0)
 		idle = shmSpinPolls / 8
