@@ -60,20 +60,28 @@ func TestExamplesOverComm(t *testing.T) {
 	})
 
 	t.Run("stray rank", func(t *testing.T) {
-		// A rank leaves while its peers wait in comm.Recv on it: gorun tears the job down at
-		// once and names the rank, long before comm's peer timeout (1 min here) would.
-		for _, tc := range []struct {
-			how  string
-			code int
-			msg  string
-		}{{"5", 5, "exited with code 5"}, {"kill", 137, "was killed by signal 9 (killed)"}} {
-			res := runGorun(t, nil, "-n", "3", "--peer-timeout", "1m", "./testdata/commstray", "2", tc.how)
-			assert.Equal(t, tc.code, res.code, res.stderr)
-			// The peers see the connection close and may exit on their own before gorun's
-			// SIGTERM: the blame stays with rank 2 either way.
-			assert.Regexp(t, `^gorun: rank 2 \(pid \d+\) `+regexp.QuoteMeta(tc.msg)+`(; terminating [12] other ranks?)?\n$`, res.stderr)
-			assert.Less(t, res.elapsed, 30*time.Second)
+		// A rank leaves while its peers wait in comm.Recv on it: the job ends at once, long
+		// before comm's peer timeout (1 min here).
+		//
+		// Killed by a signal, the rank is named whatever the timing.
+		res := runGorun(t, nil, "-n", "3", "--peer-timeout", "1m", "./testdata/commstray", "2", "kill")
+		assert.Equal(t, 137, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+		assert.Regexp(t, `^gorun: rank 2 \(pid \d+\) was killed by signal 9 \(killed\)(; terminating [12] other ranks?)?\n$`, res.stderr)
+		assert.Less(t, res.elapsed, 30*time.Second)
+
+		// Exiting with a code, it is named when it exited first; but its peers see its socket
+		// close before its exit completes and, on a loaded machine, may finish exiting (code 1)
+		// before it does: nothing the kernel reports orders those, so either is accepted here,
+		// and the peers' own output says which rank they lost.
+		res = runGorun(t, nil, "-n", "3", "--peer-timeout", "1m", "./testdata/commstray", "2", "5")
+		assert.Contains(t, []int{5, 1}, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+		if res.code == 5 {
+			assert.Regexp(t, `^gorun: rank 2 \(pid \d+\) exited with code 5(; terminating [12] other ranks?)?\n$`, res.stderr)
+		} else {
+			assert.Regexp(t, `^gorun: rank [01] \(pid \d+\) exited with code 1(; terminating [12] other ranks?)?\n$`, res.stderr)
+			assert.Regexp(t, `rank [01]: recv returned rank 2: `, res.stdout)
 		}
+		assert.Less(t, res.elapsed, 30*time.Second)
 	})
 }
 

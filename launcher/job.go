@@ -28,11 +28,6 @@ const (
 // DefaultKillGrace is how long ranks get between SIGTERM and SIGKILL when a job is torn down.
 const DefaultKillGrace = 2 * time.Second
 
-// settle is how long gorun collects failures after the first one before it names the culprit:
-// when one rank dies its peers often fail at once on the lost connection, and the rank that
-// exited first, not the one whose report arrived first, is the cause.
-const settle = 100 * time.Millisecond
-
 // drainTimeout bounds how long gorun waits, after a rank exits, for the end of its output: a
 // process that left the rank's process group may hold the pipe open forever.
 const drainTimeout = time.Second
@@ -149,6 +144,11 @@ type rankProc struct {
 	pipes   []*os.File     // read ends, closed when draining gives up
 	fwds    []*lineForwarder
 	stdin   io.WriteCloser
+	watched bool // its exit is noticed by the exitOrder watcher, not by its waiter
+
+	// Owned by the supervisor loop:
+	seq  int  // position in the order of exits (-1: not noticed yet)
+	done bool // reaped, output drained
 }
 
 // signalGroup sends sig to the rank's process group unless the rank was already reaped.
@@ -169,12 +169,21 @@ func (r *rankProc) signalLeader(sig syscall.Signal) {
 	}
 }
 
+// exitEvent reports a rank reaped and its output drained.
 type exitEvent struct {
 	r     *rankProc
-	at    time.Time // when gorun saw the rank exit, before draining its output
 	state *os.ProcessState
 	err   error
 }
+
+// Blame timing. When one rank dies its peers often fail at once on the lost connection; the
+// rank that exited first, not the one whose report arrived first, is the cause. Exits are
+// numbered in the order the kernel saw them (exitOrder); once a failure is reported gorun waits
+// until every rank that exited before it is accounted for, at most maxSettle.
+const (
+	settle    = 20 * time.Millisecond
+	maxSettle = 2 * time.Second
+)
 
 // Run starts the job's ranks, forwards their output, stdin and signals, and waits for all of
 // them. It returns the exit code gorun should exit with: 0 when every rank exited 0; the code of
@@ -194,153 +203,242 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 	if base == nil {
 		base = os.Environ()
 	}
-	grace := j.KillGrace
-	if grace == 0 {
-		grace = DefaultKillGrace
-	}
-	grace = max(grace, 0)
 	outMu := new(sync.Mutex)
 	stdout, stderr := newSink(outMu, j.Stdout), newSink(outMu, j.Stderr)
-	logf := func(format string, args ...any) {
-		stderr.emit(nil, []byte("gorun: "+fmt.Sprintf(format, args...)+"\n"))
+	s := &supervisor{
+		job:     j,
+		stderr:  stderr,
+		exits:   make(chan exitEvent, j.NP),
+		notices: make(chan int, j.NP),
 	}
+	s.grace = j.KillGrace
+	if s.grace == 0 {
+		s.grace = DefaultKillGrace
+	}
+	s.grace = max(s.grace, 0)
+	order := newExitOrder(s.notices)
+	defer order.stop()
 
-	exits := make(chan exitEvent, j.NP)
-	var procs []*rankProc
 	for _, p := range placeLocal(j.NP) {
-		r, err := j.start(p, j.RankEnv(base, id, p, j.NP), stdout, stderr, exits)
+		r, err := j.start(p, j.RankEnv(base, id, p, j.NP), stdout, stderr, order, s.exits, s.notices)
 		if err != nil {
 			// Take down what already runs; they cannot form the job without this rank.
-			for _, q := range procs {
+			for _, q := range s.procs {
 				q.signalGroup(syscall.SIGKILL)
 			}
-			for range procs {
-				<-exits
+			for range s.procs {
+				<-s.exits
 			}
 			return ExitFailure, fmt.Errorf("start rank %d (%s): %w", p.Rank, j.Program, err)
 		}
-		procs = append(procs, r)
+		s.procs = append(s.procs, r)
 	}
+	return s.loop(ctx), nil
+}
 
-	var (
-		code        = 0
-		running     = len(procs)
-		terminating = false
-		interrupts  = 0
-		graceC      <-chan time.Time
-		timeoutC    <-chan time.Time
-	)
+// supervisor follows a started job to its end.
+type supervisor struct {
+	job     *Job
+	stderr  *sink
+	procs   []*rankProc
+	exits   chan exitEvent
+	notices chan int // ranks in the order they exited
+	grace   time.Duration
+
+	code        int
+	running     int
+	nextSeq     int
+	terminating bool
+	interrupts  int
+	graceC      <-chan time.Time
+
+	failures     []exitEvent // reported failures not yet judged
+	firstFailure time.Time
+	settleC      <-chan time.Time
+}
+
+func (s *supervisor) logf(format string, args ...any) {
+	s.stderr.emit(nil, []byte("gorun: "+fmt.Sprintf(format, args...)+"\n"))
+}
+
+func (s *supervisor) ranks(n int) string { return fmt.Sprintf("%d %s", n, plural(n, "rank", "ranks")) }
+
+func (s *supervisor) loop(ctx context.Context) int {
+	j := s.job
+	s.running = len(s.procs)
+	for _, r := range s.procs {
+		r.seq = -1
+	}
+	var timeoutC <-chan time.Time
 	if j.Timeout > 0 {
 		t := time.NewTimer(j.Timeout)
 		defer t.Stop()
 		timeoutC = t.C
 	}
-	terminate := func() {
-		terminating = true
-		for _, r := range procs {
-			r.signalGroup(syscall.SIGTERM)
-		}
-		graceC = time.After(grace)
-	}
-	killAll := func() {
-		for _, r := range procs {
-			r.signalGroup(syscall.SIGKILL)
-		}
-	}
-	// blame names the failed rank that exited first, takes its exit code and tears down the rest.
-	var failures []exitEvent
-	var settleC <-chan time.Time
-	blame := func() {
-		settleC = nil
-		if len(failures) == 0 || terminating {
-			return
-		}
-		first := failures[0]
-		for _, ev := range failures[1:] {
-			if ev.at.Before(first.at) {
-				first = ev
-			}
-		}
-		failures = nil
-		rc, _, how := describeExit(first.state, first.err)
-		code = rc
-		if running == 0 {
-			logf("rank %d (pid %d) %s", first.r.rank, first.r.pid, how)
-			terminating = true
-			return
-		}
-		logf("rank %d (pid %d) %s; terminating %d other %s", first.r.rank, first.r.pid, how, running, plural(running, "rank", "ranks"))
-		terminate()
-	}
 	ctxDone := ctx.Done()
-	for running > 0 {
+	for s.running > 0 {
 		select {
-		case ev := <-exits:
-			running--
+		case rank := <-s.notices:
+			if r := s.procs[rank]; r.seq < 0 {
+				r.seq = s.nextSeq
+				s.nextSeq++
+			}
+		case ev := <-s.exits:
+			s.running--
+			ev.r.done = true
 			if ev.err != nil {
-				logf("rank %d (pid %d): wait: %v", ev.r.rank, ev.r.pid, ev.err)
+				s.logf("rank %d (pid %d): wait: %v", ev.r.rank, ev.r.pid, ev.err)
 			}
-			if _, failed, _ := describeExit(ev.state, ev.err); failed && !terminating {
-				failures = append(failures, ev)
-				if settleC == nil {
-					settleC = time.After(settle)
+			if _, failed, _ := describeExit(ev.state, ev.err); failed && !s.terminating {
+				if len(s.failures) == 0 {
+					s.firstFailure = time.Now()
+					s.settleC = time.After(settle)
 				}
-				if running == 0 {
-					blame()
-				}
+				s.failures = append(s.failures, ev)
 			}
-		case <-settleC:
-			blame()
+		case <-s.settleC:
+			s.blame(false)
 		case sig := <-j.Signals:
-			s, _ := sig.(syscall.Signal)
-			switch s {
+			sn, _ := sig.(syscall.Signal)
+			switch sn {
 			case syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2:
-				for _, r := range procs {
-					r.signalLeader(s)
+				for _, r := range s.procs {
+					r.signalLeader(sn)
 				}
-			default:
-				blame() // a rank that failed before the signal keeps the blame
-				interrupts++
-				if interrupts > 1 {
-					logf("received %v again; killing %d %s", sig, running, plural(running, "rank", "ranks"))
-					killAll()
-					continue
-				}
-				if !terminating {
-					if code == 0 {
-						code = 128 + int(s)
-					}
-					logf("received %v; terminating %d %s", sig, running, plural(running, "rank", "ranks"))
-					terminate()
-				}
+				continue
+			}
+			s.blame(true) // a rank that failed before the signal keeps the blame
+			s.interrupts++
+			if s.interrupts > 1 {
+				s.logf("received %v again; killing %s", sig, s.ranks(s.running))
+				s.killAll()
+				continue
+			}
+			if !s.terminating {
+				s.code = 128 + int(sn)
+				s.logf("received %v; terminating %s", sig, s.ranks(s.running))
+				s.terminate()
 			}
 		case <-timeoutC:
-			blame()
-			if !terminating {
-				code = ExitTimeout
-				logf("job timed out after %v; terminating %d %s", j.Timeout, running, plural(running, "rank", "ranks"))
-				terminate()
+			s.blame(true)
+			if !s.terminating {
+				s.code = ExitTimeout
+				s.logf("job timed out after %v; terminating %s", j.Timeout, s.ranks(s.running))
+				s.terminate()
 			}
 		case <-ctxDone:
 			ctxDone = nil
-			blame()
-			if !terminating {
-				code = ExitFailure
-				logf("%v; terminating %d %s", context.Cause(ctx), running, plural(running, "rank", "ranks"))
-				terminate()
+			s.blame(true)
+			if !s.terminating {
+				s.code = ExitFailure
+				s.logf("%v; terminating %s", context.Cause(ctx), s.ranks(s.running))
+				s.terminate()
 			}
-		case <-graceC:
-			graceC = nil
-			logf("%d %s still running %v after SIGTERM; sending SIGKILL", running, plural(running, "rank", "ranks"), grace)
-			killAll()
+		case <-s.graceC:
+			s.graceC = nil
+			s.logf("%s still running %v after SIGTERM; sending SIGKILL", s.ranks(s.running), s.grace)
+			s.killAll()
 		}
 	}
-	blame() // failures still settling when the last rank exited
-	return code, nil
+	// Order notices may still be on their way behind the last exit.
+	if len(s.failures) > 0 {
+		deadline := time.After(maxSettle)
+		for s.nextSeq < len(s.procs) {
+			select {
+			case rank := <-s.notices:
+				if r := s.procs[rank]; r.seq < 0 {
+					r.seq = s.nextSeq
+					s.nextSeq++
+				}
+				continue
+			case <-deadline:
+			}
+			break
+		}
+	}
+	s.blame(true)
+	return s.code
+}
+
+// blame judges the reported failures and names one: a rank killed by a signal (gorun sent none
+// yet) before any that exited with a code, since peers that lose a connection exit with a code
+// while a crash or kill -9 is a signal; then the one that exited first in exit order. Its exit
+// code becomes the job's and the remaining ranks are terminated. Unless forced, it waits (up to
+// maxSettle after the first report) while the order is not yet known or a rank that exited
+// earlier has not been reported.
+func (s *supervisor) blame(force bool) {
+	s.settleC = nil
+	if len(s.failures) == 0 || s.terminating {
+		return
+	}
+	force = force || time.Since(s.firstFailure) >= maxSettle
+	var first *exitEvent
+	before := func(a, b *exitEvent) bool {
+		if sa, sb := signaled(a.state), signaled(b.state); sa != sb {
+			return sa
+		}
+		return a.r.seq < b.r.seq
+	}
+	for i := range s.failures {
+		ev := &s.failures[i]
+		if ev.r.seq < 0 {
+			if !force {
+				s.settleC = time.After(settle)
+				return
+			}
+			continue
+		}
+		if first == nil || before(ev, first) {
+			first = ev
+		}
+	}
+	if first == nil {
+		first = &s.failures[0] // forced with no order known: first reported
+	} else if !force {
+		for _, r := range s.procs {
+			if r.seq >= 0 && r.seq < first.r.seq && !r.done {
+				s.settleC = time.After(settle)
+				return
+			}
+		}
+	}
+	ev := *first
+	s.failures = nil
+	rc, _, how := describeExit(ev.state, ev.err)
+	s.code = rc
+	if s.running == 0 {
+		s.logf("rank %d (pid %d) %s", ev.r.rank, ev.r.pid, how)
+		s.terminating = true
+		return
+	}
+	s.logf("rank %d (pid %d) %s; terminating %d other %s", ev.r.rank, ev.r.pid, how, s.running, plural(s.running, "rank", "ranks"))
+	s.terminate()
+}
+
+func signaled(st *os.ProcessState) bool {
+	if st == nil {
+		return false
+	}
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
+}
+
+func (s *supervisor) terminate() {
+	s.terminating = true
+	for _, r := range s.procs {
+		r.signalGroup(syscall.SIGTERM)
+	}
+	s.graceC = time.After(s.grace)
+}
+
+func (s *supervisor) killAll() {
+	for _, r := range s.procs {
+		r.signalGroup(syscall.SIGKILL)
+	}
 }
 
 // start launches one rank and the goroutines that pump its output and wait for it.
-func (j *Job) start(p Placement, env []string, stdout, stderr *sink, exits chan<- exitEvent) (*rankProc, error) {
+func (j *Job) start(p Placement, env []string, stdout, stderr *sink, order exitOrder, exits chan<- exitEvent, notices chan<- int) (*rankProc, error) {
 	cmd := exec.Command(j.Program, j.Args...)
 	cmd.Env = env
 	cmd.Dir = j.Dir
@@ -391,6 +489,7 @@ func (j *Job) start(p Placement, env []string, stdout, stderr *sink, exits chan<
 		f.Close() // the rank holds its own copies; EOF comes when it and its children are gone
 	}
 	r.pid = cmd.Process.Pid
+	r.watched = order.watch(p.Rank, r.pid, r.pipes)
 	for i := range r.pipes {
 		r.readers.Add(1)
 		go func(src *os.File, fw *lineForwarder) {
@@ -406,16 +505,18 @@ func (j *Job) start(p Placement, env []string, stdout, stderr *sink, exits chan<
 			r.stdin.Close()
 		}()
 	}
-	go r.wait(exits)
+	go r.wait(exits, notices)
 	return r, nil
 }
 
 // wait reports the rank's exit after killing what is left of its process group and forwarding
 // the end of its output, so gorun's message about a failed rank comes after the rank's own last
 // words.
-func (r *rankProc) wait(exits chan<- exitEvent) {
+func (r *rankProc) wait(exits chan<- exitEvent, notices chan<- int) {
 	werr := waitExited(r.pid)
-	at := time.Now()
+	if !r.watched && canWaitUnreaped {
+		notices <- r.rank
+	}
 	r.mu.Lock()
 	if canWaitUnreaped && werr == nil {
 		_ = syscall.Kill(-r.pid, syscall.SIGKILL) // the rank is gone: so are its children
@@ -425,6 +526,9 @@ func (r *rankProc) wait(exits chan<- exitEvent) {
 	err := r.cmd.Wait()
 	if !canWaitUnreaped {
 		_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+		if !r.watched {
+			notices <- r.rank
+		}
 	}
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
@@ -443,10 +547,7 @@ func (r *rankProc) wait(exits chan<- exitEvent) {
 	for _, fw := range r.fwds {
 		fw.Close()
 	}
-	if !canWaitUnreaped {
-		at = time.Now()
-	}
-	exits <- exitEvent{r: r, at: at, state: r.cmd.ProcessState, err: err}
+	exits <- exitEvent{r: r, state: r.cmd.ProcessState, err: err}
 }
 
 // pump copies a rank's pipe into its line forwarder until EOF or until the pipe is closed.
