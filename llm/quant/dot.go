@@ -16,6 +16,9 @@ type Vec struct {
 	F32  []float32 // Type F32
 	U16  []uint16  // Type F16 or BF16
 	Q8   []byte    // Type Q8_0 blocks
+	// Q8Sum8 holds 8 x the sum of each Q8_0 block's quants: the Q4_0 kernels multiply the
+	// unsigned nibbles and subtract this instead of offsetting every nibble by 8.
+	Q8Sum8 []int32
 }
 
 // Load prepares x for rows of weight type w, reusing v's buffers.
@@ -38,8 +41,17 @@ func (v *Vec) Load(w gguf.Type, x []float32) error {
 		if len(x)%QK8_0 != 0 {
 			return fmt.Errorf("quant: vector of %d elements is not a whole number of Q8_0 blocks", len(x))
 		}
-		v.Q8 = grow(v.Q8, len(x)/QK8_0*BlockQ8_0)
+		nb := len(x) / QK8_0
+		v.Q8 = grow(v.Q8, nb*BlockQ8_0)
 		quantizeQ8_0(x, v.Q8)
+		v.Q8Sum8 = grow(v.Q8Sum8, nb)
+		for b := 0; b < nb; b++ {
+			var s int32
+			for _, q := range v.Q8[b*BlockQ8_0+2 : (b+1)*BlockQ8_0] {
+				s += int32(int8(q))
+			}
+			v.Q8Sum8[b] = 8 * s
+		}
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func dotF16AVX2(w, x *byte, n int) float32
 func dotQ8_0x4AVX2(w *byte, stride int, x *byte, nb int, out *float32)
 
 //go:noescape
-func dotQ4_0x4AVX2(w *byte, stride int, x *byte, nb int, out *float32)
+func dotQ4_0x4AVX2(w *byte, stride int, x *byte, xsum8 *int32, nb int, out *float32)
 
 // dot4 computes the dot products of rows i..i+3 of m with v into y[i..i+3] when a four-row
 // kernel exists for m's type, and reports whether it did.
@@ -49,7 +49,8 @@ func dot4(m *Matrix, i int, v *Vec, y []float32) bool {
 		return true
 	case gguf.Q4_0:
 		_ = v.Q8[nb*BlockQ8_0-1]
-		dotQ4_0x4AVX2(&rows[0], m.RowBytes, &v.Q8[0], nb, out)
+		_ = v.Q8Sum8[nb-1]
+		dotQ4_0x4AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.Q8Sum8[0], nb, out)
 		return true
 	}
 	return false

@@ -301,17 +301,18 @@ q8x4done:
 	VZEROUPPER
 	RET
 
-// func dotQ4_0x4AVX2(w *byte, stride int, x *byte, nb int, out *float32)
-// Four Q4_0 rows against one Q8_0 vector. The nibbles minus 8 lie in [-8, 7], so the sign of
-// x can move onto them and |x| (shared by the four rows) be the unsigned operand. Each row's
-// block dot product is summed exactly in integers and added with one FMA per block, the
-// order of llama.cpp's AVX2 kernels for its repacked Q4_0 layout.
-TEXT ·dotQ4_0x4AVX2(SB), NOSPLIT, $0-40
+// func dotQ4_0x4AVX2(w *byte, stride int, x *byte, xsum8 *int32, nb int, out *float32)
+// Four Q4_0 rows against one Q8_0 vector. VPMADDUBSW takes the nibbles (0..15) as the unsigned
+// operand, so each row's block total is sum(q*x), exact in integers, from which 8*sum(x)
+// (xsum8, computed once per vector) is subtracted for the four rows at once. Each total is
+// added with one FMA per block: the order of llama.cpp's AVX2 kernels for its repacked Q4_0.
+TEXT ·dotQ4_0x4AVX2(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ stride+8(FP), AX
 	MOVQ x+16(FP), DI
-	MOVQ nb+24(FP), CX
-	MOVQ out+32(FP), DX
+	MOVQ xsum8+24(FP), R8
+	MOVQ nb+32(FP), CX
+	MOVQ out+40(FP), DX
 	LEAQ (SI)(AX*1), R9
 	LEAQ (R9)(AX*1), R10
 	LEAQ (R10)(AX*1), R11
@@ -321,26 +322,21 @@ TEXT ·dotQ4_0x4AVX2(SB), NOSPLIT, $0-40
 	MOVL $0x0f0f0f0f, AX
 	MOVQ AX, X8
 	VPBROADCASTD X8, Y8
-	MOVL $0x08080808, AX
-	MOVQ AX, X9
-	VPBROADCASTD X9, Y9
 	TESTQ CX, CX
 	JZ q4x4done
 
 q4x4loop:
 	VMOVDQU 2(DI), Y10
-	VPSIGNB Y10, Y10, Y6       // |x|
 	VPBROADCASTW (DI), X11
 	VCVTPH2PS X11, X11         // d_x in 4 lanes
+	VPBROADCASTD (R8), X9      // 8*sum(x) of this block
 
 #define Q4ROW(R, ISUM) \
 	VMOVDQU 2(R), X13 \
 	VPSRLW $4, X13, X14 \
 	VINSERTI128 $1, X14, Y13, Y13 \
 	VPAND Y8, Y13, Y13 \
-	VPSUBB Y9, Y13, Y13 \
-	VPSIGNB Y10, Y13, Y13 \
-	VPMADDUBSW Y13, Y6, Y14 \
+	VPMADDUBSW Y10, Y13, Y14 \
 	VPMADDWD Y7, Y14, ISUM
 
 	Q4ROW(SI, Y0)
@@ -351,7 +347,8 @@ q4x4loop:
 	VPHADDD Y3, Y2, Y2
 	VPHADDD Y2, Y0, Y0
 	VEXTRACTI128 $1, Y0, X1
-	VPADDD X1, X0, X0          // the four rows' block totals
+	VPADDD X1, X0, X0          // the four rows' sum(q*x)
+	VPSUBD X9, X0, X0          // sum((q-8)*x)
 	VCVTDQ2PS X0, X0
 	VPXOR X12, X12, X12        // breaks the dependency on the previous block's X12
 	VPINSRW $0, (SI), X12, X12
@@ -366,6 +363,7 @@ q4x4loop:
 	ADDQ $18, R10
 	ADDQ $18, R11
 	ADDQ $34, DI
+	ADDQ $4, R8
 	DECQ CX
 	JNZ q4x4loop
 

@@ -276,6 +276,29 @@ func TestKernelsMatchGeneric(t *testing.T) {
 			check("Q4_0", dotQ4_0(w4, x.Q8), dotQ4_0Generic(w4, x.Q8))
 		}
 	}
+	// Four-row kernels (MatVec) against the generic dot per row, 4k+3 rows to cover the tail.
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0} {
+		for _, nb := range []int{1, 3, 8} {
+			rows, cols := 11, nb*32
+			data := randBlocks(r, typ, rows*cols)
+			m, _ := NewMatrix(typ, rows, cols, data)
+			var x Vec
+			x.Load(typ, randVec(r, cols))
+			y := make([]float32, rows)
+			MatVec(nil, m, &x, y)
+			for i := 0; i < rows; i++ {
+				var want float32
+				if typ == gguf.Q8_0 {
+					want = dotQ8_0Generic(m.Row(i), x.Q8)
+				} else {
+					want = dotQ4_0Generic(m.Row(i), x.Q8)
+				}
+				if math.Abs(float64(y[i]-want)) > 1e-5*math.Abs(float64(want))+1e-5 {
+					t.Fatalf("%s nb=%d row %d: MatVec %v, generic %v", typ, nb, i, y[i], want)
+				}
+			}
+		}
+	}
 	for _, n := range []int{1, 15, 16, 31, 32, 33, 100, 1000} {
 		x := randVec(r, n)
 		wf := make([]byte, 4*n)
