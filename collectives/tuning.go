@@ -29,7 +29,8 @@ const (
 //	GORUN_COLL_ALLREDUCE_SMALL_MSG      below: recursive doubling (default 64 KiB for 2-3 ranks, 8 KiB beyond)
 //	GORUN_COLL_ALLREDUCE_LARGE_MSG      from: pipelined ring (default 1 MiB); between: Rabenseifner
 //	                                    (Rabenseifner only for power-of-two rank counts; ring otherwise)
-//	GORUN_COLL_RING_SEGMENT             pipeline segment of the ring algorithms (default 256 KiB)
+//	GORUN_COLL_RING_SEGMENT             pipeline segment of the ring algorithms (default 4 MiB: over TCP every
+//	                                    segment pays a rendezvous, and smaller ones measured slower)
 //	GORUN_COLL_BCAST_ALGORITHM          auto | recursive_doubling | binomial | scatter_allgather
 //	GORUN_COLL_BCAST_SMALL_MSG          up to: recursive doubling inside the argument check (8 KiB)
 //	GORUN_COLL_BCAST_LARGE_MSG          from: scatter + allgather (default 512 KiB); between: binomial
@@ -67,7 +68,7 @@ func DefaultTuning() Tuning {
 		AllreduceSmallMsg:   8 << 10,
 		AllreduceSmallMsgLo: 64 << 10,
 		AllreduceLargeMsg:   1 << 20,
-		RingSegment:         256 << 10,
+		RingSegment:         4 << 20,
 		BcastAlgorithm:      AlgAuto,
 		BcastSmallMsg:       8 << 10,
 		BcastLargeMsg:       512 << 10,
@@ -215,7 +216,7 @@ func parseSize(s string) (int, error) {
 		u = u[:len(u)-1]
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(u))
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || n > (1<<62)/mult {
 		return 0, fmt.Errorf("not a size in bytes")
 	}
 	return n * mult, nil

@@ -402,7 +402,7 @@ func ParseSize(s string) (int, error) {
 		u = u[:len(u)-1]
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(u))
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || n > (1<<62)/mult {
 		return 0, fmt.Errorf("%q is not a size in bytes", s)
 	}
 	return n * mult, nil
