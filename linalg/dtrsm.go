@@ -76,7 +76,7 @@ func trsmPar(threads int, left, upper, trans, unit bool, m, n int, alpha float64
 }
 
 // trsmLeaf is the size of triangle below which trsmRec solves directly.
-const trsmLeaf = 32
+const trsmLeaf = 16
 
 // trsmRec solves recursively by halving the triangle (see Dtrsm).
 func trsmRec(th int, left, upper, trans, unit bool, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {

@@ -9,9 +9,10 @@ func goKernel4x4(kc int, ap, bp, cp *float64, ldc int, alpha float64) {
 	a := unsafe.Slice(ap, kc*4)
 	b := unsafe.Slice(bp, kc*4)
 	var c00, c10, c20, c30, c01, c11, c21, c31, c02, c12, c22, c32, c03, c13, c23, c33 float64
-	for l := 0; l < kc; l++ {
-		av := a[l*4 : l*4+4 : l*4+4]
-		bv := b[l*4 : l*4+4 : l*4+4]
+	for range kc {
+		// Re-slicing as we go lets the compiler drop the bounds checks.
+		av, bv := a[:4:4], b[:4:4]
+		a, b = a[4:], b[4:]
 		a0, a1, a2, a3 := av[0], av[1], av[2], av[3]
 		b0, b1, b2, b3 := bv[0], bv[1], bv[2], bv[3]
 		c00 += a0 * b0
