@@ -143,3 +143,33 @@ func TestDgemmPanics(t *testing.T) {
 		mustPanic(t, name, f)
 	}
 }
+
+// TestDgemmConcurrent runs Dgemm from several goroutines at once (as SPMD
+// ranks in one process do): the shared packing-buffer cache and the worker
+// pools must keep the calls apart.
+func TestDgemmConcurrent(t *testing.T) {
+	const n, callers = 200, 4
+	rng := rand.New(rand.NewPCG(23, 24))
+	a, b := randMat(rng, n, n, n), randMat(rng, n, n, n)
+	want := make([]float64, n*n)
+	refDgemm(NoTrans, NoTrans, n, n, n, 1, a, n, b, n, 0, want, n)
+	errs := make(chan string, callers)
+	for g := range callers {
+		go func() {
+			c := make([]float64, n*n)
+			for range 5 {
+				Dgemm(NoTrans, NoTrans, n, n, n, 1, a, n, b, n, 0, c, n)
+				if d := maxDiff(n, n, c, n, want, n); d > 1e-12 {
+					errs <- fmt.Sprintf("caller %d: differs from gonum by %g", g, d)
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range callers {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
+		}
+	}
+}

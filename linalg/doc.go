@@ -20,7 +20,15 @@
 // contiguous buffers sized to the caches and a small register-blocked
 // micro-kernel (Go assembly where available, pure Go under the noasm build
 // tag) computes each tile. Dtrsm and Dgetrf are blocked or recursive so that
-// almost all of their floating-point work runs inside Dgemm.
+// almost all of their floating-point work runs inside Dgemm. The kernel is
+// chosen at start-up from the CPU's features: AVX-512 (24×8 tile) or
+// AVX2+FMA (8×6) on amd64, NEON (8×6) on arm64, and a pure-Go 4×4 kernel
+// elsewhere or when built with the noasm tag. GORUN_LINALG_BLOCKS=mc,kc,nc
+// overrides the cache blocking for tuning on a new CPU.
+//
+// A call uses up to GOMAXPROCS goroutines (see SetThreads); every routine is
+// safe for concurrent use on disjoint outputs. Packing buffers are kept and
+// reused across calls, since touching fresh pages is slow.
 package linalg
 
 // Transpose says whether a matrix operand is used as is or transposed.
