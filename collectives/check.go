@@ -95,7 +95,7 @@ func (h *header) verdict(lerr error) error {
 	case h.flags&flagLocalErr != 0:
 		return fmt.Errorf("%w: rank %d rejected its arguments", ErrMismatch, h.errRank)
 	case h.fpMin != h.fpMax && h.minN != h.maxN:
-		return fmt.Errorf("%w: rank %d passed %d elements, rank %d passed %d", ErrMismatch, h.minRank, h.minN, h.maxRank, h.maxN)
+		return fmt.Errorf("%w: rank %d passed %d elements, rank %d passed %d elements", ErrMismatch, h.minRank, h.minN, h.maxRank, h.maxN)
 	case h.fpMin != h.fpMax:
 		return fmt.Errorf("%w: ranks %d and %d differ in collective, element type, op, root or counts", ErrMismatch, h.minRank, h.maxRank)
 	}
@@ -196,17 +196,20 @@ func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []
 	// unpack validates a received message, merges its header and returns its payload as []T
 	// when it matches ours in size and the exchange is still clean.
 	unpack := func(st comm.Status, err error) ([]T, error) {
+		// A longer message than expected (a peer with more data) is truncated, but its header
+		// is whole: merge it, so the error can name the ranks and counts that differ.
 		var te *comm.TruncateError
-		if err != nil && !errors.As(err, &te) {
+		trunc := errors.As(err, &te)
+		if err != nil && !trunc {
 			return nil, err
 		}
 		ph, ok := decodeHeader(in[:min(st.Count, len(in))])
-		if err != nil || !ok {
+		if !ok {
 			h.flags |= flagBadMsg
 			return nil, nil
 		}
 		h.merge(ph)
-		if st.Count-hdrLen != nb && !(bcast && st.Count == hdrLen) {
+		if trunc || (st.Count-hdrLen != nb && !(bcast && st.Count == hdrLen)) {
 			h.flags |= flagBadMsg
 		}
 		if !h.ok() || st.Count == hdrLen {
@@ -267,16 +270,17 @@ func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []
 		} else {
 			st, err := comm.Recv(cc, in, r+1, tag)
 			var te *comm.TruncateError
-			if err != nil && !errors.As(err, &te) {
+			trunc := errors.As(err, &te)
+			if err != nil && !trunc {
 				return err
 			}
 			// The partner's final header already merged everyone's: take it as ours.
 			ph, ok := decodeHeader(in[:min(st.Count, len(in))])
-			if err != nil || !ok {
+			if !ok {
 				h.flags |= flagBadMsg
 			} else {
 				h = ph
-				if st.Count-hdrLen != nb {
+				if trunc || st.Count-hdrLen != nb {
 					h.flags |= flagBadMsg
 				}
 			}

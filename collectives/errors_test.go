@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -175,20 +176,28 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// TestMismatchMessage checks the error names the ranks and counts that disagree.
+// TestMismatchMessage checks the error names the ranks and counts that disagree, also when
+// one rank's vector is large enough for another algorithm.
 func TestMismatchMessage(t *testing.T) {
-	errs := make([]error, 3)
-	runTimeout(3, func(c *comm.Comm) error {
-		n := 8 + 4*boolInt(c.Rank() == 2)
-		errs[c.Rank()] = Allreduce(c, make([]int, n), make([]int, n), Sum[int]())
-		return nil
-	})
-	for r, err := range errs {
-		if !errors.Is(err, ErrMismatch) {
-			t.Fatalf("rank %d: %v does not wrap ErrMismatch", r, err)
-		}
-		if !strings.Contains(err.Error(), "rank 2 passed 12 elements") || !strings.Contains(err.Error(), "passed 8") {
-			t.Fatalf("rank %d: unhelpful message %q", r, err)
+	for _, big := range []int{12, 1 << 20} {
+		for _, p := range []int{3, 4} {
+			errs := make([]error, p)
+			runTimeout(p, func(c *comm.Comm) error {
+				n := 8
+				if c.Rank() == 2 {
+					n = big
+				}
+				errs[c.Rank()] = Allreduce(c, make([]int, n), make([]int, n), Sum[int]())
+				return nil
+			})
+			for r, err := range errs {
+				if !errors.Is(err, ErrMismatch) {
+					t.Fatalf("rank %d: %v does not wrap ErrMismatch", r, err)
+				}
+				if !strings.Contains(err.Error(), fmt.Sprintf("rank 2 passed %d elements", big)) || !strings.Contains(err.Error(), "passed 8") {
+					t.Fatalf("p=%d rank %d: unhelpful message %q", p, r, err)
+				}
+			}
 		}
 	}
 }
