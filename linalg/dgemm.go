@@ -30,7 +30,7 @@ func Dgemm(tA, tB Transpose, m, n, k int, alpha float64, a []float64, lda int, b
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	gemm(maxThreads(), tA == Trans, tB == Trans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	gemmBackend(tA == Trans, tB == Trans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // scaleC computes C = beta*C, writing zeros when beta == 0.

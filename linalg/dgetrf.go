@@ -33,7 +33,12 @@ func Dgetrf(m, n int, a []float64, lda int, ipiv []int) (info int) {
 	if mn == 0 {
 		return 0
 	}
-	ipiv = ipiv[:mn]
+	return getrfBackend(m, n, a, lda, ipiv[:mn])
+}
+
+// getrf is Dgetrf after argument checks, in Go: len(ipiv) == min(m, n) > 0.
+func getrf(m, n int, a []float64, lda int, ipiv []int) (info int) {
+	mn := len(ipiv)
 	if mn <= 2*getrfBlock {
 		return getrfRec(maxThreads(), m, n, a, lda, ipiv)
 	}

@@ -23,7 +23,12 @@ func Dgetrs(t Transpose, n, nrhs int, a []float64, lda int, ipiv []int, b []floa
 	if n == 0 || nrhs == 0 {
 		return
 	}
-	if t == NoTrans {
+	getrsBackend(t == Trans, n, nrhs, a, lda, ipiv, b, ldb)
+}
+
+// getrs is Dgetrs after argument checks, in Go; n, nrhs > 0.
+func getrs(trans bool, n, nrhs int, a []float64, lda int, ipiv []int, b []float64, ldb int) {
+	if !trans {
 		// A = P L U: X = U⁻¹ L⁻¹ Pᵀ B.
 		laswpFwd(nrhs, b, ldb, 0, n-1, ipiv)
 		trsmPar(maxThreads(), true, false, false, true, n, nrhs, 1, a, lda, b, ldb)

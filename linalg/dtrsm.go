@@ -38,7 +38,7 @@ func Dtrsm(s Side, ul Uplo, tA Transpose, d Diag, m, n int, alpha float64, a []f
 		scaleC(m, n, 0, b, ldb)
 		return
 	}
-	trsmPar(maxThreads(), s == Left, ul == Upper, tA == Trans, d == Unit, m, n, alpha, a, lda, b, ldb)
+	trsmBackend(s == Left, ul == Upper, tA == Trans, d == Unit, m, n, alpha, a, lda, b, ldb)
 }
 
 // trsmPar solves with up to threads goroutines: the columns of B (Left) or

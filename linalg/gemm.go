@@ -15,6 +15,7 @@ var threadLimit atomic.Int64
 // goroutine per core, each calling into linalg (HPL with one rank per core),
 // should set 1, as they would set OPENBLAS_NUM_THREADS=1.
 func SetThreads(n int) int {
+	backendSetThreads(n)
 	return int(threadLimit.Swap(int64(max(n, 0))))
 }
 
