@@ -10,11 +10,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -47,6 +49,7 @@ type Job struct {
 	TagOutput   bool          // prefix each output line with TagFor(rank)
 	Timeout     time.Duration // whole-job limit; 0 = none
 	PeerTimeout time.Duration // written to GORUN_PEER_TIMEOUT when > 0
+	Transport   string        // written to GORUN_TRANSPORT when set: "tcp", "shm" or "auto"
 	KillGrace   time.Duration // SIGTERM to SIGKILL delay on teardown; 0 = DefaultKillGrace, < 0 = none
 
 	// StdinRank is the rank that receives Stdin; the others, and all ranks when StdinRank < 0
@@ -127,6 +130,9 @@ func (j *Job) RankEnv(base []string, id Identity, p Placement, np int) []string 
 	)
 	if j.PeerTimeout > 0 {
 		env = append(env, jobenv.PeerTimeout+"="+j.PeerTimeout.String())
+	}
+	if j.Transport != "" {
+		env = append(env, jobenv.Transport+"="+j.Transport)
 	}
 	return env
 }
@@ -233,7 +239,22 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 		}
 		s.procs = append(s.procs, r)
 	}
+	// Ranks unlink their shared-memory segments once all have mapped them; a rank killed in
+	// the moment between leaves its segment behind, which the job's end removes.
+	defer removeSegments(id.ID)
 	return s.loop(ctx), nil
+}
+
+// removeSegments deletes what is left of a job's shared-memory segments.
+func removeSegments(jobID string) {
+	dir := comm.SegmentDir()
+	if dir == "" {
+		return
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, comm.SegmentPrefix(jobID)+"*"))
+	for _, m := range matches {
+		os.Remove(m)
+	}
 }
 
 // supervisor follows a started job to its end.

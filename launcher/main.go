@@ -35,6 +35,7 @@ type Command struct {
 	Export      []string // NAME=value, values of bare -x NAME taken from gorun's environment
 	Timeout     time.Duration
 	PeerTimeout time.Duration
+	Transport   string
 	KillGrace   time.Duration
 	StdinRank   int // -1: no rank reads gorun's stdin
 	Help        bool
@@ -99,6 +100,11 @@ func ParseArgs(args []string, environ func(string) (string, bool), warn io.Write
 			return nil, usageErrorf("%s must not be negative, got %v", name, d)
 		}
 	}
+	switch c.Transport {
+	case "", "tcp", "shm", "auto":
+	default:
+		return nil, usageErrorf("--transport %q: want tcp, shm or auto", c.Transport)
+	}
 	switch stdinSpec {
 	case "none":
 		c.StdinRank = -1
@@ -141,6 +147,7 @@ func newFlagSet(c *Command, exports *[]string, stdinSpec *string) *pflag.FlagSet
 	fs.StringVar(stdinSpec, "stdin", "0", "which rank reads gorun's stdin: a rank number, or \"none\"")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "terminate the job after this long (exit code 124); 0 = no limit")
 	fs.DurationVar(&c.PeerTimeout, "peer-timeout", 0, "how long a rank waits on a silent peer before it reports it lost (sets GORUN_PEER_TIMEOUT)")
+	fs.StringVar(&c.Transport, "transport", "", "data plane between ranks: tcp, shm (shared memory, ranks on one host) or auto (shm where ranks share a host); sets GORUN_TRANSPORT")
 	fs.DurationVar(&c.KillGrace, "kill-grace", DefaultKillGrace, "time between SIGTERM and SIGKILL when the job is torn down")
 	fs.BoolVarP(&c.Help, "help", "h", false, "show this help")
 	return fs
@@ -236,6 +243,7 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		TagOutput:   cmd.TagOutput,
 		Timeout:     cmd.Timeout,
 		PeerTimeout: cmd.PeerTimeout,
+		Transport:   cmd.Transport,
 		KillGrace:   cmd.KillGrace,
 		StdinRank:   cmd.StdinRank,
 		Stdout:      stdout,

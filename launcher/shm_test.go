@@ -1,0 +1,93 @@
+package launcher
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gorun-hpc/gorun/comm"
+)
+
+// gorunSegments lists the shared-memory segments of gorun jobs present now.
+func gorunSegments(t *testing.T) map[string]bool {
+	entries, err := os.ReadDir(comm.SegmentDir())
+	require.NoError(t, err)
+	out := map[string]bool{}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "gorun-") {
+			out[e.Name()] = true
+		}
+	}
+	return out
+}
+
+// newSegments are those in now that were not in before.
+func newSegments(before, now map[string]bool) []string {
+	var out []string
+	for name := range now {
+		if !before[name] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// TestSharedMemoryJobs runs comm programs over the shared-memory transport and checks that no
+// segment outlives the job: after a normal run, and after Ctrl-C of gorun.
+func TestSharedMemoryJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs comm programs")
+	}
+	t.Setenv("GORUN_CACHE_DIR", t.TempDir())
+	before := gorunSegments(t)
+
+	res := runGorun(t, nil, "-n", "4", "--transport", "shm", "../examples/ring", "--laps", "2")
+	require.Equal(t, 0, res.code, res.stderr)
+	require.Contains(t, res.stdout, "ring of 4 ranks: 2 laps, token 14: correct")
+	require.Empty(t, newSegments(before, gorunSegments(t)), "after a normal run")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := gorunCmd(t, ctx, "-n", "3", "--transport", "shm", "./testdata/commwait")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stdout)
+	for ready := 0; ready < 3 && sc.Scan(); {
+		if strings.HasSuffix(sc.Text(), ": ready") {
+			ready++
+		}
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	for sc.Scan() {
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 130, ee.ExitCode())
+	require.Empty(t, newSegments(before, gorunSegments(t)), "after Ctrl-C")
+}
+
+// TestLeftoverSegmentsRemoved: what a rank killed during the shared-memory set-up leaves behind
+// is removed when the job ends.
+func TestLeftoverSegmentsRemoved(t *testing.T) {
+	dir := comm.SegmentDir()
+	path := filepath.Join(dir, comm.SegmentPrefix("0123abcd")+"2")
+	require.NoError(t, os.WriteFile(path, []byte("leftover"), 0o600))
+	other := filepath.Join(dir, comm.SegmentPrefix("ffffffff")+"0")
+	require.NoError(t, os.WriteFile(other, []byte("another job"), 0o600))
+	defer os.Remove(other)
+	removeSegments("0123abcd")
+	_, err := os.Stat(path)
+	require.True(t, os.IsNotExist(err), "segment of the job still there")
+	_, err = os.Stat(other)
+	require.NoError(t, err, "another job's segment was removed")
+}
