@@ -173,3 +173,29 @@ func TestDgemmConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestDgemmEveryKernel runs the packed driver with each micro-kernel this
+// CPU can run (not only the one chosen at start-up), with tiny cache blocks
+// so that every blocking boundary (mc, kc, nc, partial tiles) is crossed
+// many times, single- and multi-threaded.
+func TestDgemmEveryKernel(t *testing.T) {
+	saved := kern
+	defer func() { kern = saved }()
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, kn := range availableKernels() {
+		kn.mc, kn.kc, kn.nc = 2*kn.mr, 37, 3*kn.nr
+		kern = kn
+		for _, th := range []int{1, 2} {
+			func() {
+				defer SetThreads(SetThreads(th))
+				for _, s := range [][3]int{{101, 67, 93}, {kn.mr*3 + 1, kn.nr*4 - 1, 75}, {150, 150, 150}} {
+					for _, tA := range transes {
+						for _, tB := range transes {
+							testDgemmCase(t, rng, tA, tB, s[0], s[1], s[2], rng.IntN(3), rng.IntN(3), rng.IntN(3), -0.5, 0.25)
+						}
+					}
+				}
+			}()
+		}
+	}
+}
