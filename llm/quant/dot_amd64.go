@@ -57,6 +57,37 @@ func dot4(m *Matrix, i int, v *Vec, y []float32) bool {
 }
 
 //go:noescape
+func dotQ8_0x4x2AVX2(w *byte, stride int, x0, x1 *byte, nb int, out0, out1 *float32)
+
+//go:noescape
+func dotQ4_0x4x2AVX2(w *byte, stride int, x0, x1 *byte, s0, s1 *int32, nb int, out0, out1 *float32)
+
+// dot4x2 is dot4 for two vectors at once (rows i..i+3 against a and b).
+func dot4x2(m *Matrix, i int, a, b *Vec, ya, yb []float32) bool {
+	if !useAVX2 {
+		return false
+	}
+	nb := a.N / QK8_0
+	if nb == 0 || b.N != a.N || (m.Type != gguf.Q8_0 && m.Type != gguf.Q4_0) {
+		return false
+	}
+	rows := m.Data[i*m.RowBytes : (i+4)*m.RowBytes]
+	oa := (*float32)(unsafe.Pointer(&ya[i : i+4][0]))
+	ob := (*float32)(unsafe.Pointer(&yb[i : i+4][0]))
+	_, _ = a.Q8[nb*BlockQ8_0-1], b.Q8[nb*BlockQ8_0-1]
+	switch m.Type {
+	case gguf.Q8_0:
+		dotQ8_0x4x2AVX2(&rows[0], m.RowBytes, &a.Q8[0], &b.Q8[0], nb, oa, ob)
+		return true
+	case gguf.Q4_0:
+		_, _ = a.Q8Sum8[nb-1], b.Q8Sum8[nb-1]
+		dotQ4_0x4x2AVX2(&rows[0], m.RowBytes, &a.Q8[0], &b.Q8[0], &a.Q8Sum8[0], &b.Q8Sum8[0], nb, oa, ob)
+		return true
+	}
+	return false
+}
+
+//go:noescape
 func axpyF16AVX2(out *float32, a float32, v *byte, n int)
 
 // DotF16 returns the dot product of two F16 vectors, accumulated in float32.

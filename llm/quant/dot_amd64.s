@@ -371,3 +371,162 @@ q4x4done:
 	VMOVUPS X15, (DX)
 	VZEROUPPER
 	RET
+
+// Two-vector variants for matrix-matrix products (prefill): four rows against two activation
+// vectors, each weight block loaded (and unpacked) once for both. Block totals are exact
+// integers; one FMA per block adds them, scaled, to the four rows of each vector.
+
+#define TOTALS4(A, B, XA, XB, T) \
+	VPHADDD B, A, A \
+	VEXTRACTI128 $1, A, T \
+	VPADDD T, XA, XA
+
+// SCALES4 leaves the four rows' d_w (rows at SI, R9, R10, R11) in X12.
+#define SCALES4 \
+	VPXOR X12, X12, X12 \
+	VPINSRW $0, (SI), X12, X12 \
+	VPINSRW $1, (R9), X12, X12 \
+	VPINSRW $2, (R10), X12, X12 \
+	VPINSRW $3, (R11), X12, X12 \
+	VCVTPH2PS X12, X12
+
+// ACCUM(XP, XT, T, ACC): ACC += totals XT (int32) * d_w (X12) * d_x (half at XP)
+#define ACCUM(XP, XT, T, ACC) \
+	VCVTDQ2PS XT, XT \
+	VPBROADCASTW (XP), T \
+	VCVTPH2PS T, T \
+	VMULPS T, X12, T \
+	VFMADD231PS XT, T, ACC
+
+// func dotQ8_0x4x2AVX2(w *byte, stride int, x0, x1 *byte, nb int, out0, out1 *float32)
+TEXT ·dotQ8_0x4x2AVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), AX
+	MOVQ x0+16(FP), DI
+	MOVQ x1+24(FP), BX
+	MOVQ nb+32(FP), CX
+	MOVQ out0+40(FP), DX
+	MOVQ out1+48(FP), R13
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	VXORPS X15, X15, X15
+	VXORPS X5, X5, X5
+	VPCMPEQW Y7, Y7, Y7
+	VPSRLW $15, Y7, Y7
+	TESTQ CX, CX
+	JZ q8x2done
+
+q8x2loop:
+	VMOVDQU 2(DI), Y10
+	VMOVDQU 2(BX), Y11
+
+#define Q8ROW2(R, A, B) \
+	VMOVDQU 2(R), Y4 \
+	VPSIGNB Y4, Y4, Y6 \
+	VPSIGNB Y4, Y10, Y13 \
+	VPMADDUBSW Y13, Y6, A \
+	VPMADDWD Y7, A, A \
+	VPSIGNB Y4, Y11, Y13 \
+	VPMADDUBSW Y13, Y6, B \
+	VPMADDWD Y7, B, B
+
+	Q8ROW2(SI, Y0, Y1)
+	Q8ROW2(R9, Y2, Y3)
+	VPHADDD Y2, Y0, Y0
+	VPHADDD Y3, Y1, Y1
+	Q8ROW2(R10, Y2, Y3)
+	Q8ROW2(R11, Y9, Y14)
+	VPHADDD Y9, Y2, Y2
+	VPHADDD Y14, Y3, Y3
+	TOTALS4(Y0, Y2, X0, X2, X4)
+	TOTALS4(Y1, Y3, X1, X3, X4)
+	SCALES4
+	ACCUM(DI, X0, X4, X15)
+	ACCUM(BX, X1, X4, X5)
+	ADDQ $34, SI
+	ADDQ $34, R9
+	ADDQ $34, R10
+	ADDQ $34, R11
+	ADDQ $34, DI
+	ADDQ $34, BX
+	DECQ CX
+	JNZ q8x2loop
+
+q8x2done:
+	VMOVUPS X15, (DX)
+	VMOVUPS X5, (R13)
+	VZEROUPPER
+	RET
+
+// func dotQ4_0x4x2AVX2(w *byte, stride int, x0, x1 *byte, s0, s1 *int32, nb int, out0, out1 *float32)
+TEXT ·dotQ4_0x4x2AVX2(SB), NOSPLIT, $0-72
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), AX
+	MOVQ x0+16(FP), DI
+	MOVQ x1+24(FP), BX
+	MOVQ s0+32(FP), R8
+	MOVQ s1+40(FP), R12
+	MOVQ nb+48(FP), CX
+	MOVQ out0+56(FP), DX
+	MOVQ out1+64(FP), R13
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	VXORPS X15, X15, X15
+	VXORPS X5, X5, X5
+	VPCMPEQW Y7, Y7, Y7
+	VPSRLW $15, Y7, Y7
+	MOVL $0x0f0f0f0f, AX
+	MOVQ AX, X8
+	VPBROADCASTD X8, Y8
+	TESTQ CX, CX
+	JZ q4x2done
+
+q4x2loop:
+	VMOVDQU 2(DI), Y10
+	VMOVDQU 2(BX), Y11
+
+#define Q4ROW2(R, A, B) \
+	VMOVDQU 2(R), X4 \
+	VPSRLW $4, X4, X13 \
+	VINSERTI128 $1, X13, Y4, Y4 \
+	VPAND Y8, Y4, Y4 \
+	VPMADDUBSW Y10, Y4, A \
+	VPMADDWD Y7, A, A \
+	VPMADDUBSW Y11, Y4, B \
+	VPMADDWD Y7, B, B
+
+	Q4ROW2(SI, Y0, Y1)
+	Q4ROW2(R9, Y2, Y3)
+	VPHADDD Y2, Y0, Y0
+	VPHADDD Y3, Y1, Y1
+	Q4ROW2(R10, Y2, Y3)
+	Q4ROW2(R11, Y9, Y14)
+	VPHADDD Y9, Y2, Y2
+	VPHADDD Y14, Y3, Y3
+	TOTALS4(Y0, Y2, X0, X2, X4)
+	TOTALS4(Y1, Y3, X1, X3, X4)
+	VPBROADCASTD (R8), X4
+	VPSUBD X4, X0, X0
+	VPBROADCASTD (R12), X4
+	VPSUBD X4, X1, X1
+	SCALES4
+	ACCUM(DI, X0, X4, X15)
+	ACCUM(BX, X1, X4, X5)
+	ADDQ $18, SI
+	ADDQ $18, R9
+	ADDQ $18, R10
+	ADDQ $18, R11
+	ADDQ $34, DI
+	ADDQ $34, BX
+	ADDQ $4, R8
+	ADDQ $4, R12
+	DECQ CX
+	JNZ q4x2loop
+
+q4x2done:
+	VMOVUPS X15, (DX)
+	VMOVUPS X5, (R13)
+	VZEROUPPER
+	RET

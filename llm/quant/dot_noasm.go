@@ -17,3 +17,5 @@ func DotF16(a, b []uint16) float32 { return dotU16Generic(a, b[:len(a)]) }
 func AxpyF16(out []float32, a float32, v []uint16) { axpyU16Generic(out, a, v[:len(out)]) }
 
 func dot4(m *Matrix, i int, v *Vec, y []float32) bool { return false }
+
+func dot4x2(m *Matrix, i int, a, b *Vec, ya, yb []float32) bool { return false }

@@ -78,7 +78,11 @@ func MatMul(p *Pool, m *Matrix, xs []Vec, ys [][]float32) {
 	p.For(tiles, func(lo, hi int) {
 		for tb := lo; tb < hi; tb++ {
 			r0, r1 := tb*tile, min((tb+1)*tile, m.Rows)
-			for t := range xs {
+			t := 0
+			for ; t+2 <= len(xs); t += 2 {
+				rowsDot2(m, &xs[t], &xs[t+1], ys[t], ys[t+1], r0, r1)
+			}
+			if t < len(xs) {
 				rowsDot(m, &xs[t], ys[t], r0, r1)
 			}
 		}
@@ -96,4 +100,16 @@ func rowsDot(m *Matrix, x *Vec, y []float32, lo, hi int) {
 	for ; i < hi; i++ {
 		y[i] = Dot(m.Type, m.Data[i*m.RowBytes:(i+1)*m.RowBytes], x)
 	}
+}
+
+// rowsDot2 is rowsDot for two vectors, with the two-vector kernels where they exist.
+func rowsDot2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) {
+	i := lo
+	for ; i+4 <= hi; i += 4 {
+		if !dot4x2(m, i, a, b, ya, yb) {
+			break
+		}
+	}
+	rowsDot(m, a, ya, i, hi)
+	rowsDot(m, b, yb, i, hi)
 }

@@ -232,7 +232,9 @@ func TestMatMulMatchesMatVec(t *testing.T) {
 			y := make([]float32, rows)
 			MatVec(&Pool{Threads: 2}, m, &xs[i], y)
 			for j := range y {
-				if y[j] != ys[i][j] {
+				// The two-vector kernels add exact block totals, the one-vector Q8_0 kernel
+				// adds lanes (llama.cpp's orders): equal up to float rounding.
+				if math.Abs(float64(y[j]-ys[i][j])) > 1e-5*math.Abs(float64(y[j]))+1e-6 {
 					t.Fatalf("%s: MatMul[%d][%d] = %v, MatVec %v", typ, i, j, ys[i][j], y[j])
 				}
 			}
@@ -274,6 +276,33 @@ func TestKernelsMatchGeneric(t *testing.T) {
 			}
 			check("Q8_0", dotQ8_0(w8, x.Q8), dotQ8_0Generic(w8, x.Q8))
 			check("Q4_0", dotQ4_0(w4, x.Q8), dotQ4_0Generic(w4, x.Q8))
+		}
+	}
+	// Two-vector kernels (MatMul) against the generic dot, odd batch and 4k+3 rows.
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0} {
+		for _, nb := range []int{1, 3, 8} {
+			rows, cols := 19, nb*32
+			m, _ := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
+			xs := make([]Vec, 5)
+			ys := make([][]float32, 5)
+			for i := range xs {
+				xs[i].Load(typ, randVec(r, cols))
+				ys[i] = make([]float32, rows)
+			}
+			MatMul(nil, m, xs, ys)
+			for v := range xs {
+				for i := 0; i < rows; i++ {
+					var want float32
+					if typ == gguf.Q8_0 {
+						want = dotQ8_0Generic(m.Row(i), xs[v].Q8)
+					} else {
+						want = dotQ4_0Generic(m.Row(i), xs[v].Q8)
+					}
+					if math.Abs(float64(ys[v][i]-want)) > 1e-5*math.Abs(float64(want))+1e-5 {
+						t.Fatalf("%s nb=%d vector %d row %d: MatMul %v, generic %v", typ, nb, v, i, ys[v][i], want)
+					}
+				}
+			}
 		}
 	}
 	// Four-row kernels (MatVec) against the generic dot per row, 4k+3 rows to cover the tail.
@@ -381,6 +410,19 @@ func BenchmarkMatVec(b *testing.B) {
 		var v Vec
 		v.Load(typ, randVec(r, cols))
 		y := make([]float32, rows)
+		const batch = 16
+		xs := make([]Vec, batch)
+		ys := make([][]float32, batch)
+		for i := range xs {
+			xs[i].Load(typ, randVec(r, cols))
+			ys[i] = make([]float32, rows)
+		}
+		b.Run(typ.String()+"/matmul16", func(b *testing.B) {
+			b.SetBytes(int64(len(data)) * batch)
+			for i := 0; i < b.N; i++ {
+				MatMul(nil, m, xs, ys)
+			}
+		})
 		b.Run(typ.String()+"/x4", func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for i := 0; i < b.N; i++ {
