@@ -247,6 +247,21 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 	}
 	sortInts(outside)
 
+	long := s.algo.Swap == SwapLong || (s.algo.Swap == SwapMix && nc > s.algo.SwapThr)
+	if g.P > 1 && !long {
+		u, ldu, err := s.swapExchange(p, c0, nc, src, outside, pos, prow)
+		if err != nil {
+			return err
+		}
+		if p.mloc > 0 {
+			linalg.Dgemm(linalg.NoTrans, linalg.NoTrans, p.mloc, nc, jb, -1, p.w[jb:], p.ldw, u, ldu, 1,
+				s.a[p.lp0+c0*ld:], ld)
+		}
+		return nil
+	}
+
+	// Spread-roll (long), and P = 1: U is assembled on the diagonal process row, solved
+	// there, and spread then rolled down the process column.
 	lrow := func(gr int) int { return g2l(gr, s.nb, g.P) }
 	mine := func(gr int) bool { return g2p(gr, s.nb, g.P) == g.MyRow }
 	if g.MyRow == prow {
@@ -295,20 +310,12 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 			return err
 		}
 	}
-	// Every process row needs U: a binomial tree (binary exchange) or spread-roll (long);
-	// mix chooses by the number of local columns.
 	if g.P > 1 {
-		var err error
-		if s.algo.Swap == SwapLong || (s.algo.Swap == SwapMix && nc > s.algo.SwapThr) {
-			order := make([]int, g.P)
-			for i := range order {
-				order[i] = (prow + i) % g.P
-			}
-			err = spreadRoll(g.Col, u, order, tagU)
-		} else {
-			err = bcastTree(g.Col, u, prow, tagU)
+		order := make([]int, g.P)
+		for i := range order {
+			order[i] = (prow + i) % g.P
 		}
-		if err != nil {
+		if err := spreadRoll(g.Col, u, order, tagU); err != nil {
 			return err
 		}
 	}
@@ -317,6 +324,173 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 			s.a[p.lp0+c0*ld:], ld)
 	}
 	return nil
+}
+
+// swapExchange performs the row interchanges and the broadcast of U at once by
+// bi-directional exchange (netlib's HPL_pdlaswp00N): every process of the column starts with
+// the rows it owns of a table holding U's rows and the block rows displaced below the block;
+// in log2(P) steps partners swap everything they hold, so every process ends with the whole
+// table, solves U = L1^-1 U itself and writes the rows that land on it. A process count that
+// is not a power of two folds the extra processes in first. It returns U and its leading
+// dimension.
+func (s *solver) swapExchange(p *panel, c0, nc int, src, outside []int, pos map[int]int, prow int) ([]float64, int, error) {
+	g := s.g
+	c := g.Col
+	jb, nb, ld := p.jb, s.nb, s.ld
+	nt := jb + len(outside)
+	owner := make([]int, nt) // process row holding table row t at the start
+	lsrc := make([]int, nt)  // its local row there
+	for i, r := range src {
+		owner[i], lsrc[i] = g2p(r, nb, g.P), g2l(r, nb, g.P)
+	}
+	for o, r := range outside {
+		owner[jb+o], lsrc[jb+o] = prow, g2l(pos[r], nb, g.P)
+	}
+	if cap(s.ubuf) < nt*nc {
+		s.ubuf = make([]float64, nt*nc)
+	}
+	t := s.ubuf[:nt*nc]
+	var own []int
+	for r := range nt {
+		if owner[r] == g.MyRow {
+			own = append(own, r)
+		}
+	}
+	for j := range nc {
+		col, tc := s.a[(c0+j)*ld:], t[j*nt:(j+1)*nt]
+		for _, r := range own {
+			tc[r] = col[lsrc[r]]
+		}
+	}
+	// rowsOf lists the table rows first owned by the process rows in set.
+	rowsOf := func(set func(q int) bool) []int {
+		var rows []int
+		for r := range nt {
+			if set(owner[r]) {
+				rows = append(rows, r)
+			}
+		}
+		return rows
+	}
+	send := func(rows []int, dst int) error {
+		buf := s.rowScratch(len(rows) * nc)
+		for j := range nc {
+			tc := t[j*nt:]
+			for n, r := range rows {
+				buf[j*len(rows)+n] = tc[r]
+			}
+		}
+		return comm.Send(c, buf, dst, tagU)
+	}
+	recv := func(rows []int, src int) error {
+		buf := s.rowScratch(len(rows) * nc)
+		if _, err := comm.Recv(c, buf, src, tagU); err != nil {
+			return err
+		}
+		for j := range nc {
+			tc := t[j*nt:]
+			for n, r := range rows {
+				tc[r] = buf[j*len(rows)+n]
+			}
+		}
+		return nil
+	}
+	n, me := g.P, g.MyRow
+	pof2 := 1
+	for pof2*2 <= n {
+		pof2 *= 2
+	}
+	rem := n - pof2
+	// Process rows behind new rank x: two for x < rem (the folded pair), else one.
+	members := func(x int) (int, int) {
+		if x < rem {
+			return 2 * x, 2*x + 1
+		}
+		return x + rem, x + rem
+	}
+	newRank := me - rem
+	if me < 2*rem {
+		if me%2 == 0 {
+			if err := send(rowsOf(func(q int) bool { return q == me }), me+1); err != nil {
+				return nil, 0, wrap(c, "row swap exchange", err)
+			}
+			newRank = -1
+		} else {
+			if err := recv(rowsOf(func(q int) bool { return q == me-1 }), me-1); err != nil {
+				return nil, 0, wrap(c, "row swap exchange", err)
+			}
+			newRank = me / 2
+		}
+	}
+	if newRank >= 0 {
+		for mask := 1; mask < pof2; mask <<= 1 {
+			pn := newRank ^ mask
+			group := func(x int) func(q int) bool { // process rows of x's group before this step
+				return func(q int) bool {
+					for y := range pof2 {
+						if y&^(mask-1) == x&^(mask-1) {
+							if a, b := members(y); q == a || q == b {
+								return true
+							}
+						}
+					}
+					return false
+				}
+			}
+			mine, theirs := rowsOf(group(newRank)), rowsOf(group(pn))
+			peer, _ := members(pn)
+			if pn < rem {
+				peer = 2*pn + 1
+			}
+			// The lower new rank sends first so that rendezvous sends cannot deadlock.
+			if newRank < pn {
+				if err := send(mine, peer); err != nil {
+					return nil, 0, wrap(c, "row swap exchange", err)
+				}
+				if err := recv(theirs, peer); err != nil {
+					return nil, 0, wrap(c, "row swap exchange", err)
+				}
+			} else {
+				if err := recv(theirs, peer); err != nil {
+					return nil, 0, wrap(c, "row swap exchange", err)
+				}
+				if err := send(mine, peer); err != nil {
+					return nil, 0, wrap(c, "row swap exchange", err)
+				}
+			}
+		}
+	}
+	if me < 2*rem {
+		all := rowsOf(func(int) bool { return true })
+		if me%2 == 1 {
+			if err := send(all, me-1); err != nil {
+				return nil, 0, wrap(c, "row swap exchange", err)
+			}
+		} else if err := recv(all, me+1); err != nil {
+			return nil, 0, wrap(c, "row swap exchange", err)
+		}
+	}
+	// Everyone solves U and writes the rows that land here.
+	linalg.Dtrsm(linalg.Left, linalg.Lower, linalg.NoTrans, linalg.Unit, jb, nc, 1, p.w, p.ldw, t, nt)
+	var dst, from []int
+	if me == prow {
+		lr := g2l(p.jj, nb, g.P)
+		for i := range jb {
+			dst, from = append(dst, lr+i), append(from, i)
+		}
+	}
+	for o, r := range outside {
+		if g2p(r, nb, g.P) == me {
+			dst, from = append(dst, g2l(r, nb, g.P)), append(from, jb+o)
+		}
+	}
+	for j := range nc {
+		col, tc := s.a[(c0+j)*ld:], t[j*nt:]
+		for k, d := range dst {
+			col[d] = tc[from[k]]
+		}
+	}
+	return t, nt, nil
 }
 
 // Messages of the row swap carry rows column by column: rows r0..rk of column c0, then of
