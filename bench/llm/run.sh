@@ -11,6 +11,9 @@
 #   bench/llm/run.sh /work/peers/llama.cpp/build/bin/llama-bench [types] [pp] [tg] [reps]
 #   bench/llm/run.sh ./llama-bench "q8_0 q4_0" 512 128 3
 #
+# SIDES (default "llama1 ours1 ours2 llama2") picks the runs; LLM_BENCH_JSONL keeps the raw
+# results (llama-bench's and llm bench's JSON lines) in that file.
+#
 # Models: the 349M Llama shape of ../shared/ANCHORS.md with random weights, written once by
 # `llm mkmodel` into $LLM_BENCH_MODELS (default ~/.cache/gorun-llm-bench), with the Llama-2
 # vocabulary from ../shared/testdata/llm when present; plus stories260K (F32) when present.
@@ -45,7 +48,7 @@ stories=$root/../shared/testdata/llm/stories260K.gguf
 
 out=$work/results.jsonl
 for f in "${files[@]}"; do
-	for side in llama1 ours1 ours2 llama2; do
+	for side in ${SIDES:-llama1 ours1 ours2 llama2}; do
 		case $side in
 		llama1) "$llama_bench" -m "$f" -t 1 -p "$pp" -n "$tg" -r "$reps" -o jsonl 2>/dev/null | sed "s|^{|{\"side\":\"$side\",\"file\":\"$f\",|" >>"$out" ;;
 		llama2) "$llama_bench" -m "$f" -t 2 -p "$pp" -n "$tg" -r "$reps" -o jsonl 2>/dev/null | sed "s|^{|{\"side\":\"$side\",\"file\":\"$f\",|" >>"$out" ;;
@@ -55,6 +58,7 @@ for f in "${files[@]}"; do
 	done
 done
 
+[ -n "${LLM_BENCH_JSONL:-}" ] && cp "$out" "$LLM_BENCH_JSONL"
 python3 - "$out" <<'PY'
 import json, sys, os, datetime
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
