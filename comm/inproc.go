@@ -3,6 +3,7 @@ package comm
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -29,9 +30,20 @@ var errReturned = errors.New("rank's function returned")
 // a rank returned (or a panic, converted to an error), naming the rank. When one rank returns
 // (or fails), the other ranks' operations that need it fail with a *PeerError instead of
 // hanging.
+//
+// With the environment variable GORUN_RUN_TRANSPORT set to "tcp" or "shm" (RunTransportVar),
+// the ranks are connected through that network transport instead, each with its own sockets
+// and segments, and a rank that returns waits (Finalize) for the others.
 func Run(n int, fn func(c *Comm) error) error {
 	if n < 1 {
 		return fmt.Errorf("comm: Run needs at least 1 rank, got %d", n)
+	}
+	switch t := os.Getenv(RunTransportVar); t {
+	case "":
+	case "tcp", "shm":
+		return runNet(n, t, fn)
+	default:
+		return fmt.Errorf("comm: %s=%q: want tcp or shm", RunTransportVar, t)
 	}
 	engines := make([]*engine, n)
 	for r := range engines {
