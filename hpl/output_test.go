@@ -166,3 +166,29 @@ func TestWriteFailedAndUnchecked(t *testing.T) {
 		t.Fatalf("unchecked summary:\n%s", b.String())
 	}
 }
+
+// Lists longer than 8 wrap as netlib prints them: 8 per line, then 8, then the rest.
+func TestHeaderWrapsLongLists(t *testing.T) {
+	p, err := ParseDat(strings.NewReader(smokeDat), "HPL.dat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Ns = nil
+	for i := 1; i <= 18; i++ {
+		p.Ns = append(p.Ns, i*10)
+	}
+	p.BCasts = []Topo{Ring1, Ring1M, Ring2, Ring2M, Long, LongM, Ring1, Ring1, Ring2M}
+	var b strings.Builder
+	if err := WriteHeader(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	want := "\nN      :      10       20       30       40       50       60       70       80 " +
+		"\n              90      100      110      120      130      140      150      160 " +
+		"\n             170      180 \nNB     :"
+	if !strings.Contains(b.String(), want) {
+		t.Fatalf("N list:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "\nBCAST  :   1ring   1ringM    2ring   2ringM    Blong   BlongM    1ring    1ring \n          2ringM \nDEPTH") {
+		t.Fatalf("BCAST list:\n%s", b.String())
+	}
+}
