@@ -33,7 +33,16 @@ func TestMain(m *testing.M) {
 	case "rank":
 		os.Exit(rankMain(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	// One build cache for the package's tests: each program is linked once, not once a test.
+	cache, err := os.MkdirTemp("", "launcher-test-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("GORUN_CACHE_DIR", cache)
+	code := m.Run()
+	os.RemoveAll(cache)
+	os.Exit(code)
 }
 
 func myRank() int {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,8 +31,8 @@ const (
 // DefaultKillGrace is how long ranks get between SIGTERM and SIGKILL when a job is torn down.
 const DefaultKillGrace = 2 * time.Second
 
-// drainTimeout bounds how long gorun waits, after a rank exits, for the end of its output: a
-// process that left the rank's process group may hold the pipe open forever.
+// drainTimeout bounds how long gorun waits, after a rank exits, for more of its output when none
+// comes: a process that left the rank's process group may hold the pipe open forever.
 const drainTimeout = time.Second
 
 // Job describes one run of PROGRAM as NP ranks on this host.
@@ -148,6 +149,7 @@ type rankProc struct {
 
 	readers sync.WaitGroup // stdout and stderr pumps
 	pipes   []*os.File     // read ends, closed when draining gives up
+	idle    []atomic.Int64 // per pipe: since when (unix ns) its pump waits for data; 0 = busy
 	fwds    []*lineForwarder
 	stdin   io.WriteCloser
 	watched bool // its exit is noticed by the exitOrder watcher, not by its waiter
@@ -511,12 +513,13 @@ func (j *Job) start(p Placement, env []string, stdout, stderr *sink, order exitO
 	}
 	r.pid = cmd.Process.Pid
 	r.watched = order.watch(p.Rank, r.pid, r.pipes)
+	r.idle = make([]atomic.Int64, len(r.pipes))
 	for i := range r.pipes {
 		r.readers.Add(1)
-		go func(src *os.File, fw *lineForwarder) {
+		go func(src *os.File, fw *lineForwarder, idle *atomic.Int64) {
 			defer r.readers.Done()
-			pump(src, fw)
-		}(r.pipes[i], r.fwds[i])
+			pump(src, fw, idle)
+		}(r.pipes[i], r.fwds[i], &r.idle[i])
 	}
 	if r.stdin != nil {
 		go func() {
@@ -555,27 +558,44 @@ func (r *rankProc) wait(exits chan<- exitEvent, notices chan<- int) {
 	if errors.As(err, &exitErr) {
 		err = nil // a non-zero status is reported through ProcessState
 	}
-	done := make(chan struct{})
-	go func() { r.readers.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(drainTimeout):
-		for _, f := range r.pipes {
-			f.Close() // unblocks the pumps
-		}
-		<-done
-	}
+	r.drain()
 	for _, fw := range r.fwds {
 		fw.Close()
 	}
 	exits <- exitEvent{r: r, state: r.cmd.ProcessState, err: err}
 }
 
-// pump copies a rank's pipe into its line forwarder until EOF or until the pipe is closed.
-func pump(src *os.File, fw *lineForwarder) {
+// drain waits for the rest of the rank's output. Output still flowing is forwarded however long
+// it takes (gorun's own stdout may be a slow pipe); a pipe whose pump has waited drainTimeout
+// for data that does not come is held open by a process that left the rank's process group, and
+// is closed.
+func (r *rankProc) drain() {
+	done := make(chan struct{})
+	go func() { r.readers.Wait(); close(done) }()
+	tick := time.NewTicker(drainTimeout / 10)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-tick.C:
+			for i, f := range r.pipes {
+				if since := r.idle[i].Load(); since != 0 && now.UnixNano()-since > int64(drainTimeout) {
+					f.Close() // unblocks the pump
+				}
+			}
+		}
+	}
+}
+
+// pump copies a rank's pipe into its line forwarder until EOF or until the pipe is closed,
+// keeping idle up to date for drain.
+func pump(src *os.File, fw *lineForwarder, idle *atomic.Int64) {
 	buf := make([]byte, 64<<10)
 	for {
+		idle.Store(time.Now().UnixNano())
 		n, err := src.Read(buf)
+		idle.Store(0)
 		if n > 0 {
 			fw.Write(buf[:n])
 		}

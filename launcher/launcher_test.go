@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os/exec"
 	"regexp"
 	"sort"
@@ -184,7 +185,7 @@ func childPids(t *testing.T, stdout string, n int) []int {
 // Many ranks writing long lines at once: every line arrives whole, tagged with its own rank,
 // in the rank's order, on the stream it was written to.
 func TestOutputLinesNeverInterleave(t *testing.T) {
-	const n, lines, maxLen = 6, 150, 100_000 // lines up to 100 kB, beyond the 64 KiB pipe buffer
+	const n, lines, maxLen = 6, 100, 100_000 // lines up to 100 kB, beyond the 64 KiB pipe buffer
 	res := runGorun(t, nil, rankArgs(t, []string{"-n", strconv.Itoa(n), "--tag-output"}, "spam", strconv.Itoa(lines), strconv.Itoa(maxLen))...)
 	require.Equal(t, 0, res.code, "stderr tail: %.500s", res.stderr)
 	for streamIdx, out := range []string{res.stdout, res.stderr} {
@@ -219,6 +220,33 @@ func TestOutputLinesNeverInterleave(t *testing.T) {
 			assert.Equal(t, lines, next[r], "rank %d: lines missing on stream %d", r, streamIdx)
 		}
 	}
+}
+
+// A slow reader of gorun's output (a pager, a full pipe) must not cost any output: ranks that
+// exited keep their remaining output forwarded however long it takes.
+func TestSlowReaderLosesNothing(t *testing.T) {
+	// About 100 KB a rank: one 64 KiB read waits behind gorun's full stdout while the rest
+	// fits in the rank's pipe, so the ranks exit at once with output left in their pipes.
+	const n, lines, maxLen = 2, 10, 25_000
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := gorunCmd(t, ctx, rankArgs(t, []string{"-n", strconv.Itoa(n), "--stdin", "none"}, "spam", strconv.Itoa(lines), strconv.Itoa(maxLen))...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	time.Sleep(drainTimeout + 1500*time.Millisecond) // the ranks are done long before anyone reads
+	out, err := io.ReadAll(stdout)
+	require.NoError(t, err)
+	require.NoError(t, cmd.Wait())
+	want := 0
+	for r := range n {
+		for i := range lines {
+			if i%5 != 0 {
+				want += len(spamLine(r, i, maxLen)) + 1
+			}
+		}
+	}
+	assert.Equal(t, want, len(out), "bytes of stdout forwarded")
 }
 
 func TestTagOutputAndPartialLines(t *testing.T) {
@@ -354,7 +382,6 @@ func TestBadCommandLines(t *testing.T) {
 }
 
 func TestBuildFailureIsReported(t *testing.T) {
-	t.Setenv("GORUN_CACHE_DIR", t.TempDir())
 	res := runGorun(t, nil, "-n", "2", "./testdata/broken")
 	assert.Equal(t, ExitFailure, res.code)
 	assert.Contains(t, res.stderr, "main.go:5")            // the compiler's own message
@@ -369,7 +396,6 @@ func TestHelp(t *testing.T) {
 }
 
 func TestRunGoPackageDirectory(t *testing.T) {
-	t.Setenv("GORUN_CACHE_DIR", t.TempDir())
 	res := runGorun(t, nil, "-n", "3", "-np", "2", "./testdata/hello") // the last count wins
 	require.Equal(t, 0, res.code, res.stderr)
 	got := strings.Split(strings.TrimSpace(res.stdout), "\n")
