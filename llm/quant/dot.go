@@ -44,16 +44,22 @@ func (v *Vec) Load(w gguf.Type, x []float32) error {
 		nb := len(x) / QK8_0
 		v.Q8 = grow(v.Q8, nb*BlockQ8_0)
 		quantizeQ8_0(x, v.Q8)
-		v.Q8Sum8 = grow(v.Q8Sum8, nb)
-		for b := 0; b < nb; b++ {
-			var s int32
-			for _, q := range v.Q8[b*BlockQ8_0+2 : (b+1)*BlockQ8_0] {
-				s += int32(int8(q))
-			}
-			v.Q8Sum8[b] = 8 * s
-		}
+		v.resum()
 	}
 	return nil
+}
+
+// resum recomputes Q8Sum8 from Q8.
+func (v *Vec) resum() {
+	nb := len(v.Q8) / BlockQ8_0
+	v.Q8Sum8 = grow(v.Q8Sum8, nb)
+	for b := 0; b < nb; b++ {
+		var s int32
+		for _, q := range v.Q8[b*BlockQ8_0+2 : (b+1)*BlockQ8_0] {
+			s += int32(int8(q))
+		}
+		v.Q8Sum8[b] = 8 * s
+	}
 }
 
 func grow[T any](s []T, n int) []T {
@@ -76,7 +82,7 @@ func Dot(w gguf.Type, row []byte, v *Vec) float32 {
 	case gguf.Q8_0:
 		return dotQ8_0(row, v.Q8)
 	case gguf.Q4_0:
-		return dotQ4_0(row, v.Q8)
+		return dotQ4_0Vec(row, v)
 	case gguf.Q4_K:
 		return dotK(row, v.F32, BlockQ4_K, dequantQ4_K)
 	case gguf.Q5_K:

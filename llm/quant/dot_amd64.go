@@ -125,6 +125,9 @@ func dotQ8_0(w, x []byte) float32 {
 	return dotQ8_0AVX2(&w[0], &x[0], nb)
 }
 
+//go:noescape
+func dotQ4_0TotAVX2(w, x *byte, xsum8 *int32, nb int) float32
+
 func dotQ4_0(w, x []byte) float32 {
 	nb := len(x) / BlockQ8_0
 	if !useAVX2 || nb == 0 {
@@ -132,6 +135,17 @@ func dotQ4_0(w, x []byte) float32 {
 	}
 	_ = w[nb*BlockQ4_0-1]
 	return dotQ4_0AVX2(&w[0], &x[0], nb)
+}
+
+// dotQ4_0Vec is the Q4_0 dot product used by Dot: block totals in integers, llama.cpp's order.
+func dotQ4_0Vec(w []byte, v *Vec) float32 {
+	nb := v.N / QK8_0
+	if !useAVX2 || nb == 0 || len(v.Q8Sum8) < nb {
+		return dotQ4_0(w, v.Q8)
+	}
+	_ = w[nb*BlockQ4_0-1]
+	_ = v.Q8[nb*BlockQ8_0-1]
+	return dotQ4_0TotAVX2(&w[0], &v.Q8[0], &v.Q8Sum8[0], nb)
 }
 
 func dotF32(row []byte, x []float32) float32 {

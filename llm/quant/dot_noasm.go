@@ -19,3 +19,5 @@ func AxpyF16(out []float32, a float32, v []uint16) { axpyU16Generic(out, a, v[:l
 func dot4(m *Matrix, i int, v *Vec, y []float32) bool { return false }
 
 func dot4x2(m *Matrix, i int, a, b *Vec, ya, yb []float32) bool { return false }
+
+func dotQ4_0Vec(w []byte, v *Vec) float32 { return dotQ4_0Generic(w, v.Q8) }

@@ -268,6 +268,7 @@ func TestKernelsMatchGeneric(t *testing.T) {
 						x.Q8[b*34+2+j] = byte(int8([]int{127, -127}[j&1]))
 					}
 				}
+				x.resum()
 			}
 			check := func(name string, got, want float32) {
 				if math.Abs(float64(got-want)) > 1e-5*math.Abs(float64(want))+1e-5 {
@@ -276,6 +277,7 @@ func TestKernelsMatchGeneric(t *testing.T) {
 			}
 			check("Q8_0", dotQ8_0(w8, x.Q8), dotQ8_0Generic(w8, x.Q8))
 			check("Q4_0", dotQ4_0(w4, x.Q8), dotQ4_0Generic(w4, x.Q8))
+			check("Q4_0 totals", dotQ4_0Vec(w4, &x), dotQ4_0Generic(w4, x.Q8))
 		}
 	}
 	// Two-vector kernels (MatMul) against the generic dot, odd batch and 4k+3 rows.
