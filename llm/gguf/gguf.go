@@ -231,22 +231,6 @@ func (f *File) ReadAt(t *TensorInfo, p []byte, off int64) error {
 	return nil
 }
 
-// AdviseRandom tells the kernel that t's pages are read at random (madvise MADV_RANDOM), so
-// a fault maps only the page touched, without read-ahead or fault-around: embedding lookups
-// then keep only the rows used resident. A no-op for a File from Parse.
-func (f *File) AdviseRandom(t *TensorInfo) error {
-	if !f.mapped {
-		return nil
-	}
-	page := int64(os.Getpagesize())
-	s := (f.DataOffset + t.Offset) / page * page
-	e := f.DataOffset + t.Offset + t.Size
-	if err := unix.Madvise(f.data[s:e], unix.MADV_RANDOM); err != nil {
-		return fmt.Errorf("%s: madvise %s: %w", f.name(), t.Name, err)
-	}
-	return nil
-}
-
 func (f *File) name() string {
 	if f.Path == "" {
 		return "gguf"

@@ -17,6 +17,7 @@ type scratch struct {
 	scores                             []float32 // [local heads][ctx]
 	vtype                              int       // vector type the vecs hold (-1: none)
 	last                               []float32
+	row                                []byte // one embedding row as stored
 	pair                               [2]float32
 	pairs                              []float32
 	counts                             []int
@@ -140,12 +141,14 @@ func (m *Model) Forward(tokens []int32) error {
 		if tok < 0 || int(tok) >= c.Vocab {
 			return fmt.Errorf("model: token id %d outside the vocabulary of %d", tok, c.Vocab)
 		}
+		// pread, not the mapping: a fault would map the 64 KiB around the row too, and the
+		// rows of a long prompt would add up to megabytes of another rank's pages.
 		rb, _ := m.embd.Type.RowBytes(int64(dim))
-		row, err := m.file.Bytes(m.embd, int64(tok)*rb, rb)
-		if err != nil {
+		s.row = grow(s.row, int(rb))
+		if err := m.file.ReadAt(m.embd, s.row, int64(tok)*rb); err != nil {
 			return err
 		}
-		if err := quant.Dequantize(m.embd.Type, row, s.x[i*dim:(i+1)*dim]); err != nil {
+		if err := quant.Dequantize(m.embd.Type, s.row, s.x[i*dim:(i+1)*dim]); err != nil {
 			return err
 		}
 	}
@@ -411,4 +414,11 @@ func (m *Model) Argmax() (int32, error) {
 		}
 	}
 	return int32(id), nil
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }

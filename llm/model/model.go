@@ -276,13 +276,7 @@ func (m *Model) bind() error {
 	if !quant.Supported(m.embd.Type) {
 		return fmt.Errorf("%s: token_embd.weight has unsupported type %s", m.file.Path, m.embd.Type)
 	}
-	if !c.TiedEmbed {
-		// Only the rows of the tokens seen are read: keep the kernel from mapping their
-		// neighbours too (a rank's resident memory should be its shard).
-		if err := m.file.AdviseRandom(m.embd); err != nil {
-			return err
-		}
-	}
+
 	if m.outNorm, err = m.vector("output_norm.weight", c.Dim, 0, c.Dim); err != nil {
 		return err
 	}
