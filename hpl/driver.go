@@ -61,7 +61,7 @@ type Driver struct {
 func (d *Driver) Run(world *comm.Comm) (Summary, error) {
 	p := d.Params
 	root := world.Rank() == 0
-	sum := Summary{Checked: p.Threshold > 0}
+	sum := Summary{Checked: p.Threshold > 0, Detailed: d.Options.DetailedTiming}
 	if need := p.MaxProcs(); need > world.Size() {
 		if root {
 			fmt.Fprint(d.ErrOut, PWarn(0, "HPL_pdinfo", fmt.Sprintf("Need at least %d processes for these tests", need)))

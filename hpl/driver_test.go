@@ -72,3 +72,36 @@ func TestDriverRun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Detailed timing prints netlib's HPL_DETAILED_TIMING block with the phases that took time.
+func TestDriverDetailedTiming(t *testing.T) {
+	p, err := ParseDat(strings.NewReader(smokeDat), "HPL.dat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Ns, p.NBs, p.Ps, p.Qs = []int{300}, []int{16}, []int{2}, []int{2}
+	p.PFacts, p.RFacts, p.NBMins = []Fact{Right}, []Fact{Crout}, []int{4}
+	var out bytes.Buffer
+	err = comm.Run(4, func(c *comm.Comm) error {
+		var b bytes.Buffer
+		d := &Driver{Params: p, Out: &b, ErrOut: &b, Options: Options{DetailedTiming: true}}
+		_, err := d.Run(c)
+		if c.Rank() == 0 {
+			out = b
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"--VVV--VVV--", "Max aggregated wall time rfact . . . : ",
+		"Max aggregated wall time update  . . : ", "Max aggregated wall time up tr sv  . : "} {
+		if !strings.Contains(s, want) {
+			t.Fatalf("no %q in:\n%s", want, s)
+		}
+	}
+	if strings.Index(s, "--VVV--") > strings.Index(s, "...... PASSED") {
+		t.Fatalf("detail block after the residual:\n%s", s)
+	}
+}

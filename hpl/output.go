@@ -56,6 +56,8 @@ type Result struct {
 	Info        int  // 1-based column of the first zero pivot, 0 when none
 	// The quantities of the residual, printed by netlib when a test fails.
 	Resid0, AnormI, Anorm1, XnormI, Xnorm1, BnormI float64
+	// Detail is the slowest process's time per phase, when asked for.
+	Detail *Timing
 }
 
 // Gflops is HPL's rate: (2/3 N^3 + 3/2 N^2) / t, computed in netlib's order of operations.
@@ -182,6 +184,27 @@ func WriteResult(w io.Writer, r *Result) error {
 		fmt.Fprintf(&b, "HPL_pdgesv() start time %s\n\n", r.Start.Format(ctime))
 		fmt.Fprintf(&b, "HPL_pdgesv() end time   %s\n\n", r.End.Format(ctime))
 	}
+	if d := r.Detail; d != nil {
+		b.WriteString("--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV-\n")
+		for _, kv := range []struct {
+			k string
+			v float64
+		}{
+			{"Max aggregated wall time rfact . . . : ", d.RFact},
+			{"+ Max aggregated wall time pfact . . : ", d.PFact},
+			{"+ Max aggregated wall time mxswp . . : ", d.MxSwp},
+			{"Max aggregated wall time update  . . : ", d.Update},
+			{"+ Max aggregated wall time laswp . . : ", d.LaSwp},
+			{"Max aggregated wall time up tr sv  . : ", d.UpTrSv},
+		} {
+			if kv.v > 0 {
+				fmt.Fprintf(&b, "%s%18.2f\n", kv.k, kv.v)
+			}
+		}
+		if !r.Checked && !r.Skipped {
+			b.WriteString(lineEq + "\n")
+		}
+	}
 	if r.Skipped {
 		b.WriteString(PWarn(0, "HPL_pdtest", fmt.Sprintf("Error code returned by solve is %d, skip", r.Info)))
 	} else if r.Checked {
@@ -216,12 +239,15 @@ func WriteResult(w io.Writer, r *Result) error {
 type Summary struct {
 	Pass, Fail, Skip int
 	Checked          bool // threshold > 0
+	Detailed         bool // detailed timing: unchecked tests already closed their blocks
 }
 
 // WriteSummary prints the "Finished N tests" block and "End of Tests.".
 func WriteSummary(w io.Writer, s Summary) error {
 	var b strings.Builder
-	b.WriteString(lineEq + "\n")
+	if s.Checked || !s.Detailed {
+		b.WriteString(lineEq + "\n")
+	}
 	fmt.Fprintf(&b, "\n%s %6d %s\n", "Finished", s.Pass+s.Fail+s.Skip, "tests with the following results:")
 	if s.Checked {
 		fmt.Fprintf(&b, "         %6d %s\n", s.Pass, "tests completed and passed residual checks,")

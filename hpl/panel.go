@@ -52,6 +52,7 @@ func (s *solver) globalRow(p *panel, r int) int {
 // the column, and writes the diagonal block (L1\U1) back to the matrix. The pivots go in
 // p.ipiv and p.buf is ready to broadcast.
 func (s *solver) factor(p *panel) error {
+	defer s.timed(&s.timing.RFact)()
 	g := s.g
 	lc := g2l(p.jj, s.nb, g.Q) // local column of the panel
 	prow := g2p(p.jj, s.nb, g.P)
@@ -165,6 +166,7 @@ func (s *solver) rfact(p *panel, off, n int) error {
 // it just before its pivot search, Crout also finishes the column's row of U then, and
 // right-looking updates everything right of a column as soon as it is factored.
 func (s *solver) pfact(p *panel, off, n int) error {
+	defer s.timed(&s.timing.PFact)()
 	w, ldw := p.w, p.ldw
 	at := func(r, c int) []float64 { return w[r+c*ldw:] }
 	for c := off; c < off+n; c++ {
@@ -229,7 +231,10 @@ func (s *solver) pivot(p *panel, c int) error {
 	for j := range jb {
 		msg[2+j] = w[r+j*ldw]
 	}
-	if err := allreduce(s.g.Col, msg, scratch, tagPivot, maxLoc); err != nil {
+	stop := s.timed(&s.timing.MxSwp)
+	err := allreduce(s.g.Col, msg, scratch, tagPivot, maxLoc)
+	stop()
+	if err != nil {
 		return err
 	}
 	gp := int(msg[1])

@@ -1,6 +1,8 @@
 package hpl
 
 import (
+	"time"
+
 	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/linalg"
 )
@@ -15,7 +17,8 @@ type Matrix struct {
 	LD     int
 	A      []float64
 	X      []float64
-	Info   int // 1-based global column of the first zero pivot, 0 if none
+	Info   int    // 1-based global column of the first zero pivot, 0 if none
+	Timing Timing // this process's time per phase of the last solve
 }
 
 // NewMatrix allocates this process's part of an N x (N+1) system with NB x NB blocks.
@@ -54,6 +57,21 @@ type solver struct {
 	pivScratch    []float64
 	ubuf, rowBuf  []float64
 	progress      func(done, total int)
+	timing        Timing
+}
+
+// Timing is the time one process spent in each phase of a solve, in seconds (netlib's
+// HPL_DETAILED_TIMING): RFact the panel factorizations, of which PFact in the leaf
+// factorizations and MxSwp in the pivot searches' communication; Update the trailing updates,
+// of which LaSwp the row interchanges and U's broadcast; UpTrSv the back substitution.
+type Timing struct {
+	RFact, PFact, MxSwp, Update, LaSwp, UpTrSv float64
+}
+
+// timed adds the time until the returned function is called to *acc.
+func (s *solver) timed(acc *float64) func() {
+	t0 := time.Now()
+	return func() { *acc += time.Since(t0).Seconds() }
 }
 
 // Solve factors [A | b] in place with partial pivoting (right-looking blocked LU, panels
@@ -75,7 +93,11 @@ func Solve(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) error 
 	if info != 0 {
 		return nil
 	}
-	return s.backSolve(m.X)
+	stop := s.timed(&s.timing.UpTrSv)
+	err = s.backSolve(m.X)
+	stop()
+	m.Timing = s.timing
+	return err
 }
 
 // factorAll runs the panel loop and returns the global first zero pivot (1-based, 0 if none).
@@ -214,6 +236,8 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 	if nc <= 0 {
 		return nil
 	}
+	defer s.timed(&s.timing.Update)()
+	stopSwap := s.timed(&s.timing.LaSwp)
 	g := s.g
 	jb, ld := p.jb, s.ld
 	prow := g2p(p.jj, s.nb, g.P)
@@ -250,6 +274,7 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 	long := s.algo.Swap == SwapLong || (s.algo.Swap == SwapMix && nc > s.algo.SwapThr)
 	if g.P > 1 && !long {
 		u, ldu, err := s.swapExchange(p, c0, nc, src, outside, pos, prow)
+		stopSwap()
 		if err != nil {
 			return err
 		}
@@ -319,6 +344,7 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 			return err
 		}
 	}
+	stopSwap()
 	if p.mloc > 0 {
 		linalg.Dgemm(linalg.NoTrans, linalg.NoTrans, p.mloc, nc, jb, -1, p.w[jb:], p.ldw, u, jb, 1,
 			s.a[p.lp0+c0*ld:], ld)

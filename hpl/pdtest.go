@@ -14,6 +14,9 @@ type Options struct {
 	Progress func(done, total int)
 	// Seed of the matrix; 0 means netlib's HPL_ISEED.
 	Seed int
+	// DetailedTiming reports the slowest process's time per phase (netlib built with
+	// -DHPL_DETAILED_TIMING) in Result.Detail.
+	DetailedTiming bool
 }
 
 // RunTest generates the system, solves it, times the solve (the slowest process's wall time)
@@ -56,6 +59,14 @@ func RunTest(g *Grid, algo Algo, n, nb int, thresh float64, opt Options) (*Resul
 		return nil, nil, err
 	}
 	r.Start, r.End = time.Unix(0, int64(se[0])), time.Unix(0, int64(se[1]))
+	if opt.DetailedTiming {
+		t := m.Timing
+		v := []float64{t.RFact, t.PFact, t.MxSwp, t.Update, t.LaSwp, t.UpTrSv}
+		if err := allreduce(g.All, v, make([]float64, len(v)), tagCheck, opMax); err != nil {
+			return nil, nil, err
+		}
+		r.Detail = &Timing{RFact: v[0], PFact: v[1], MxSwp: v[2], Update: v[3], LaSwp: v[4], UpTrSv: v[5]}
+	}
 
 	if thresh <= 0 {
 		return r, m, nil

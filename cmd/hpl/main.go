@@ -34,6 +34,7 @@ type flags struct {
 	noProgres bool
 	nSet      bool // -N given (N = 0 is a legal, empty problem)
 	threads   int
+	detailed  bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*flags, error) {
@@ -47,6 +48,7 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs.IntVarP(&f.q, "Q", "Q", 0, "process columns (with -P; alone, P = ranks/Q)")
 	fs.StringVar(&f.jsonPath, "json", "", "also write the results as JSON to this file (rank 0)")
 	fs.BoolVar(&f.noProgres, "no-progress", false, "no progress line, even on a terminal")
+	fs.BoolVar(&f.detailed, "detailed-timing", false, "print the time per phase after each test (netlib's HPL_DETAILED_TIMING)")
 	fs.IntVar(&f.threads, "threads", 1, "goroutines per Dgemm call in each rank (HPL runs one BLAS thread per rank)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gorun -n RANKS hpl [flags]\n\nSolves a random dense system as netlib HPL 2.3 does and prints its output.\n\n")
@@ -198,7 +200,7 @@ func runWorld(world *comm.Comm, f *flags, stdout, stderr io.Writer) int {
 	if err != nil || !ok {
 		return 1
 	}
-	d := &hpl.Driver{Params: p, Out: out, ErrOut: stderr}
+	d := &hpl.Driver{Params: p, Out: out, ErrOut: stderr, Options: hpl.Options{DetailedTiming: f.detailed}}
 	var report jsonReport
 	report.Ranks = world.Size()
 	if root {
