@@ -95,7 +95,11 @@ func (r Resolver) Resolve(program string) (string, error) {
 		}
 		looked = append(looked, "not beside gorun in "+filepath.Dir(self))
 	}
-	for _, root := range r.moduleRoots(dir) {
+	roots := r.moduleRoots(dir)
+	if len(roots) == 0 {
+		looked = append(looked, "no Go module around "+dir)
+	}
+	for _, root := range roots {
 		pkg := filepath.Join(root, "cmd", program)
 		if st, err := os.Stat(pkg); err == nil && st.IsDir() {
 			if _, err := mainPackage(pkg); err != nil {
@@ -106,8 +110,10 @@ func (r Resolver) Resolve(program string) (string, error) {
 		looked = append(looked, "no "+pkg)
 	}
 	reason := "not found: " + strings.Join(looked, ", ")
-	if isExecutableFile(filepath.Join(dir, program)) {
+	if local := filepath.Join(dir, program); isExecutableFile(local) {
 		reason += fmt.Sprintf(" (there is one in the working directory: run ./%s)", program)
+	} else if _, err := mainPackage(local); err == nil {
+		reason += fmt.Sprintf(" (there is a Go main package in the working directory: run ./%s)", program)
 	}
 	return "", &NotFoundError{Program: program, Reason: reason}
 }

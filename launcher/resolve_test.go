@@ -91,6 +91,11 @@ func TestResolvePATHAndBesideGorun(t *testing.T) {
 	r.Path = "." + string(os.PathListSeparator) + bin
 	_, err = r.Resolve("launcher-test-local")
 	notFound(t, err, "run ./launcher-test-local")
+	notFound(t, err, "no Go module around "+home)
+
+	// The same for a Go main package.
+	_, err = Resolver{Dir: "testdata", Path: bin}.Resolve("hello")
+	notFound(t, err, "there is a Go main package in the working directory: run ./hello")
 }
 
 func TestResolveModuleCommands(t *testing.T) {
