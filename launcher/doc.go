@@ -3,8 +3,8 @@
 //
 // A job is N processes of one program. Each rank gets the bootstrap contract of package
 // comm/jobenv in its environment (GORUN_RANK, GORUN_SIZE, GORUN_LOCAL_RANK, GORUN_LOCAL_SIZE,
-// GORUN_COORD, GORUN_JOB_ID, GORUN_SECRET, and GORUN_PEER_TIMEOUT when set), on top of gorun's
-// own environment and the -x exports. The job id and the 32-byte secret are fresh per job from
+// GORUN_COORD, GORUN_JOB_ID, GORUN_SECRET, and GORUN_PEER_TIMEOUT and GORUN_TRANSPORT when
+// set), on top of gorun's own environment and the -x exports. The job id and the 32-byte secret are fresh per job from
 // crypto/rand; GORUN_COORD is a free loopback port that rank 0 binds for the rendezvous.
 //
 // Supervision follows mpirun and srun:

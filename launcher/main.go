@@ -55,8 +55,8 @@ PROGRAM is, in order of precedence:
 Built programs are cached in $GORUN_CACHE_DIR (default: the user cache, ~/.cache/gorun).
 
 Each rank gets GORUN_RANK, GORUN_SIZE, GORUN_LOCAL_RANK, GORUN_LOCAL_SIZE, GORUN_COORD,
-GORUN_JOB_ID and GORUN_SECRET (and GORUN_PEER_TIMEOUT with --peer-timeout), on top of
-gorun's own environment and the -x exports.
+GORUN_JOB_ID and GORUN_SECRET (and GORUN_PEER_TIMEOUT with --peer-timeout, GORUN_TRANSPORT
+with --transport), on top of gorun's own environment and the -x exports.
 
 Output is forwarded line by line (lines of different ranks never mix). SIGINT, SIGTERM
 and SIGHUP send SIGTERM to every rank (SIGKILL after --kill-grace, or at once on a second
