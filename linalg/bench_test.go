@@ -29,6 +29,23 @@ func BenchmarkDgemm(b *testing.B) {
 	}
 }
 
+// BenchmarkDgemmUpdate is HPL's trailing update shape: C -= A*B with a
+// depth of one panel (NB = 192).
+func BenchmarkDgemmUpdate(b *testing.B) {
+	for _, th := range []int{1, 2} {
+		b.Run(fmt.Sprintf("m=n=2048/k=192/threads=%d", th), func(b *testing.B) {
+			defer SetThreads(SetThreads(th))
+			const n, k = 2048, 192
+			rng := rand.New(rand.NewPCG(5, 5))
+			a, bb, c := randMat(rng, n, k, n), randMat(rng, k, n, k), randMat(rng, n, n, n)
+			for b.Loop() {
+				Dgemm(NoTrans, NoTrans, n, n, k, -1, a, n, bb, k, 1, c, n)
+			}
+			b.ReportMetric(2*float64(n)*float64(n)*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
 // BenchmarkDgemmTrans covers the transposed operand paths (packing differs).
 func BenchmarkDgemmTrans(b *testing.B) {
 	for _, t := range [][2]Transpose{{Trans, NoTrans}, {NoTrans, Trans}, {Trans, Trans}} {
