@@ -238,6 +238,26 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 	}
 	defer s.timed(&s.timing.Update)()
 	stopSwap := s.timed(&s.timing.LaSwp)
+	if s.g.P == 1 {
+		// One process row: the interchanges are local, applied in place column by column in
+		// pivot order (netlib's HPL_dlaswp00N), U is solved in place, and the update reads U
+		// where it lies.
+		ld, jb, jj := s.ld, p.jb, p.jj
+		for j := c0; j < c1; j++ {
+			col := s.a[j*ld : j*ld+s.mp]
+			for i, r := range p.ipiv {
+				col[jj+i], col[r] = col[r], col[jj+i]
+			}
+		}
+		u := s.a[jj+c0*ld:]
+		linalg.Dtrsm(linalg.Left, linalg.Lower, linalg.NoTrans, linalg.Unit, jb, nc, 1, p.w, p.ldw, u, ld)
+		stopSwap()
+		if p.mloc > 0 {
+			linalg.Dgemm(linalg.NoTrans, linalg.NoTrans, p.mloc, nc, jb, -1, p.w[jb:], p.ldw, u, ld, 1,
+				s.a[p.lp0+c0*ld:], ld)
+		}
+		return nil
+	}
 	g := s.g
 	jb, ld := p.jb, s.ld
 	prow := g2p(p.jj, s.nb, g.P)
@@ -285,7 +305,7 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 		return nil
 	}
 
-	// Spread-roll (long), and P = 1: U is assembled on the diagonal process row, solved
+	// Spread-roll (long): U is assembled on the diagonal process row, solved
 	// there, and spread then rolled down the process column.
 	lrow := func(gr int) int { return g2l(gr, s.nb, g.P) }
 	mine := func(gr int) bool { return g2p(gr, s.nb, g.P) == g.MyRow }
