@@ -12,6 +12,9 @@ import (
 // useAVX2 selects the assembly kernels (AVX2, FMA and F16C, detected at run time).
 var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
+// useVNNI selects the VPDPBUSD forms of the two-vector kernels.
+var useVNNI = useAVX2 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL
+
 //go:noescape
 func dotQ8_0AVX2(w, x *byte, nb int) float32
 
@@ -62,6 +65,12 @@ func dotQ8_0x4x2AVX2(w *byte, stride int, x0, x1 *byte, nb int, out0, out1 *floa
 //go:noescape
 func dotQ4_0x4x2AVX2(w *byte, stride int, x0, x1 *byte, s0, s1 *int32, nb int, out0, out1 *float32)
 
+//go:noescape
+func dotQ8_0x4x2VNNI(w *byte, stride int, x0, x1 *byte, nb int, out0, out1 *float32)
+
+//go:noescape
+func dotQ4_0x4x2VNNI(w *byte, stride int, x0, x1 *byte, s0, s1 *int32, nb int, out0, out1 *float32)
+
 // dot4x2 is dot4 for two vectors at once (rows i..i+3 against a and b).
 func dot4x2(m *Matrix, i int, a, b *Vec, ya, yb []float32) bool {
 	if !useAVX2 {
@@ -77,11 +86,19 @@ func dot4x2(m *Matrix, i int, a, b *Vec, ya, yb []float32) bool {
 	_, _ = a.Q8[nb*BlockQ8_0-1], b.Q8[nb*BlockQ8_0-1]
 	switch m.Type {
 	case gguf.Q8_0:
-		dotQ8_0x4x2AVX2(&rows[0], m.RowBytes, &a.Q8[0], &b.Q8[0], nb, oa, ob)
+		if useVNNI {
+			dotQ8_0x4x2VNNI(&rows[0], m.RowBytes, &a.Q8[0], &b.Q8[0], nb, oa, ob)
+		} else {
+			dotQ8_0x4x2AVX2(&rows[0], m.RowBytes, &a.Q8[0], &b.Q8[0], nb, oa, ob)
+		}
 		return true
 	case gguf.Q4_0:
 		_, _ = a.Q8Sum8[nb-1], b.Q8Sum8[nb-1]
-		dotQ4_0x4x2AVX2(&rows[0], m.RowBytes, &a.Q8[0], &b.Q8[0], &a.Q8Sum8[0], &b.Q8Sum8[0], nb, oa, ob)
+		if useVNNI {
+			dotQ4_0x4x2VNNI(&rows[0], m.RowBytes, &a.Q8[0], &b.Q8[0], &a.Q8Sum8[0], &b.Q8Sum8[0], nb, oa, ob)
+		} else {
+			dotQ4_0x4x2AVX2(&rows[0], m.RowBytes, &a.Q8[0], &b.Q8[0], &a.Q8Sum8[0], &b.Q8Sum8[0], nb, oa, ob)
+		}
 		return true
 	}
 	return false
@@ -178,6 +195,9 @@ func dotF16(row []byte, x []uint16) float32 {
 
 // Kernel names the dot-product implementation in use.
 func Kernel() string {
+	if useVNNI {
+		return "avx2+vnni"
+	}
 	if useAVX2 {
 		return "avx2"
 	}

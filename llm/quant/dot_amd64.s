@@ -531,6 +531,142 @@ q4x2done:
 	VZEROUPPER
 	RET
 
+// VNNI variants (AVX512-VNNI on 256-bit registers): VPDPBUSD does the u8 x s8 products and
+// the four-way sums of VPMADDUBSW + VPMADDWD in one instruction, with the same exact totals.
+
+// func dotQ8_0x4x2VNNI(w *byte, stride int, x0, x1 *byte, nb int, out0, out1 *float32)
+TEXT ·dotQ8_0x4x2VNNI(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), AX
+	MOVQ x0+16(FP), DI
+	MOVQ x1+24(FP), BX
+	MOVQ nb+32(FP), CX
+	MOVQ out0+40(FP), DX
+	MOVQ out1+48(FP), R13
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	VXORPS X15, X15, X15
+	VXORPS X5, X5, X5
+	VPCMPEQW Y7, Y7, Y7
+	VPSRLW $15, Y7, Y7
+	TESTQ CX, CX
+	JZ q8v2done
+
+q8v2loop:
+	VMOVDQU 2(DI), Y10
+	VMOVDQU 2(BX), Y11
+
+#define Q8ROW2V(R, A, B) \
+	VMOVDQU 2(R), Y4 \
+	VPSIGNB Y4, Y4, Y6 \
+	VPSIGNB Y4, Y10, Y13 \
+	VPXOR A, A, A \
+	VPDPBUSD Y13, Y6, A \
+	VPSIGNB Y4, Y11, Y13 \
+	VPXOR B, B, B \
+	VPDPBUSD Y13, Y6, B
+
+	Q8ROW2V(SI, Y0, Y1)
+	Q8ROW2V(R9, Y2, Y3)
+	VPHADDD Y2, Y0, Y0
+	VPHADDD Y3, Y1, Y1
+	Q8ROW2V(R10, Y2, Y3)
+	Q8ROW2V(R11, Y9, Y14)
+	VPHADDD Y9, Y2, Y2
+	VPHADDD Y14, Y3, Y3
+	TOTALS4(Y0, Y2, X0, X2, X4)
+	TOTALS4(Y1, Y3, X1, X3, X4)
+	SCALES4
+	ACCUM(DI, X0, X4, X15)
+	ACCUM(BX, X1, X4, X5)
+	ADDQ $34, SI
+	ADDQ $34, R9
+	ADDQ $34, R10
+	ADDQ $34, R11
+	ADDQ $34, DI
+	ADDQ $34, BX
+	DECQ CX
+	JNZ q8v2loop
+
+q8v2done:
+	VMOVUPS X15, (DX)
+	VMOVUPS X5, (R13)
+	VZEROUPPER
+	RET
+
+// func dotQ4_0x4x2VNNI(w *byte, stride int, x0, x1 *byte, s0, s1 *int32, nb int, out0, out1 *float32)
+TEXT ·dotQ4_0x4x2VNNI(SB), NOSPLIT, $0-72
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), AX
+	MOVQ x0+16(FP), DI
+	MOVQ x1+24(FP), BX
+	MOVQ s0+32(FP), R8
+	MOVQ s1+40(FP), R12
+	MOVQ nb+48(FP), CX
+	MOVQ out0+56(FP), DX
+	MOVQ out1+64(FP), R13
+	LEAQ (SI)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	VXORPS X15, X15, X15
+	VXORPS X5, X5, X5
+	VPCMPEQW Y7, Y7, Y7
+	VPSRLW $15, Y7, Y7
+	MOVL $0x0f0f0f0f, AX
+	MOVQ AX, X8
+	VPBROADCASTD X8, Y8
+	TESTQ CX, CX
+	JZ q4v2done
+
+q4v2loop:
+	VMOVDQU 2(DI), Y10
+	VMOVDQU 2(BX), Y11
+
+#define Q4ROW2V(R, A, B) \
+	VMOVDQU 2(R), X4 \
+	VPSRLW $4, X4, X13 \
+	VINSERTI128 $1, X13, Y4, Y4 \
+	VPAND Y8, Y4, Y4 \
+	VPXOR A, A, A \
+	VPDPBUSD Y10, Y4, A \
+	VPXOR B, B, B \
+	VPDPBUSD Y11, Y4, B
+
+	Q4ROW2V(SI, Y0, Y1)
+	Q4ROW2V(R9, Y2, Y3)
+	VPHADDD Y2, Y0, Y0
+	VPHADDD Y3, Y1, Y1
+	Q4ROW2V(R10, Y2, Y3)
+	Q4ROW2V(R11, Y9, Y14)
+	VPHADDD Y9, Y2, Y2
+	VPHADDD Y14, Y3, Y3
+	TOTALS4(Y0, Y2, X0, X2, X4)
+	TOTALS4(Y1, Y3, X1, X3, X4)
+	VPBROADCASTD (R8), X4
+	VPSUBD X4, X0, X0
+	VPBROADCASTD (R12), X4
+	VPSUBD X4, X1, X1
+	SCALES4
+	ACCUM(DI, X0, X4, X15)
+	ACCUM(BX, X1, X4, X5)
+	ADDQ $18, SI
+	ADDQ $18, R9
+	ADDQ $18, R10
+	ADDQ $18, R11
+	ADDQ $34, DI
+	ADDQ $34, BX
+	ADDQ $4, R8
+	ADDQ $4, R12
+	DECQ CX
+	JNZ q4v2loop
+
+q4v2done:
+	VMOVUPS X15, (DX)
+	VMOVUPS X5, (R13)
+	VZEROUPPER
+	RET
+
 // func dotQ4_0TotAVX2(w, x *byte, xsum8 *int32, nb int) float32
 // One Q4_0 row against one Q8_0 vector, reading the row as one sequential stream (the fastest
 // way to pull weights from memory in decoding). Each block's dot product is summed exactly in

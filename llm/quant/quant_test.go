@@ -280,8 +280,11 @@ func TestKernelsMatchGeneric(t *testing.T) {
 			check("Q4_0 totals", dotQ4_0Vec(w4, &x), dotQ4_0Generic(w4, x.Q8))
 		}
 	}
-	// Two-vector kernels (MatMul) against the generic dot, odd batch and 4k+3 rows.
-	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0} {
+	// Two-vector kernels (MatMul) against the generic dot, odd batch and 4k+3 rows, with
+	// and without VNNI where the CPU has it.
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q8_0 | 1<<16, gguf.Q4_0 | 1<<16} {
+		restore := setVNNI(typ&(1<<16) == 0)
+		typ &^= 1 << 16
 		for _, nb := range []int{1, 3, 8} {
 			rows, cols := 19, nb*32
 			m, _ := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
@@ -301,11 +304,12 @@ func TestKernelsMatchGeneric(t *testing.T) {
 						want = dotQ4_0Generic(m.Row(i), xs[v].Q8)
 					}
 					if math.Abs(float64(ys[v][i]-want)) > 1e-5*math.Abs(float64(want))+1e-5 {
-						t.Fatalf("%s nb=%d vector %d row %d: MatMul %v, generic %v", typ, nb, v, i, ys[v][i], want)
+						t.Fatalf("%s nb=%d vector %d row %d: MatMul %v, generic %v (kernel %s)", typ, nb, v, i, ys[v][i], want, Kernel())
 					}
 				}
 			}
 		}
+		restore()
 	}
 	// Four-row kernels (MatVec) against the generic dot per row, 4k+3 rows to cover the tail.
 	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0} {
