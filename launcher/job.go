@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -187,7 +189,7 @@ type exitEvent struct {
 // Blame timing. When one rank dies its peers often fail at once on the lost connection; the
 // rank that exited first, not the one whose report arrived first, is the cause. Exits are
 // numbered in the order the kernel saw them (exitOrder); once a failure is reported gorun waits
-// until every rank that exited before it is accounted for, at most maxSettle.
+// until every rank known to have exited is accounted for, at most maxSettle.
 const (
 	settle    = 20 * time.Millisecond
 	maxSettle = 2 * time.Second
@@ -387,8 +389,8 @@ func (s *supervisor) loop(ctx context.Context) int {
 // yet) before any that exited with a code, since peers that lose a connection exit with a code
 // while a crash or kill -9 is a signal; then the one that exited first in exit order. Its exit
 // code becomes the job's and the remaining ranks are terminated. Unless forced, it waits (up to
-// maxSettle after the first report) while the order is not yet known or a rank that exited
-// earlier has not been reported.
+// maxSettle after the first report) while the order is not yet known or a rank known to have
+// exited has not been reported.
 func (s *supervisor) blame(force bool) {
 	s.settleC = nil
 	if len(s.failures) == 0 || s.terminating {
@@ -418,24 +420,39 @@ func (s *supervisor) blame(force bool) {
 	if first == nil {
 		first = &s.failures[0] // forced with no order known: first reported
 	} else if !force {
+		// Any rank known to have exited is waited for (reaped and drained: moments), so that
+		// the verdict and the list of those that failed with it are complete.
 		for _, r := range s.procs {
-			if r.seq >= 0 && r.seq < first.r.seq && !r.done {
+			if r.seq >= 0 && !r.done {
 				s.settleC = time.After(settle)
 				return
 			}
 		}
 	}
 	ev := *first
+	// The others that failed in the same moment are named too: when the order cannot tell a
+	// cause from its consequences (see epollOrder), the user still sees every candidate.
+	var also []string
+	sort.SliceStable(s.failures, func(a, b int) bool { return before(&s.failures[a], &s.failures[b]) })
+	for _, o := range s.failures {
+		if o.r != ev.r {
+			_, _, h := describeExit(o.state, o.err)
+			also = append(also, fmt.Sprintf("rank %d (pid %d) %s", o.r.rank, o.r.pid, h))
+		}
+	}
 	s.failures = nil
 	rc, _, how := describeExit(ev.state, ev.err)
 	s.code = rc
 	if s.running == 0 {
 		s.logf("rank %d (pid %d) %s", ev.r.rank, ev.r.pid, how)
 		s.terminating = true
-		return
+	} else {
+		s.logf("rank %d (pid %d) %s; terminating %d other %s", ev.r.rank, ev.r.pid, how, s.running, plural(s.running, "rank", "ranks"))
+		s.terminate()
 	}
-	s.logf("rank %d (pid %d) %s; terminating %d other %s", ev.r.rank, ev.r.pid, how, s.running, plural(s.running, "rank", "ranks"))
-	s.terminate()
+	if len(also) > 0 {
+		s.logf("also failed: %s", strings.Join(also, ", "))
+	}
 }
 
 func signaled(st *os.ProcessState) bool {
