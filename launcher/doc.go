@@ -20,7 +20,9 @@
 //   - when a rank exits non-zero or dies by a signal, gorun names it ("rank 2 (pid 1234)
 //     exited with code 3; terminating 3 other ranks"), sends SIGTERM to the others and exits
 //     with that rank's code (128+signal when a signal killed it). When a rank's death makes
-//     its peers fail too, the rank that exited first is named.
+//     its peers fail too, a rank killed by a signal, else the rank that exited first, is named,
+//     and the others that failed in the same moment are listed on a second line ("gorun: also
+//     failed: ...").
 //
 // PROGRAM may be a path, a Go main package directory (built with go build into a per-user
 // cache), a name on PATH, a program beside the gorun executable, or a command cmd/NAME of the
