@@ -249,9 +249,9 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 				col[jj+i], col[r] = col[r], col[jj+i]
 			}
 		}
+		stopSwap()
 		u := s.a[jj+c0*ld:]
 		linalg.Dtrsm(linalg.Left, linalg.Lower, linalg.NoTrans, linalg.Unit, jb, nc, 1, p.w, p.ldw, u, ld)
-		stopSwap()
 		if p.mloc > 0 {
 			linalg.Dgemm(linalg.NoTrans, linalg.NoTrans, p.mloc, nc, jb, -1, p.w[jb:], p.ldw, u, ld, 1,
 				s.a[p.lp0+c0*ld:], ld)
