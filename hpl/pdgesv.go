@@ -292,7 +292,7 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 	sortInts(outside)
 
 	long := s.algo.Swap == SwapLong || (s.algo.Swap == SwapMix && nc > s.algo.SwapThr)
-	if g.P > 1 && !long {
+	if !long {
 		u, ldu, err := s.swapExchange(p, c0, nc, src, outside, pos, prow)
 		stopSwap()
 		if err != nil {
@@ -305,8 +305,8 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 		return nil
 	}
 
-	// Spread-roll (long): U is assembled on the diagonal process row, solved
-	// there, and spread then rolled down the process column.
+	// Spread-roll (long, netlib's HPL_pdlaswp01N): U is assembled on the diagonal process
+	// row, solved there, and spread then rolled down the process column.
 	lrow := func(gr int) int { return g2l(gr, s.nb, g.P) }
 	mine := func(gr int) bool { return g2p(gr, s.nb, g.P) == g.MyRow }
 	if g.MyRow == prow {
@@ -355,14 +355,12 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 			return err
 		}
 	}
-	if g.P > 1 {
-		order := make([]int, g.P)
-		for i := range order {
-			order[i] = (prow + i) % g.P
-		}
-		if err := spreadRoll(g.Col, u, order, tagU); err != nil {
-			return err
-		}
+	order := make([]int, g.P)
+	for i := range order {
+		order[i] = (prow + i) % g.P
+	}
+	if err := spreadRoll(g.Col, u, order, tagU); err != nil {
+		return err
 	}
 	stopSwap()
 	if p.mloc > 0 {
