@@ -104,7 +104,7 @@ func TestDgemmAlphaBeta(t *testing.T) {
 // the parallel split.
 func TestDgemmLarge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	shapes := [][3]int{{300, 290, 310}, {30, 700, 400}, {50, 1500, 64}, {200, 9, 300}, {513, 257, 1}, {1, 700, 400}, {700, 1, 400}, {97, 1030, 260}, {1100, 70, 530}}
+	shapes := [][3]int{{300, 290, 310}, {5, 9, 25000}, {30, 700, 400}, {50, 1500, 64}, {200, 9, 300}, {513, 257, 1}, {1, 700, 400}, {700, 1, 400}, {97, 1030, 260}, {1100, 70, 530}}
 	if !testing.Short() {
 		shapes = append(shapes, [3]int{1031, 1029, 1027})
 	}

@@ -117,6 +117,8 @@ type gemmJob struct {
 	kcB, mcB, ncB  int // block sizes for this call
 	threads        int
 	splitM         bool // tasks are row blocks of C (else column chunks of each B block)
+	mPanels        int  // row micro-panels of C
+	mBlocks        int  // row blocks (tasks) when splitM: a multiple of threads
 	bufs           *gemmBufs
 	bar            barrier
 	// Work is handed out dynamically, so that a worker whose core is busy
@@ -144,6 +146,10 @@ func gemmPacked(kn microKernel, threads int, transA, transB bool, m, n, k int, a
 	// Split the rows when there are enough row blocks to go round;
 	// otherwise split the columns of the packed B block.
 	j.splitM = (m+j.mcB-1)/j.mcB >= 2*threads || n < threads*nr*2
+	// Equal row blocks, as many as a multiple of the workers, so that the
+	// last round of blocks does not leave workers idle.
+	j.mPanels = (m + mr - 1) / mr
+	j.mBlocks = roundUp((m+j.mcB-1)/j.mcB, threads)
 	j.bufs = getBufs(threads, j.mcB*j.kcB, j.kcB*roundUp(j.ncB, nr))
 	if threads == 1 {
 		j.work(0)
@@ -191,11 +197,14 @@ func (j *gemmJob) work(w int) {
 			j.bar.wait(func() { j.packNext.Store(0) })
 			if j.splitM {
 				for {
-					ic := int(j.compNext.Add(int64(j.mcB))) - j.mcB
-					if ic >= j.m {
+					i := int(j.compNext.Add(1)) - 1
+					if i >= j.mBlocks {
 						break
 					}
-					mc := min(j.mcB, j.m-ic)
+					// Block i: micro-panels [P*i/nb, P*(i+1)/nb), at most mcB rows.
+					p0, p1 := j.mPanels*i/j.mBlocks, j.mPanels*(i+1)/j.mBlocks
+					ic := p0 * j.kn.mr
+					mc := min(p1*j.kn.mr, j.m) - ic
 					packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, abuf)
 					macroKernel(j.kn, mc, nc, kc, j.alpha, abuf, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
 				}
