@@ -47,14 +47,26 @@ stories=$root/../shared/testdata/llm/stories260K.gguf
 [ -f "$stories" ] && files+=("$stories")
 
 out=$work/results.jsonl
+# CPU seconds (user+sys) of each whole command, when GNU time is there: on a shared machine the
+# wall-clock figures depend on what the neighbours do, CPU time much less. Both commands do the
+# same work: one warm-up per test (a full prefill, one decoded token) and the repetitions.
+timer=()
+[ -x /usr/bin/time ] && timer=(/usr/bin/time -f '%U %S' -o "$work/cpu")
+cpu() { # side file
+	if [ -s "$work/cpu" ]; then
+		awk -v side="$1" -v file="$2" '{printf "{\"side\":\"%s\",\"file\":\"%s\",\"cpu_s\":%f}\n", side, file, $1+$2}' "$work/cpu" >>"$out"
+		rm -f "$work/cpu"
+	fi
+}
 for f in "${files[@]}"; do
 	for side in ${SIDES:-llama1 ours1 ours2 llama2}; do
 		case $side in
-		llama1) "$llama_bench" -m "$f" -t 1 -p "$pp" -n "$tg" -r "$reps" -o jsonl 2>/dev/null | sed "s|^{|{\"side\":\"$side\",\"file\":\"$f\",|" >>"$out" ;;
-		llama2) "$llama_bench" -m "$f" -t 2 -p "$pp" -n "$tg" -r "$reps" -o jsonl 2>/dev/null | sed "s|^{|{\"side\":\"$side\",\"file\":\"$f\",|" >>"$out" ;;
-		ours1) "$work/llm" bench -m "$f" -t 1 -p "$pp" -n "$tg" -r "$reps" -o jsonl | sed "s|^{|{\"side\":\"$side\",\"file\":\"$f\",|" >>"$out" ;;
+		llama1) "${timer[@]}" "$llama_bench" -m "$f" -t 1 -p "$pp" -n "$tg" -r "$reps" -o jsonl 2>/dev/null | sed "s|^{|{\"side\":\"$side\",\"file\":\"$f\",|" >>"$out" ;;
+		llama2) "${timer[@]}" "$llama_bench" -m "$f" -t 2 -p "$pp" -n "$tg" -r "$reps" -o jsonl 2>/dev/null | sed "s|^{|{\"side\":\"$side\",\"file\":\"$f\",|" >>"$out" ;;
+		ours1) "${timer[@]}" "$work/llm" bench -m "$f" -t 1 -p "$pp" -n "$tg" -r "$reps" -o jsonl | sed "s|^{|{\"side\":\"$side\",\"file\":\"$f\",|" >>"$out" ;;
 		ours2) "$work/gorun" -n 2 "$work/llm" bench -m "$f" -t 1 -p "$pp" -n "$tg" -r "$reps" -o jsonl | sed "s|^{|{\"side\":\"$side\",\"file\":\"$f\",|" >>"$out" ;;
 		esac
+		cpu "$side" "$f"
 	done
 done
 
@@ -62,6 +74,8 @@ done
 python3 - "$out" <<'PY'
 import json, sys, os, datetime
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+cpus = {(r["file"], r["side"]): r["cpu_s"] for r in rows if "cpu_s" in r}
+rows = [r for r in rows if "cpu_s" not in r]
 def key(r):
     if r["side"].startswith("llama"):
         t = "pp%d" % r["n_prompt"] if r["n_prompt"] else "tg%d" % r["n_gen"]
@@ -94,6 +108,16 @@ for f in files:
         ms = {s: mean(f, s, t) for s in ("llama1", "ours1", "ours2", "llama2")}
         both = lambda v, s: "-" if v is None else "%.2f (%.2f)" % (v, ms[s])
         print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (os.path.basename(f), t, both(l1, "llama1"), both(o1, "ours1"), rat(o1, l1), both(o2, "ours2"), rat(o2, o1), both(l2, "llama2")))
+if cpus:
+    print()
+    print("CPU seconds of the whole command (user+sys; same tests, warm-ups and repetitions on both sides)")
+    print()
+    print("| model | llama-bench -t 1 | llm bench TP=1 | llama.cpp CPU / ours |")
+    print("|---|---:|---:|---:|")
+    for f in files:
+        a, b = cpus.get((f, "llama1")), cpus.get((f, "ours1"))
+        if a and b:
+            print("| %s | %.2f | %.2f | %.2fx |" % (os.path.basename(f), a, b, a / b))
 print()
 print("| model | rank RSS TP=1 (MiB) | rank RSS TP=2 (MiB) | TP=2/TP=1 |")
 print("|---|---:|---:|---:|")

@@ -38,7 +38,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	path := fs.StringP("model", "m", "", "GGUF model file")
 	pp := fs.IntP("n-prompt", "p", 512, "prefill test: tokens in one batch (0: skip)")
 	tg := fs.IntP("n-gen", "n", 128, "decode test: tokens generated one at a time (0: skip)")
-	reps := fs.IntP("repetitions", "r", 3, "timed repetitions of each test (after one warm-up)")
+	reps := fs.IntP("repetitions", "r", 3, "timed repetitions of each test (after an untimed warm-up: one prefill, or one decoded token)")
 	threads := fs.IntP("threads", "t", 1, "threads per rank")
 	kvType := fs.String("kv-type", "f16", "KV cache type: f16 (as llama.cpp) or f32")
 	output := fs.StringP("output", "o", "md", "md (llama-bench style table) or jsonl")
@@ -96,17 +96,21 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	var rows []benchResult
-	measure := func(test string, n int, body func() error) error {
+	// Like llama-bench: one untimed warm-up run per test (for decode, of one token), then the
+	// timed repetitions.
+	measure := func(test string, n int, body func(n int) error, warm int) error {
+		m.Reset()
+		if err := body(warm); err != nil {
+			return fmt.Errorf("rank %d: %s: %w", l.world.Rank(), test, err)
+		}
 		var samples []float64
-		for r := 0; r <= *reps; r++ {
+		for r := 0; r < *reps; r++ {
 			m.Reset()
 			start := time.Now()
-			if err := body(); err != nil {
+			if err := body(n); err != nil {
 				return fmt.Errorf("rank %d: %s: %w", l.world.Rank(), test, err)
 			}
-			if r > 0 { // the first run warms caches and pages
-				samples = append(samples, float64(n)/time.Since(start).Seconds())
-			}
+			samples = append(samples, float64(n)/time.Since(start).Seconds())
 		}
 		mean, sd := stats(samples)
 		rows = append(rows, benchResult{Model: name, SizeMiB: float64(size) / (1 << 20), ParamsM: float64(params) / 1e6,
@@ -114,20 +118,20 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if *pp > 0 {
-		if err := measure(fmt.Sprintf("pp%d", *pp), *pp, func() error {
-			if err := m.Forward(tokens[:*pp]); err != nil {
+		if err := measure(fmt.Sprintf("pp%d", *pp), *pp, func(n int) error {
+			if err := m.Forward(tokens[:n]); err != nil {
 				return err
 			}
 			_, err := m.Argmax()
 			return err
-		}); err != nil {
+		}, *pp); err != nil {
 			return err
 		}
 	}
 	if *tg > 0 {
-		if err := measure(fmt.Sprintf("tg%d", *tg), *tg, func() error {
+		if err := measure(fmt.Sprintf("tg%d", *tg), *tg, func(n int) error {
 			id := tokens[0]
-			for i := 0; i < *tg; i++ {
+			for i := 0; i < n; i++ {
 				if err := m.Forward([]int32{id}); err != nil {
 					return err
 				}
@@ -137,7 +141,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 				}
 			}
 			return nil
-		}); err != nil {
+		}, 1); err != nil {
 			return err
 		}
 	}
