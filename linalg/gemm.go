@@ -79,7 +79,7 @@ func getBufs(threads, aLen, bLen int) *gemmBufs {
 		g = new(gemmBufs)
 	}
 	if cap(g.b) < bLen {
-		g.b = make([]float64, bLen)
+		g.b = allocBuf(bLen)
 	}
 	g.b = g.b[:bLen]
 	for len(g.a) < threads {
@@ -87,7 +87,7 @@ func getBufs(threads, aLen, bLen int) *gemmBufs {
 	}
 	for w := range threads {
 		if cap(g.a[w]) < aLen {
-			g.a[w] = make([]float64, aLen)
+			g.a[w] = allocBuf(aLen)
 		}
 		g.a[w] = g.a[w][:aLen]
 	}
