@@ -1,5 +1,9 @@
 package linalg
 
+// The assembly kernels are generated; _gen is a separate module so that the
+// generator never enters the main go.mod.
+//go:generate sh -c "cd _gen && go run . -out .."
+
 // microKernel describes one register-blocked micro-kernel: fn computes
 // C += alpha*A*B for an mr×nr tile of column-major C with leading dimension ldc,
 // where a points to a packed mr×kc micro-panel (mr consecutive elements per k
