@@ -55,13 +55,9 @@ type shmPeer struct {
 	in   *ring
 	cma  bool
 
-	mu     sync.Mutex
-	nextID uint64
-	sends  map[uint64]*pendingSend
-	recvs  map[uint64]*pendingRecv
-	ctrl   []header   // control records waiting for room in out
-	pushes []*shmPush // fallback data streams waiting for room in out
-	failed error
+	rendezvous            // large messages in flight; its mu also guards ctrl and pushes
+	ctrl       []header   // control records waiting for room in out
+	pushes     []*shmPush // fallback data streams waiting for room in out
 }
 
 // shmPush streams one large message's data through the ring (the fallback without CMA).
@@ -81,23 +77,15 @@ func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *R
 		req.complete(Status{}, p.writeBlocking(&header{typ: frameEager, tag: int32(tag), ctx: ctx, length: uint64(len(payload))}, payload))
 		return
 	}
-	p.mu.Lock()
-	if p.failed != nil {
-		err := p.failed
-		p.mu.Unlock()
-		req.complete(Status{}, &PeerError{Rank: p.rank, Err: err})
+	id, err := p.addSend(payload, req)
+	if err != nil {
+		req.complete(Status{}, err)
 		return
 	}
-	p.nextID++
-	id := p.nextID
-	p.sends[id] = &pendingSend{payload: payload, req: req}
-	p.mu.Unlock()
 	// The RTS carries the buffer's address for a receiver that reads it directly.
 	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(payload))))
 	if err := p.writeBlocking(&header{typ: frameRTS, tag: int32(tag), ctx: ctx, length: uint64(len(payload)), id: id, offset: addr}, nil); err != nil {
-		p.mu.Lock()
-		delete(p.sends, id)
-		p.mu.Unlock()
+		p.takeSend(id)
 		req.complete(Status{}, err)
 	}
 }
@@ -143,10 +131,7 @@ func (p *shmPeer) wakePeer() {
 func (p *shmPeer) failure() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.failed != nil {
-		return &PeerError{Rank: p.rank, Err: p.failed}
-	}
-	return nil
+	return p.rendezvous.linkError()
 }
 
 // flush writes pending control records and fallback data chunks as far as the ring has room.
@@ -252,44 +237,32 @@ func (p *shmPeer) handle(h header, payload []byte) {
 			m.fetch(r)
 		}
 	case frameCTS:
-		p.mu.Lock()
-		s := p.sends[h.id]
-		delete(p.sends, h.id)
+		s := p.takeSend(h.id)
 		if s != nil && h.flags&flagDiscard == 0 {
+			p.mu.Lock()
 			p.pushes = append(p.pushes, &shmPush{send: s, recv: h.offset})
+			p.mu.Unlock()
 		}
-		p.mu.Unlock()
 		if s == nil {
 			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.id))
 		} else if h.flags&flagDiscard != 0 {
 			s.req.complete(Status{}, nil)
 		}
 	case frameFin:
-		p.mu.Lock()
-		s := p.sends[h.id]
-		delete(p.sends, h.id)
-		p.mu.Unlock()
+		s := p.takeSend(h.id)
 		if s == nil {
 			p.protocolError(fmt.Errorf("completion for unknown message %d", h.id))
 			return
 		}
 		s.req.complete(Status{}, nil)
 	case frameData:
-		p.mu.Lock()
-		pr := p.recvs[h.id]
-		p.mu.Unlock()
+		pr := p.recv(h.id)
 		if pr == nil || h.offset != pr.got || h.offset+h.length > pr.size {
 			p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.id, h.offset))
 			return
 		}
 		copy(pr.buf[h.offset:], payload)
-		pr.got += h.length
-		if pr.got == pr.size {
-			p.mu.Lock()
-			delete(p.recvs, h.id)
-			p.mu.Unlock()
-			pr.op.req.complete(pr.op.status(p.rank, pr.tag, int(pr.size)), nil)
-		}
+		p.gotData(h.id, pr, h.length)
 	default:
 		p.protocolError(fmt.Errorf("record type %d", h.typ))
 	}
@@ -312,17 +285,11 @@ func (p *shmPeer) acceptRTS(sendID, addr uint64, r *recvOp, tag int, size uint64
 		}
 		p.cma = false // e.g. the policy changed: stream from now on
 	}
-	p.mu.Lock()
-	if p.failed != nil {
-		err := p.failed
-		p.mu.Unlock()
-		r.req.complete(Status{}, &PeerError{Rank: p.rank, Err: err})
+	rid, err := p.addRecv(&pendingRecv{op: r, buf: dst, size: size, src: p.rank, tag: tag})
+	if err != nil {
+		r.req.complete(Status{}, err)
 		return
 	}
-	p.nextID++
-	rid := p.nextID
-	p.recvs[rid] = &pendingRecv{op: r, buf: dst, size: size, src: p.rank, tag: tag}
-	p.mu.Unlock()
 	p.queueCtrl(header{typ: frameCTS, id: sendID, offset: rid})
 }
 
@@ -336,23 +303,17 @@ func (p *shmPeer) protocolError(err error) {
 func (p *shmPeer) fail(cause error) {
 	p.drain()
 	p.mu.Lock()
-	if p.failed != nil {
+	sends, recvs, first := p.markFailed(cause)
+	if !first {
 		p.mu.Unlock()
 		return
 	}
-	p.failed = cause
-	sends, recvs, pushes := p.sends, p.recvs, p.pushes
-	p.sends, p.recvs, p.pushes, p.ctrl = map[uint64]*pendingSend{}, map[uint64]*pendingRecv{}, nil, nil
+	pushes := p.pushes
+	p.pushes, p.ctrl = nil, nil
 	p.mu.Unlock()
-	perr := &PeerError{Rank: p.rank, Err: cause}
-	for _, s := range sends {
-		s.req.complete(Status{}, perr)
-	}
+	p.failPending(cause, sends, recvs)
 	for _, s := range pushes {
-		s.send.req.complete(Status{}, perr)
-	}
-	for _, r := range recvs {
-		r.op.req.complete(Status{}, perr)
+		s.send.req.complete(Status{}, &PeerError{Rank: p.rank, Err: cause})
 	}
 	p.t.w.eng.peerFailed(p.rank, cause)
 }
@@ -520,8 +481,7 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 			pseg.close()
 			return fail(err)
 		}
-		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in,
-			sends: map[uint64]*pendingSend{}, recvs: map[uint64]*pendingRecv{}}
+		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in, rendezvous: newRendezvous(r)}
 		var word [8]byte
 		p.cma = cmaRead(info.PID, info.Probe, word[:]) == nil && *(*uint64)(unsafe.Pointer(&word[0])) == info.Want
 		t.peers[r] = p

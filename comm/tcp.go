@@ -41,27 +41,10 @@ type tcpPeer struct {
 	queue []writeJob
 	kick  chan struct{}
 
-	mu         sync.Mutex
-	nextID     uint64
-	sends      map[uint64]*pendingSend
-	recvs      map[uint64]*pendingRecv
-	failed     error
+	rendezvous // large messages in flight; its mu also guards bye
 	bye        bool
 	done       chan struct{} // closed when the link is gone
 	readerDone chan struct{}
-}
-
-type pendingSend struct {
-	payload []byte
-	req     *Request
-}
-
-type pendingRecv struct {
-	op       *recvOp
-	buf      []byte
-	size     uint64
-	got      uint64
-	src, tag int
 }
 
 // writeJob is a write the peer's writer goroutine performs: a CTS (send == nil) or the data of a
@@ -76,8 +59,7 @@ func newTCPPeer(t *tcpTransport, rank int, addr string, conn *net.TCPConn) *tcpP
 		t: t, rank: rank, addr: addr, conn: conn,
 		br:         bufio.NewReaderSize(conn, 256<<10),
 		kick:       make(chan struct{}, 1),
-		sends:      map[uint64]*pendingSend{},
-		recvs:      map[uint64]*pendingRecv{},
+		rendezvous: newRendezvous(rank),
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
@@ -102,17 +84,11 @@ func (t *tcpTransport) send(dst int, ctx uint64, tag int, payload []byte, req *R
 		req.complete(Status{}, err)
 		return
 	}
-	p.mu.Lock()
-	if p.failed != nil {
-		err := p.failed
-		p.mu.Unlock()
-		req.complete(Status{}, &PeerError{Rank: p.rank, Err: err})
+	id, err := p.addSend(payload, req)
+	if err != nil {
+		req.complete(Status{}, err)
 		return
 	}
-	p.nextID++
-	id := p.nextID
-	p.sends[id] = &pendingSend{payload: payload, req: req}
-	p.mu.Unlock()
 	// A failed write fails the link, and with it every pending send, this one included.
 	_ = p.write(&header{typ: frameRTS, tag: int32(tag), ctx: ctx, length: n, id: id}, nil)
 }
@@ -146,10 +122,10 @@ func (p *tcpPeer) write(h *header, payload []byte) error {
 func (p *tcpPeer) linkError() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.failed == nil {
-		return &PeerError{Rank: p.rank, Err: errors.New("link closed")}
+	if err := p.rendezvous.linkError(); err != nil {
+		return err
 	}
-	return &PeerError{Rank: p.rank, Err: p.failed}
+	return &PeerError{Rank: p.rank, Err: errors.New("link closed")}
 }
 
 func (p *tcpPeer) enqueue(j writeJob) {
@@ -258,10 +234,7 @@ func (p *tcpPeer) readLoop() {
 				m.fetch(r)
 			}
 		case frameCTS:
-			p.mu.Lock()
-			s := p.sends[h.id]
-			delete(p.sends, h.id)
-			p.mu.Unlock()
+			s := p.takeSend(h.id)
 			if s == nil {
 				p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.id))
 				return
@@ -272,9 +245,7 @@ func (p *tcpPeer) readLoop() {
 			}
 			p.enqueue(writeJob{hdr: header{id: h.offset}, send: s})
 		case frameData:
-			p.mu.Lock()
-			pr := p.recvs[h.id]
-			p.mu.Unlock()
+			pr := p.recv(h.id)
 			if pr == nil || h.offset != pr.got || h.offset+h.length > pr.size {
 				p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.id, h.offset))
 				return
@@ -283,13 +254,7 @@ func (p *tcpPeer) readLoop() {
 				p.readFailed(err)
 				return
 			}
-			pr.got += h.length
-			if pr.got == pr.size {
-				p.mu.Lock()
-				delete(p.recvs, h.id)
-				p.mu.Unlock()
-				pr.op.req.complete(pr.op.status(p.rank, pr.tag, int(pr.size)), nil)
-			}
+			p.gotData(h.id, pr, h.length)
 		case framePing:
 		case frameBye:
 			p.mu.Lock()
@@ -308,17 +273,11 @@ func (p *tcpPeer) acceptRTS(sendID uint64, r *recvOp, tag int, size uint64) {
 		r.req.complete(r.status(p.rank, tag, int(size)), terr)
 		return
 	}
-	p.mu.Lock()
-	if p.failed != nil {
-		err := p.failed
-		p.mu.Unlock()
-		r.req.complete(Status{}, &PeerError{Rank: p.rank, Err: err})
+	rid, err := p.addRecv(&pendingRecv{op: r, buf: dst, size: size, src: p.rank, tag: tag})
+	if err != nil {
+		r.req.complete(Status{}, err)
 		return
 	}
-	p.nextID++
-	rid := p.nextID
-	p.recvs[rid] = &pendingRecv{op: r, buf: dst, size: size, src: p.rank, tag: tag}
-	p.mu.Unlock()
 	p.enqueue(writeJob{hdr: header{typ: frameCTS, id: sendID, offset: rid}})
 }
 
@@ -355,23 +314,15 @@ func (p *tcpPeer) protocolError(err error) {
 // fail breaks the link once: every pending operation with this peer ends with the cause.
 func (p *tcpPeer) fail(cause error) {
 	p.mu.Lock()
-	if p.failed != nil {
+	sends, recvs, first := p.markFailed(cause)
+	if !first {
 		p.mu.Unlock()
 		return
 	}
-	p.failed = cause
-	sends, recvs := p.sends, p.recvs
-	p.sends, p.recvs = map[uint64]*pendingSend{}, map[uint64]*pendingRecv{}
 	close(p.done)
 	p.mu.Unlock()
 	p.conn.Close()
-	perr := &PeerError{Rank: p.rank, Err: cause}
-	for _, s := range sends {
-		s.req.complete(Status{}, perr)
-	}
-	for _, r := range recvs {
-		r.op.req.complete(Status{}, perr)
-	}
+	p.failPending(cause, sends, recvs)
 	if sh := p.t.shm; sh != nil && sh.peers[p.rank] != nil {
 		sh.peers[p.rank].fail(cause)
 	}
