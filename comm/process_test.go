@@ -357,9 +357,9 @@ func TestShmStress(t *testing.T) {
 
 // requireNoSegments: no shared-memory segment of any test job is left behind.
 func requireNoSegments(t *testing.T) {
-	entries, _ := os.ReadDir(SegmentDir())
+	entries, _ := os.ReadDir(jobenv.SegmentDir())
 	for _, e := range entries {
-		require.False(t, strings.HasPrefix(e.Name(), SegmentPrefix("testjob")), "leftover %s", e.Name())
+		require.False(t, strings.HasPrefix(e.Name(), jobenv.SegmentPrefix("testjob")), "leftover %s", e.Name())
 	}
 }
 

@@ -18,9 +18,3 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {}
 func (t *shmTransport) poll(r *Request)                                                 {}
 func (t *shmTransport) shutdown()                                                       {}
-
-// SegmentPrefix is the file-name prefix of a job's shared-memory segments.
-func SegmentPrefix(jobID string) string { return "gorun-" + jobID + "-" }
-
-// SegmentDir is where segments would be created.
-func SegmentDir() string { return "" }

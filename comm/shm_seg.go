@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
 // A shared-memory segment belongs to one rank (its owner, the consumer): it holds one
@@ -71,23 +73,8 @@ func segSize(nrings int, capacity uint64) int {
 
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
 
-// segDir is where segments live: tmpfs on Linux; the temporary directory elsewhere.
-func segDir() string {
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		return "/dev/shm"
-	}
-	return os.TempDir()
-}
-
-// SegmentPrefix is the file-name prefix of a job's shared-memory segments; the launcher removes
-// leftovers with it.
-func SegmentPrefix(jobID string) string { return "gorun-" + jobID + "-" }
-
-// SegmentDir is the directory shared-memory segments are created in.
-func SegmentDir() string { return segDir() }
-
 func createSegment(jobID string, rank int, producers []int, capacity uint64, jobHash uint64) (*segment, error) {
-	path := filepath.Join(segDir(), fmt.Sprintf("%s%d", SegmentPrefix(jobID), rank))
+	path := filepath.Join(jobenv.SegmentDir(), fmt.Sprintf("%s%d", jobenv.SegmentPrefix(jobID), rank))
 	size := segSize(len(producers), capacity)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {

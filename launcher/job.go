@@ -19,7 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -251,11 +250,7 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 
 // removeSegments deletes what is left of a job's shared-memory segments.
 func removeSegments(jobID string) {
-	dir := comm.SegmentDir()
-	if dir == "" {
-		return
-	}
-	matches, _ := filepath.Glob(filepath.Join(dir, comm.SegmentPrefix(jobID)+"*"))
+	matches, _ := filepath.Glob(filepath.Join(jobenv.SegmentDir(), jobenv.SegmentPrefix(jobID)+"*"))
 	for _, m := range matches {
 		os.Remove(m)
 	}

@@ -13,12 +13,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gorun-hpc/gorun/comm"
+	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
 // gorunSegments lists the shared-memory segments of gorun jobs present now.
 func gorunSegments(t *testing.T) map[string]bool {
-	entries, err := os.ReadDir(comm.SegmentDir())
+	entries, err := os.ReadDir(jobenv.SegmentDir())
 	require.NoError(t, err)
 	out := map[string]bool{}
 	for _, e := range entries {
@@ -46,7 +46,6 @@ func TestSharedMemoryJobs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs comm programs")
 	}
-	t.Setenv("GORUN_CACHE_DIR", t.TempDir())
 	before := gorunSegments(t)
 
 	res := runGorun(t, nil, "-n", "4", "--transport", "shm", "../examples/ring", "--laps", "2")
@@ -79,10 +78,10 @@ func TestSharedMemoryJobs(t *testing.T) {
 // TestLeftoverSegmentsRemoved: what a rank killed during the shared-memory set-up leaves behind
 // is removed when the job ends.
 func TestLeftoverSegmentsRemoved(t *testing.T) {
-	dir := comm.SegmentDir()
-	path := filepath.Join(dir, comm.SegmentPrefix("0123abcd")+"2")
+	dir := jobenv.SegmentDir()
+	path := filepath.Join(dir, jobenv.SegmentPrefix("0123abcd")+"2")
 	require.NoError(t, os.WriteFile(path, []byte("leftover"), 0o600))
-	other := filepath.Join(dir, comm.SegmentPrefix("ffffffff")+"0")
+	other := filepath.Join(dir, jobenv.SegmentPrefix("ffffffff")+"0")
 	require.NoError(t, os.WriteFile(other, []byte("another job"), 0o600))
 	defer os.Remove(other)
 	removeSegments("0123abcd")

@@ -4,6 +4,8 @@
 // where the names live.
 package jobenv
 
+import "os"
+
 // Variables written by gorun's launcher for every rank.
 const (
 	Rank      = "GORUN_RANK"       // this process's rank in the world communicator, 0-based
@@ -26,3 +28,15 @@ const (
 	// HostID overrides the host identity ranks compare to find peers on the same machine.
 	HostID = "GORUN_HOST_ID"
 )
+
+// SegmentPrefix is the file-name prefix of a job's shared-memory segments, which comm creates
+// (one per rank) and the launcher removes if a rank died before comm unlinked its own.
+func SegmentPrefix(jobID string) string { return "gorun-" + jobID + "-" }
+
+// SegmentDir is the directory shared-memory segments live in: tmpfs where the system has one.
+func SegmentDir() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
