@@ -154,6 +154,19 @@ func trsmUnblocked(left, upper, trans, unit bool, m, n int, alpha float64, a []f
 			}
 		}
 	}
+	if left && !trans {
+		// Four columns of B at a time: each element of A is loaded once
+		// for four updates, which matters at the leaf sizes used here.
+		j := 0
+		for ; j+4 <= n; j += 4 {
+			trsmLeftNoTrans4(upper, unit, m, alpha, a, lda, b[j*ldb:], ldb)
+		}
+		if j == n {
+			return
+		}
+		b = b[j*ldb:]
+		n -= j
+	}
 	if left {
 		for j := range n {
 			bj := b[j*ldb : j*ldb+m]
@@ -262,5 +275,49 @@ func trsmUnblocked(left, upper, trans, unit bool, m, n int, alpha float64, a []f
 			}
 			scale(bk, alpha)
 		}
+	}
+}
+
+// trsmLeftNoTrans4 solves A*X = alpha*B for four columns of B, A upper or
+// lower triangular (not transposed), by column-oriented substitution.
+func trsmLeftNoTrans4(upper, unit bool, m int, alpha float64, a []float64, lda int, b []float64, ldb int) {
+	b0 := b[0*ldb : 0*ldb+m]
+	b1 := b[1*ldb : 1*ldb+m]
+	b2 := b[2*ldb : 2*ldb+m]
+	b3 := b[3*ldb : 3*ldb+m]
+	if alpha != 1 {
+		for i := range m {
+			b0[i] *= alpha
+			b1[i] *= alpha
+			b2[i] *= alpha
+			b3[i] *= alpha
+		}
+	}
+	step := func(k, lo, hi int) {
+		if !unit {
+			d := a[k+k*lda]
+			b0[k] /= d
+			b1[k] /= d
+			b2[k] /= d
+			b3[k] /= d
+		}
+		x0, x1, x2, x3 := b0[k], b1[k], b2[k], b3[k]
+		ak := a[lo+k*lda : hi+k*lda]
+		c0, c1, c2, c3 := b0[lo:hi], b1[lo:hi], b2[lo:hi], b3[lo:hi]
+		for i, v := range ak {
+			c0[i] -= x0 * v
+			c1[i] -= x1 * v
+			c2[i] -= x2 * v
+			c3[i] -= x3 * v
+		}
+	}
+	if upper {
+		for k := m - 1; k >= 0; k-- {
+			step(k, 0, k)
+		}
+		return
+	}
+	for k := range m {
+		step(k, k+1, m)
 	}
 }
