@@ -143,7 +143,7 @@ func useShm(w *world, t *tcpTransport, id identity, table []rankInfo, jobHash ui
 		return err
 	}
 	t.shm = sh
-	w.poll = sh.poll
+	w.prog = sh
 	return nil
 }
 

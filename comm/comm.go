@@ -41,7 +41,7 @@ type world struct {
 	abort      func(rank, code int)
 	closed     atomic.Bool
 	finalizeMu sync.Mutex
-	poll       func(*Request) // set when a transport needs waiters to drive progress
+	prog       progressor // set when a transport needs waiters to drive progress
 }
 
 // Comm is a communicator: a group of ranks with a message space of its own. Messages sent on one

@@ -120,7 +120,7 @@ func (c *Comm) isend(b []byte, dst, tag int) *Request {
 		return completedRequest(Status{}, rankError("destination", dst, c.Size()))
 	}
 	req := newRequest()
-	req.poll = c.w.poll
+	req.prog = c.w.prog
 	w := c.WorldRank(dst)
 	if w == c.w.rank {
 		deliverLocal(c.w.eng, w, c.ctx, tag, b, req)
@@ -136,7 +136,7 @@ func (c *Comm) isend(b []byte, dst, tag int) *Request {
 
 func (c *Comm) irecv(b []byte, src, tag int, alloc bool) *recvOp {
 	r := &recvOp{ctx: c.ctx, tag: tag, buf: b, alloc: alloc, req: newRequest(), comm: c}
-	r.req.poll = c.w.poll
+	r.req.prog = c.w.prog
 	ws, err := c.checkRecvArgs(src, tag)
 	if err != nil {
 		r.req.complete(Status{}, err)

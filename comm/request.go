@@ -26,9 +26,17 @@ type Request struct {
 	finished atomic.Bool
 	st       Status
 	err      error
-	// poll, when set, drives the transport's progress while a caller waits (shared memory
-	// has no reader goroutine to hand messages over).
-	poll func(*Request)
+	// prog, when set, is the transport that needs waiters to drive its progress (shared
+	// memory has no reader goroutine to hand messages over) and to be told of completions.
+	prog progressor
+}
+
+// progressor is a transport whose progress waiters drive: poll returns once r is finished (or
+// the transport stops), and kick wakes waiters sleeping in poll when some other goroutine
+// completes a request.
+type progressor interface {
+	poll(r *Request)
+	kick()
 }
 
 func newRequest() *Request { return &Request{done: make(chan struct{})} }
@@ -41,12 +49,15 @@ func (r *Request) complete(st Status, err error) {
 	}
 	r.st, r.err = st, err
 	close(r.done)
+	if r.prog != nil {
+		r.prog.kick()
+	}
 }
 
 // Wait blocks until the operation completes and returns its status.
 func (r *Request) Wait() (Status, error) {
-	if r.poll != nil && !r.finished.Load() {
-		r.poll(r)
+	if r.prog != nil && !r.finished.Load() {
+		r.prog.poll(r)
 	}
 	<-r.done
 	return r.st, r.err

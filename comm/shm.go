@@ -37,13 +37,15 @@ type shmTransport struct {
 	w        *world
 	seg      *segment // this rank's segment (the rings it consumes)
 	peers    []*shmPeer
-	active   []*shmPeer // the peers that use shared memory
-	pollMu   sync.Mutex // one consumer of the incoming rings at a time
+	active   []*shmPeer   // the peers that use shared memory
+	pollMu   sync.Mutex   // one consumer of the incoming rings at a time
+	segMu    sync.RWMutex // held (read) while touching this rank's mapping outside pollMu
 	stop     chan struct{}
 	done     chan struct{}
 	stopping atomic.Bool
-	closed   atomic.Bool // mappings gone; set under pollMu
-	probe    *uint64     // a word peers read to test CMA
+	waiters  atomic.Int32 // goroutines polling in Wait
+	closed   atomic.Bool  // mappings gone; set under pollMu
+	probe    *uint64      // a word peers read to test CMA
 }
 
 type shmPeer struct {
@@ -356,16 +358,13 @@ func (t *shmTransport) progressLoop() {
 			continue
 		}
 		idle++
-		if idle < shmSpinPolls/4 {
+		// A waiter polling in Wait makes the progress: spinning here too would only take
+		// the core from it (or from the peer).
+		if idle < shmSpinPolls/4 && t.waiters.Load() == 0 {
 			runtime.Gosched()
 			continue
 		}
-		seq := atomic.LoadUint32(t.seg.wake)
-		atomic.StoreUint32(t.seg.sleep, 1)
-		if t.quiet() {
-			futexWait(t.seg.wake, seq, 100*time.Millisecond)
-		}
-		atomic.StoreUint32(t.seg.sleep, 0)
+		t.sleep(nil, 100*time.Millisecond)
 		idle = shmSpinPolls / 8
 	}
 }
@@ -386,16 +385,58 @@ func (t *shmTransport) quiet() bool {
 	return true
 }
 
-// poll is the world's hook for waiters: drive progress while waiting for r, for a while, before
-// blocking.
+// sleep waits on the segment's wake word until a producer, or a completion elsewhere in this
+// process, bumps it (or the timeout passes), unless there is work already or r is done. The
+// sleep count in the segment tells producers to issue the futex wake.
+func (t *shmTransport) sleep(r *Request, timeout time.Duration) {
+	t.segMu.RLock()
+	defer t.segMu.RUnlock()
+	if t.closed.Load() {
+		return
+	}
+	seq := atomic.LoadUint32(t.seg.wake)
+	atomic.AddUint32(t.seg.sleep, 1)
+	if (r == nil || !r.finished.Load()) && t.quiet() {
+		futexWait(t.seg.wake, seq, timeout)
+	}
+	atomic.AddUint32(t.seg.sleep, ^uint32(0))
+}
+
+// poll drives progress while the caller waits for r: it drains the rings itself (no hand-off
+// to another goroutine on the fast path), yields the core now and then (the peer may need it),
+// and after a while sleeps on the wake word, so a long wait costs no CPU.
 func (t *shmTransport) poll(r *Request) {
-	for i := 0; i < shmSpinPolls; i++ {
-		if r.finished.Load() || t.stopping.Load() {
-			return
+	t.waiters.Add(1)
+	defer t.waiters.Add(-1)
+	for spins := 0; !r.finished.Load() && !t.stopping.Load(); spins++ {
+		if t.pollOnce() {
+			spins = 0
+			continue
 		}
-		if !t.pollOnce() && i%64 == 63 {
-			runtime.Gosched()
+		switch {
+		case spins < shmSpinPolls:
+			if spins%64 == 63 {
+				osYield()
+			}
+		default:
+			// Requests completed outside this loop (by TCP, or a failure) kick the word;
+			// the timeout is only a safety net.
+			t.sleep(r, 10*time.Millisecond)
+			spins = shmSpinPolls / 2
 		}
+	}
+}
+
+// kick wakes this process's waiters sleeping on its segment's wake word.
+func (t *shmTransport) kick() {
+	t.segMu.RLock()
+	defer t.segMu.RUnlock()
+	if t.closed.Load() {
+		return
+	}
+	atomic.AddUint32(t.seg.wake, 1)
+	if atomic.LoadUint32(t.seg.sleep) != 0 {
+		futexWake(t.seg.wake)
 	}
 }
 
@@ -408,7 +449,10 @@ func (t *shmTransport) shutdown() {
 	futexWake(t.seg.wake)
 	<-t.done
 	// Peers may still be reading what we wrote into their segments: only the mappings go.
+	// pollMu first: its holder may kick (segMu read) while completing requests.
 	t.pollMu.Lock()
+	t.segMu.Lock()
+	defer t.segMu.Unlock()
 	t.closed.Store(true)
 	for _, p := range t.active {
 		p.seg.close()

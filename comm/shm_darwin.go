@@ -2,6 +2,7 @@ package comm
 
 import (
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -23,3 +24,5 @@ func futexWait(addr *uint32, val uint32, timeout time.Duration) {
 }
 
 func futexWake(addr *uint32) {}
+
+func osYield() { runtime.Gosched() }

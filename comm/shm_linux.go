@@ -44,3 +44,7 @@ func futexWait(addr *uint32, val uint32, timeout time.Duration) {
 func futexWake(addr *uint32) {
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1<<30, 0, 0, 0)
 }
+
+// osYield gives the core to another thread of the machine: on an oversubscribed host the peer
+// a waiter polls for may be waiting for this very core.
+func osYield() { unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }

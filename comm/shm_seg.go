@@ -29,7 +29,7 @@ import (
 //	24   owner pid u64
 //	32   job hash u64
 //	64   wake sequence u32 (futex word: bumped by producers after each record)
-//	128  owner-sleeping flag u32
+//	128  owner's sleeping threads u32 (producers issue a futex wake when it is not 0)
 //	192  producer world rank of ring i, u32 each
 //	...  rings, each ringHeader bytes (consumer head at +0, producer tail at +64) then capacity bytes
 const (
