@@ -683,10 +683,55 @@ TEXT ·dotQ4_0TotAVX2(SB), NOSPLIT, $0-36
 	MOVL $0x0f0f0f0f, AX
 	MOVQ AX, X8
 	VPBROADCASTD X8, Y8
+	CMPQ CX, $2
+	JLT q4tottail
+
+q4totloop2:
+	// Two blocks: their totals share the reductions; the FMAs stay one per block, in order.
+	VMOVDQU 2(SI), X4
+	VPSRLW $4, X4, X5
+	VINSERTI128 $1, X5, Y4, Y4
+	VPAND Y8, Y4, Y4
+	VMOVDQU 20(SI), X6
+	VPSRLW $4, X6, X5
+	VINSERTI128 $1, X5, Y6, Y6
+	VPAND Y8, Y6, Y6
+	VMOVDQU 2(DI), Y10
+	VMOVDQU 36(DI), Y11
+	VPMADDUBSW Y10, Y4, Y4
+	VPMADDWD Y7, Y4, Y4
+	VPMADDUBSW Y11, Y6, Y6
+	VPMADDWD Y7, Y6, Y6
+	VPHADDD Y6, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPADDD X5, X4, X4
+	VPHADDD X4, X4, X4         // [sum(q*x) of block 0, of block 1, ...]
+	VMOVQ (R8), X5
+	VPSUBD X5, X4, X4          // minus 8*sum(x)
+	VCVTDQ2PS X4, X4
+	VPXOR X5, X5, X5
+	VPINSRW $0, (SI), X5, X5
+	VPINSRW $1, 18(SI), X5, X5
+	VCVTPH2PS X5, X5
+	VPXOR X6, X6, X6
+	VPINSRW $0, (DI), X6, X6
+	VPINSRW $1, 34(DI), X6, X6
+	VCVTPH2PS X6, X6
+	VMULPS X6, X5, X5          // d_w * d_x of both blocks
+	VFMADD231SS X4, X5, X0
+	VMOVSHDUP X4, X4
+	VMOVSHDUP X5, X5
+	VFMADD231SS X4, X5, X0
+	ADDQ $36, SI
+	ADDQ $68, DI
+	ADDQ $8, R8
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE q4totloop2
+
+q4tottail:
 	TESTQ CX, CX
 	JZ q4totdone
-
-q4totloop:
 	VMOVDQU 2(SI), X4
 	VPSRLW $4, X4, X5
 	VINSERTI128 $1, X5, Y4, Y4
@@ -709,11 +754,6 @@ q4totloop:
 	VCVTPH2PS X6, X6
 	VMULSS X6, X5, X5
 	VFMADD231SS X4, X5, X0
-	ADDQ $18, SI
-	ADDQ $34, DI
-	ADDQ $4, R8
-	DECQ CX
-	JNZ q4totloop
 
 q4totdone:
 	VZEROUPPER
