@@ -142,7 +142,7 @@ func useShm(w *world, t *tcpTransport, id identity, table []rankInfo, jobHash ui
 	if err != nil {
 		return err
 	}
-	t.shm = sh
+	t.shm.Store(sh)
 	w.prog = sh
 	return nil
 }

@@ -85,8 +85,8 @@ func closeLinks(c *Comm, cause error) {
 	if !ok {
 		return
 	}
-	if t.shm != nil {
-		t.shm.shutdown()
+	if sh := t.shm.Load(); sh != nil {
+		sh.shutdown()
 	}
 	for _, p := range t.peers {
 		if p != nil {

@@ -44,8 +44,11 @@ type shmTransport struct {
 	done     chan struct{}
 	stopping atomic.Bool
 	waiters  atomic.Int32 // goroutines polling in Wait
-	closed   atomic.Bool  // mappings gone; set under pollMu
-	probe    *uint64      // a word peers read to test CMA
+	// spinPolls is how long a waiter polls before it sleeps: long on a host with a core per
+	// rank, short when ranks outnumber cores (spinning would take the core its peer needs).
+	spinPolls int
+	closed    atomic.Bool // mappings gone; set under pollMu
+	probe     *uint64     // a word peers read to test CMA
 }
 
 type shmPeer struct {
@@ -346,7 +349,6 @@ func (p *shmPeer) drain() {
 // sleeps on the segment's wake word until a producer bumps it (or a timeout, as a safety net).
 func (t *shmTransport) progressLoop() {
 	defer close(t.done)
-	idle := 0
 	for {
 		select {
 		case <-t.stop:
@@ -354,18 +356,11 @@ func (t *shmTransport) progressLoop() {
 		default:
 		}
 		if t.pollOnce() {
-			idle = 0
 			continue
 		}
-		idle++
-		// A waiter polling in Wait makes the progress: spinning here too would only take
-		// the core from it (or from the peer).
-		if idle < shmSpinPolls/4 && t.waiters.Load() == 0 {
-			runtime.Gosched()
-			continue
-		}
+		// No spinning here: this goroutine runs beside the rank's computation, and a
+		// producer's futex wake reaches it promptly. Waiters in Wait do the spinning.
 		t.sleep(nil, 100*time.Millisecond)
-		idle = shmSpinPolls / 8
 	}
 }
 
@@ -414,7 +409,7 @@ func (t *shmTransport) poll(r *Request) {
 			continue
 		}
 		switch {
-		case spins < shmSpinPolls:
+		case spins < t.spinPolls:
 			if spins%64 == 63 {
 				osYield()
 			}
@@ -422,7 +417,7 @@ func (t *shmTransport) poll(r *Request) {
 			// Requests completed outside this loop (by TCP, or a failure) kick the word;
 			// the timeout is only a safety net.
 			t.sleep(r, 10*time.Millisecond)
-			spins = shmSpinPolls / 2
+			spins = t.spinPolls / 2
 		}
 	}
 }
@@ -482,7 +477,10 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 	if err != nil {
 		return nil, err
 	}
-	t := &shmTransport{w: w, seg: seg, peers: make([]*shmPeer, w.size), stop: make(chan struct{}), done: make(chan struct{})}
+	t := &shmTransport{w: w, seg: seg, peers: make([]*shmPeer, w.size), stop: make(chan struct{}), done: make(chan struct{}), spinPolls: shmSpinPolls}
+	if len(local)+1 > runtime.NumCPU() {
+		t.spinPolls = shmSpinPolls / 40
+	}
 	probe := new(uint64)
 	*probe = 0x676f72756e636d61 ^ uint64(os.Getpid())
 	t.probe = probe

@@ -23,7 +23,8 @@ type tcpTransport struct {
 	timeout time.Duration
 	// Peers on this host exchange data through shared memory; their TCP link stays as the
 	// liveness channel.
-	shm *shmTransport
+	// Set once, after the shared-memory setup, while the links' readers already run.
+	shm atomic.Pointer[shmTransport]
 }
 
 type tcpPeer struct {
@@ -73,8 +74,8 @@ func (p *tcpPeer) start() {
 }
 
 func (t *tcpTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
-	if t.shm != nil && t.shm.peers[dst] != nil {
-		t.shm.send(dst, ctx, tag, payload, req)
+	if sh := t.shm.Load(); sh != nil && sh.peers[dst] != nil {
+		sh.send(dst, ctx, tag, payload, req)
 		return
 	}
 	p := t.peers[dst]
@@ -323,7 +324,7 @@ func (p *tcpPeer) fail(cause error) {
 	p.mu.Unlock()
 	p.conn.Close()
 	p.failPending(cause, sends, recvs)
-	if sh := p.t.shm; sh != nil && sh.peers[p.rank] != nil {
+	if sh := p.t.shm.Load(); sh != nil && sh.peers[p.rank] != nil {
 		sh.peers[p.rank].fail(cause)
 	}
 	p.t.w.eng.peerFailed(p.rank, cause)
@@ -332,8 +333,8 @@ func (p *tcpPeer) fail(cause error) {
 // finalize tells every peer nothing more will come, then waits (bounded) for each peer to say
 // the same, so that no message still in flight is cut off by a reset.
 func (t *tcpTransport) finalize() error {
-	if t.shm != nil {
-		t.shm.shutdown()
+	if sh := t.shm.Load(); sh != nil {
+		sh.shutdown()
 	}
 	for _, p := range t.peers {
 		if p == nil {
