@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# collectives: the pure-Go kernels (noasm), the race detector over the algorithms, commbench
+# collectives: the pure-Go kernels (noasm), the race detector over the algorithms, the suite
+# over comm's TCP and shared-memory transports, commbench
 # end to end under gorun over TCP processes (table and --plot PNG), and a smoke run of the
 # Open MPI side-by-side script (its figures are not recorded: --quick --no-update).
 set -euo pipefail
@@ -11,6 +12,11 @@ echo "-- go test -tags noasm ./collectives/..."
 go test -count=1 -tags noasm ./collectives/...
 echo "-- go test -race -short ./collectives"
 go test -count=1 -race -short ./collectives
+
+echo "-- collectives over the real transports (comm.Run with GORUN_RUN_TRANSPORT)"
+for tr in tcp shm; do
+	GORUN_RUN_TRANSPORT=$tr go test -count=1 -short -run 'TestAllreduceLarge|TestNonBlockingOverlap|TestMismatchMessage|TestPeerGone|TestBadInput|TestBcast' ./collectives
+done
 
 echo "-- gorun -n 4 commbench allreduce --plot"
 go build -o "$work/gorun" ./cmd/gorun
