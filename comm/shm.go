@@ -23,9 +23,9 @@ import (
 // alive, so no one waits on a dead peer's ring.
 //
 // Progress: a rank's incoming rings are drained by whichever goroutine gets there first: a
-// goroutine waiting for a request polls them itself (no hand-off on the fast path), and a
-// background goroutine does it when nobody waits, spinning briefly and then sleeping on the
-// segment's wake word (a futex on Linux) so that a long wait costs no CPU.
+// goroutine waiting for a request polls them itself (no hand-off on the fast path), then sleeps
+// on the segment's wake word (a futex on Linux) so that a long wait costs no CPU; a background
+// goroutine takes short naps between polls for the traffic nobody waits for.
 
 const (
 	shmEagerLimit = 16 << 10
@@ -46,9 +46,10 @@ type shmTransport struct {
 	waiters  atomic.Int32 // goroutines polling in Wait
 	// spinPolls is how long a waiter polls before it sleeps: long on a host with a core per
 	// rank, short when ranks outnumber cores (spinning would take the core its peer needs).
-	spinPolls int
-	closed    atomic.Bool // mappings gone; set under pollMu
-	probe     *uint64     // a word peers read to test CMA
+	spinPolls  int
+	yieldEvery int         // polls between yields of the core while spinning
+	closed     atomic.Bool // mappings gone; set under pollMu
+	probe      *uint64     // a word peers read to test CMA
 }
 
 type shmPeer struct {
@@ -345,10 +346,11 @@ func (p *shmPeer) drain() {
 	}
 }
 
-// progressLoop drains the rings when no waiter does: it polls while there is traffic, then
-// sleeps on the segment's wake word until a producer bumps it (or a timeout, as a safety net).
+// progressLoop drains the rings when no waiter does (a rank computing while messages for it
+// arrive, or its Isend waiting for the receiver's answer).
 func (t *shmTransport) progressLoop() {
 	defer close(t.done)
+	nap := 20 * time.Microsecond
 	for {
 		select {
 		case <-t.stop:
@@ -356,11 +358,15 @@ func (t *shmTransport) progressLoop() {
 		default:
 		}
 		if t.pollOnce() {
+			nap = 20 * time.Microsecond
 			continue
 		}
-		// No spinning here: this goroutine runs beside the rank's computation, and a
-		// producer's futex wake reaches it promptly. Waiters in Wait do the spinning.
-		t.sleep(nil, 100*time.Millisecond)
+		// Neither spinning (this goroutine runs beside the rank's computation) nor a futex
+		// sleep (a goroutine blocked in that syscall would cost every message a futex wake
+		// and the runtime a processor hand-off): short naps, growing while nothing comes.
+		// Waiters in Wait do the fast polling.
+		time.Sleep(nap)
+		nap = min(2*nap, time.Millisecond)
 	}
 }
 
@@ -410,7 +416,7 @@ func (t *shmTransport) poll(r *Request) {
 		}
 		switch {
 		case spins < t.spinPolls:
-			if spins%64 == 63 {
+			if spins%t.yieldEvery == t.yieldEvery-1 {
 				osYield()
 			}
 		default:
@@ -478,8 +484,9 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		return nil, err
 	}
 	t := &shmTransport{w: w, seg: seg, peers: make([]*shmPeer, w.size), stop: make(chan struct{}), done: make(chan struct{}), spinPolls: shmSpinPolls}
+	t.yieldEvery = 4096
 	if len(local)+1 > runtime.NumCPU() {
-		t.spinPolls = shmSpinPolls / 40
+		t.spinPolls, t.yieldEvery = shmSpinPolls/40, 16
 	}
 	probe := new(uint64)
 	*probe = 0x676f72756e636d61 ^ uint64(os.Getpid())
