@@ -3,6 +3,7 @@ package comm
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,7 +57,15 @@ func TestPeerDeathUnblocksRecv(t *testing.T) {
 			boom := errors.New("boom")
 			start := time.Now()
 			var waiterErrs [4]error
+			// The waiters return only when all have their error, so that a waiter that
+			// posts late sees rank 2 gone and no other rank.
+			var recorded sync.WaitGroup
+			recorded.Add(3)
 			err := tc.run(4, func(c *Comm) error {
+				if c.Rank() != 2 {
+					defer recorded.Wait()
+					defer recorded.Done()
+				}
 				switch c.Rank() {
 				case 2:
 					time.Sleep(50 * time.Millisecond)
