@@ -47,8 +47,8 @@ func FuzzParseSize(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if n, err := parseSize(s); err == nil && n < 0 {
-			t.Fatalf("parseSize(%q) = %d", s, n)
+		if n, err := ParseSize(s); err == nil && n < 0 {
+			t.Fatalf("ParseSize(%q) = %d", s, n)
 		}
 	})
 }

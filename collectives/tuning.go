@@ -145,7 +145,7 @@ func TuningFromEnv(getenv func(string) string) (Tuning, error) {
 		if v == "" {
 			return
 		}
-		n, err := parseSize(v)
+		n, err := ParseSize(v)
 		if err != nil {
 			fail(name, v, err)
 			return
@@ -197,7 +197,10 @@ func (t Tuning) validate() error {
 	return nil
 }
 
-func parseSize(s string) (int, error) {
+// ParseSize reads a byte count with an optional K, M or G suffix (powers of 1024; "KiB",
+// "MB" and the like are accepted too), as the GORUN_COLL_* thresholds and commbench's sizes are
+// written.
+func ParseSize(s string) (int, error) {
 	u := strings.ToUpper(strings.TrimSpace(s))
 	u = strings.TrimSuffix(u, "B")
 	u = strings.TrimSuffix(u, "I")
@@ -217,7 +220,7 @@ func parseSize(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(u))
 	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("not a size in bytes")
+		return 0, fmt.Errorf("%q is not a size in bytes", s)
 	}
 	return n * mult, nil
 }

@@ -5,7 +5,6 @@ package commbench
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -381,29 +380,5 @@ func (b *bench) window(size, r, peer, tag int) func() error {
 	}
 }
 
-// ParseSize reads a byte count with an optional K, M or G suffix (powers of 1024; "KiB",
-// "MB" and the like are accepted too).
-func ParseSize(s string) (int, error) {
-	u := strings.ToUpper(strings.TrimSpace(s))
-	u = strings.TrimSuffix(u, "B")
-	u = strings.TrimSuffix(u, "I")
-	mult := 1
-	if u != "" {
-		switch u[len(u)-1] {
-		case 'K':
-			mult = 1 << 10
-		case 'M':
-			mult = 1 << 20
-		case 'G':
-			mult = 1 << 30
-		}
-	}
-	if mult != 1 {
-		u = u[:len(u)-1]
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(u))
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("%q is not a size in bytes", s)
-	}
-	return n * mult, nil
-}
+// ParseSize reads a byte count with an optional K, M or G suffix (see collectives.ParseSize).
+func ParseSize(s string) (int, error) { return collectives.ParseSize(s) }
