@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
 # llm (gguf, quant, model, tp, sample, cmd/llm): checks beyond `go test ./...`:
 #  - the pure-Go kernels (build tag noasm) pass the same tests as the assembly ones;
-#  - a short fuzzing run of the GGUF reader beyond its committed seed corpus;
 #  - end to end with real processes: `gorun -n 2` and `-n 4` of `llm generate` on the real
 #    TinyStories model print llama.cpp's greedy text (skipped when ../shared/testdata is absent).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 go test -tags noasm ./llm/quant ./llm/model ./llm/tp
-go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 20s ./llm/gguf
 model=../shared/testdata/llm/stories260K.gguf
 if [ -f "$model" ]; then
 	tmp=$(mktemp -d)

@@ -182,6 +182,10 @@ func parse(b []byte, path string) (*File, error) {
 		if off%uint64(f.Alignment) != 0 {
 			return nil, d.errf("tensor %q: offset %d is not a multiple of the alignment %d", name, off, f.Alignment)
 		}
+		// An offset past the file cannot be valid, and one above MaxInt64 would turn negative.
+		if off > uint64(f.Size) {
+			return nil, d.errf("tensor %q: data offset %d lies past the end of the %d-byte file", name, off, f.Size)
+		}
 		size := elems / int64(typ.BlockSize()) * int64(typ.TypeSize())
 		f.tIdx[name] = len(f.Tensors)
 		f.Tensors = append(f.Tensors, TensorInfo{Name: name, Dims: dims, Type: typ, Offset: int64(off), Size: size})
