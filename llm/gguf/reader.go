@@ -284,67 +284,25 @@ func (d *decoder) array(et ValueType, key string, depth int) (any, error) {
 		case TypeUint8:
 			v = append([]uint8(nil), raw...)
 		case TypeInt8:
-			s := make([]int8, n)
-			for i := range s {
-				s[i] = int8(raw[i])
-			}
-			v = s
+			v = decodeArray(raw, n, 1, func(b []byte) int8 { return int8(b[0]) })
 		case TypeBool:
-			s := make([]bool, n)
-			for i := range s {
-				s[i] = raw[i] != 0
-			}
-			v = s
-		case TypeUint16, TypeInt16:
-			u := make([]uint16, n)
-			for i := range u {
-				u[i] = le.Uint16(raw[2*i:])
-			}
-			if et == TypeUint16 {
-				v = u
-			} else {
-				s := make([]int16, n)
-				for i := range s {
-					s[i] = int16(u[i])
-				}
-				v = s
-			}
+			v = decodeArray(raw, n, 1, func(b []byte) bool { return b[0] != 0 })
+		case TypeUint16:
+			v = decodeArray(raw, n, 2, le.Uint16)
+		case TypeInt16:
+			v = decodeArray(raw, n, 2, func(b []byte) int16 { return int16(le.Uint16(b)) })
 		case TypeUint32:
-			s := make([]uint32, n)
-			for i := range s {
-				s[i] = le.Uint32(raw[4*i:])
-			}
-			v = s
+			v = decodeArray(raw, n, 4, le.Uint32)
 		case TypeInt32:
-			s := make([]int32, n)
-			for i := range s {
-				s[i] = int32(le.Uint32(raw[4*i:]))
-			}
-			v = s
+			v = decodeArray(raw, n, 4, func(b []byte) int32 { return int32(le.Uint32(b)) })
 		case TypeFloat32:
-			s := make([]float32, n)
-			for i := range s {
-				s[i] = math.Float32frombits(le.Uint32(raw[4*i:]))
-			}
-			v = s
+			v = decodeArray(raw, n, 4, func(b []byte) float32 { return math.Float32frombits(le.Uint32(b)) })
 		case TypeUint64:
-			s := make([]uint64, n)
-			for i := range s {
-				s[i] = le.Uint64(raw[8*i:])
-			}
-			v = s
+			v = decodeArray(raw, n, 8, le.Uint64)
 		case TypeInt64:
-			s := make([]int64, n)
-			for i := range s {
-				s[i] = int64(le.Uint64(raw[8*i:]))
-			}
-			v = s
+			v = decodeArray(raw, n, 8, func(b []byte) int64 { return int64(le.Uint64(b)) })
 		case TypeFloat64:
-			s := make([]float64, n)
-			for i := range s {
-				s[i] = math.Float64frombits(le.Uint64(raw[8*i:]))
-			}
-			v = s
+			v = decodeArray(raw, n, 8, func(b []byte) float64 { return math.Float64frombits(le.Uint64(b)) })
 		}
 		return Array{et, v}, nil
 	}
@@ -372,4 +330,13 @@ func (d *decoder) array(et ValueType, key string, depth int) (any, error) {
 		s[i] = v.(Array)
 	}
 	return Array{et, s}, nil
+}
+
+// decodeArray decodes n little-endian elements of size bytes each from raw.
+func decodeArray[T any](raw []byte, n, size int, conv func([]byte) T) []T {
+	out := make([]T, n)
+	for i := range out {
+		out[i] = conv(raw[size*i:])
+	}
+	return out
 }
