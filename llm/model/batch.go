@@ -1,0 +1,342 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gorun-hpc/gorun/llm/quant"
+)
+
+// Cache holds the key/value caches of several independent sequences ("slots"), for serving
+// many requests at once: one ForwardBatch advances any mix of them (prompt chunks of new
+// requests and single decode tokens of running ones) with one matrix product per weight.
+type Cache struct {
+	slots, ctx int
+	k16, v16   [][]uint16  // per layer: [slot][ctx][local KV width], F16 cache
+	k32, v32   [][]float32 // the same, F32 cache
+	scr        batchScratch
+}
+
+// NewCache allocates slots sequences of ctx tokens each (at most the model's context, which
+// sizes the scratch buffers), in the model's KV cache type.
+func (m *Model) NewCache(slots, ctx int) (*Cache, error) {
+	if slots < 1 || ctx < 1 || ctx > m.ctx {
+		return nil, fmt.Errorf("model: cache of %d slots of %d tokens (want >= 1 slot, 1..%d tokens)", slots, ctx, m.ctx)
+	}
+	nkv := (m.Shard.KV1 - m.Shard.KV0) * m.Cfg.HeadDim
+	n := slots * ctx * nkv
+	c := &Cache{slots: slots, ctx: ctx}
+	for range m.layers {
+		if m.kvF16 {
+			c.k16 = append(c.k16, make([]uint16, n))
+			c.v16 = append(c.v16, make([]uint16, n))
+		} else {
+			c.k32 = append(c.k32, make([]float32, n))
+			c.v32 = append(c.v32, make([]float32, n))
+		}
+	}
+	return c, nil
+}
+
+// Slots returns the number of sequences the cache holds.
+func (c *Cache) Slots() int { return c.slots }
+
+// Context returns the length of each slot in tokens.
+func (c *Cache) Context() int { return c.ctx }
+
+// Seq is one sequence's part of a batch: Tokens go to slot Slot at positions Pos, Pos+1, ...
+// (its earlier positions must already be in the slot's cache).
+type Seq struct {
+	Slot   int
+	Pos    int
+	Tokens []int32
+	Logits bool // compute the logits after its last token
+}
+
+// batchScratch holds ForwardBatch's per-token bookkeeping.
+type batchScratch struct {
+	slot, pos []int
+	last      []int // token index of each logits row
+	hidden    []float32
+	logits    []float32 // [rows][local vocab]
+	ys        [][]float32
+	pairs     []float32
+	counts    []int
+	gathered  []float32
+}
+
+// ForwardBatch runs the tokens of every sequence through the model in one pass: the
+// projections are matrix-matrix products over all tokens of all sequences; attention is per
+// token, over its own slot. It leaves one row of logits per sequence with Logits set, in
+// order, for BatchArgmax and BatchLogits. Every rank of the group calls it with the same seqs.
+func (m *Model) ForwardBatch(c *Cache, seqs []Seq) error {
+	cf, sh, s := &m.Cfg, &m.Shard, &m.scratch
+	b := &c.scr
+	b.slot, b.pos, b.last = b.slot[:0], b.pos[:0], b.last[:0]
+	var tokens []int32
+	for i, q := range seqs {
+		if q.Slot < 0 || q.Slot >= c.slots {
+			return fmt.Errorf("model: sequence %d: slot %d outside [0,%d)", i, q.Slot, c.slots)
+		}
+		if len(q.Tokens) == 0 {
+			return fmt.Errorf("model: sequence %d (slot %d) has no tokens", i, q.Slot)
+		}
+		if q.Pos < 0 || q.Pos+len(q.Tokens) > c.ctx {
+			return fmt.Errorf("model: sequence %d (slot %d): %d tokens at position %d overflow the slot's context of %d", i, q.Slot, len(q.Tokens), q.Pos, c.ctx)
+		}
+		for j := range q.Tokens {
+			b.slot = append(b.slot, q.Slot)
+			b.pos = append(b.pos, q.Pos+j)
+		}
+		tokens = append(tokens, q.Tokens...)
+		if q.Logits {
+			b.last = append(b.last, len(tokens)-1)
+		}
+	}
+	t := len(tokens)
+	if t == 0 {
+		return fmt.Errorf("model: ForwardBatch of no tokens")
+	}
+	m.grow(t)
+	dim, hd := cf.Dim, cf.HeadDim
+	nh, nkvh := sh.H1-sh.H0, sh.KV1-sh.KV0
+	nq, nkv, nf := nh*hd, nkvh*hd, sh.F1-sh.F0
+	if err := m.embed(tokens); err != nil {
+		return err
+	}
+	half := cf.RopeDim / 2
+	for i := 0; i < t; i++ {
+		p := float64(b.pos[i]) / cf.RopeScale
+		for j := 0; j < half; j++ {
+			sn, cs := math.Sincos(p * m.freqs[j])
+			s.cos[i*half+j], s.sin[i*half+j] = float32(cs), float32(sn)
+		}
+	}
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	group := cf.Heads / cf.KVHeads
+	slotLen := c.ctx * nkv
+	for li := range m.layers {
+		L := &m.layers[li]
+		for i := 0; i < t; i++ {
+			rmsnorm(s.xn[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], L.attnNorm, cf.Eps)
+		}
+		if err := m.project(s.xn, t, dim, 0, []*quant.Matrix{L.wq, L.wk, L.wv}, [][]float32{s.q, s.k, s.v}); err != nil {
+			return err
+		}
+		for i := 0; i < t; i++ {
+			k, v := s.k[i*nkv:(i+1)*nkv], s.v[i*nkv:(i+1)*nkv]
+			m.positionQK(L, s.q[i*nq:(i+1)*nq], k, v, s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half])
+			at := b.slot[i]*slotLen + b.pos[i]*nkv
+			if m.kvF16 {
+				toHalf(c.k16[li][at:at+nkv], k)
+				toHalf(c.v16[li][at:at+nkv], v)
+			} else {
+				copy(c.k32[li][at:at+nkv], k)
+				copy(c.v32[li][at:at+nkv], v)
+			}
+		}
+		m.pool.For(nh, func(h0, h1 int) {
+			for h := h0; h < h1; h++ {
+				kvl := (sh.H0+h)/group - sh.KV0
+				sc := s.scores[h*m.ctx : (h+1)*m.ctx]
+				for i := 0; i < t; i++ {
+					out, q := s.att[i*nq+h*hd:i*nq+(h+1)*hd], s.q[i*nq+h*hd:i*nq+(h+1)*hd]
+					lo, hi := b.slot[i]*slotLen, (b.slot[i]+1)*slotLen
+					if m.kvF16 {
+						attendHalf(out, q, c.k16[li][lo:hi], c.v16[li][lo:hi], nkv, kvl*hd, b.pos[i]+1, sc, scale)
+					} else {
+						attend(out, q, c.k32[li][lo:hi], c.v32[li][lo:hi], nkv, kvl*hd, b.pos[i]+1, sc, scale)
+					}
+				}
+			}
+		})
+		if err := m.attnOutAndMLP(li, L, t, nq, nf); err != nil {
+			return err
+		}
+	}
+	rows := len(b.last)
+	vl := sh.V1 - sh.V0
+	b.hidden = grow(b.hidden, rows*dim)
+	b.logits = grow(b.logits, rows*vl)
+	for r, i := range b.last {
+		rmsnorm(b.hidden[r*dim:(r+1)*dim], s.x[i*dim:(i+1)*dim], m.outNorm, cf.Eps)
+	}
+	if rows == 0 {
+		return nil
+	}
+	if err := m.load(m.out, b.hidden, rows, dim, 0); err != nil {
+		return err
+	}
+	m.mul(m.out, rows, b.logits)
+	return nil
+}
+
+// embed dequantizes the embedding rows of tokens into scratch.x.
+func (m *Model) embed(tokens []int32) error {
+	s, dim := &m.scratch, m.Cfg.Dim
+	rb, _ := m.embd.Type.RowBytes(int64(dim))
+	s.row = grow(s.row, int(rb))
+	for i, tok := range tokens {
+		if tok < 0 || int(tok) >= m.Cfg.Vocab {
+			return fmt.Errorf("model: token id %d outside the vocabulary of %d", tok, m.Cfg.Vocab)
+		}
+		// pread, not the mapping: see Forward.
+		if err := m.file.ReadAt(m.embd, s.row, int64(tok)*rb); err != nil {
+			return err
+		}
+		if err := quant.Dequantize(m.embd.Type, s.row, s.x[i*dim:(i+1)*dim]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// positionQK applies the biases, the QK norms and RoPE to one token's local q, k and v.
+func (m *Model) positionQK(L *layer, q, k, v, cs, sn []float32) {
+	c, hd := &m.Cfg, m.Cfg.HeadDim
+	if L.bq != nil {
+		addTo(q, L.bq)
+		addTo(k, L.bk)
+		addTo(v, L.bv)
+	}
+	for h := 0; h < len(q)/hd; h++ {
+		qh := q[h*hd : (h+1)*hd]
+		if L.qNorm != nil {
+			rmsnorm(qh, qh, L.qNorm, c.Eps)
+		}
+		m.rope(qh, cs, sn)
+	}
+	for h := 0; h < len(k)/hd; h++ {
+		kh := k[h*hd : (h+1)*hd]
+		if L.kNorm != nil {
+			rmsnorm(kh, kh, L.kNorm, c.Eps)
+		}
+		m.rope(kh, cs, sn)
+	}
+}
+
+// attnOutAndMLP finishes layer li for t tokens whose attention outputs are in scratch.att:
+// the row-parallel output projection and its allreduce, then the MLP and its allreduce, each
+// added to the residual stream scratch.x.
+func (m *Model) attnOutAndMLP(li int, L *layer, t, nq, nf int) error {
+	c, sh, s := &m.Cfg, &m.Shard, &m.scratch
+	dim := c.Dim
+	in, stride, off := s.att, nq, 0
+	if sh.OGather {
+		if err := m.gatherHeads(t); err != nil {
+			return fmt.Errorf("layer %d: gather attention: %w", li, err)
+		}
+		in, stride, off = s.attFull, c.Heads*c.HeadDim, sh.O0
+	}
+	if err := m.load(L.wo, in, t, stride, off); err != nil {
+		return err
+	}
+	m.mul(L.wo, t, s.proj)
+	if err := m.group.AllreduceSum(s.proj[:t*dim]); err != nil {
+		return fmt.Errorf("layer %d: attention allreduce: %w", li, err)
+	}
+	addTo(s.x[:t*dim], s.proj[:t*dim])
+	for i := 0; i < t; i++ {
+		rmsnorm(s.xn[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], L.ffnNorm, c.Eps)
+	}
+	if err := m.project(s.xn, t, dim, 0, []*quant.Matrix{L.gate, L.up}, [][]float32{s.gate, s.up}); err != nil {
+		return err
+	}
+	for i, g := range s.gate[:t*nf] {
+		s.gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * s.up[i]
+	}
+	if err := m.load(L.down, s.gate, t, nf, 0); err != nil {
+		return err
+	}
+	m.mul(L.down, t, s.proj)
+	if err := m.group.AllreduceSum(s.proj[:t*dim]); err != nil {
+		return fmt.Errorf("layer %d: MLP allreduce: %w", li, err)
+	}
+	addTo(s.x[:t*dim], s.proj[:t*dim])
+	return nil
+}
+
+// Rows returns the number of logits rows the last ForwardBatch on c left.
+func (c *Cache) Rows() int { return len(c.scr.last) }
+
+// BatchArgmax returns the greedy token of every logits row of the last ForwardBatch on c, agreed by
+// every rank with one exchange of (value, id) pairs for all rows.
+func (m *Model) BatchArgmax(c *Cache) ([]int32, error) {
+	b, sh := &c.scr, &m.Shard
+	rows, vl, p := len(b.last), sh.V1-sh.V0, sh.Size
+	if rows == 0 {
+		return nil, nil
+	}
+	send := make([]float32, 2*rows)
+	for r := 0; r < rows; r++ {
+		best, bi := float32(math.Inf(-1)), -1
+		for i, v := range b.logits[r*vl : (r+1)*vl] {
+			if v > best || bi < 0 {
+				best, bi = v, i
+			}
+		}
+		send[2*r], send[2*r+1] = best, float32(sh.V0+bi)
+		if bi < 0 {
+			send[2*r+1] = -1
+		}
+	}
+	b.pairs = grow(b.pairs, 2*rows*p)
+	b.counts = grow(b.counts, p)
+	for i := range b.counts {
+		b.counts[i] = 2 * rows
+	}
+	if err := m.group.Allgatherv(send, b.pairs, b.counts); err != nil {
+		return nil, fmt.Errorf("batch argmax: %w", err)
+	}
+	out := make([]int32, rows)
+	for r := 0; r < rows; r++ {
+		best, id := float32(math.Inf(-1)), float32(-1)
+		for k := 0; k < p; k++ {
+			v, i := b.pairs[k*2*rows+2*r], b.pairs[k*2*rows+2*r+1]
+			if i >= 0 && (id < 0 || v > best) {
+				best, id = v, i
+			}
+		}
+		out[r] = int32(id)
+	}
+	return out, nil
+}
+
+// BatchLogits gathers the full-vocabulary logits of the given rows of the last ForwardBatch
+// on every rank (one exchange for all of them).
+func (m *Model) BatchLogits(c *Cache, rows []int) ([][]float32, error) {
+	b, sh, cf := &c.scr, &m.Shard, &m.Cfg
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	vl, p := sh.V1-sh.V0, sh.Size
+	send := make([]float32, 0, len(rows)*vl)
+	for _, r := range rows {
+		if r < 0 || r >= len(b.last) {
+			return nil, fmt.Errorf("model: logits row %d of %d", r, len(b.last))
+		}
+		send = append(send, b.logits[r*vl:(r+1)*vl]...)
+	}
+	b.counts = grow(b.counts, p)
+	for k := range b.counts {
+		b.counts[k] = len(rows) * (cf.Vocab*(k+1)/p - cf.Vocab*k/p)
+	}
+	b.gathered = grow(b.gathered, len(rows)*cf.Vocab)
+	if err := m.group.Allgatherv(send, b.gathered, b.counts); err != nil {
+		return nil, fmt.Errorf("batch logits: %w", err)
+	}
+	// gathered holds rank blocks of [rows][vocab part]; reassemble each row.
+	out := make([][]float32, len(rows))
+	for i := range out {
+		out[i] = make([]float32, cf.Vocab)
+	}
+	off := 0
+	for k := 0; k < p; k++ {
+		v0, w := cf.Vocab*k/p, cf.Vocab*(k+1)/p-cf.Vocab*k/p
+		for i := range rows {
+			copy(out[i][v0:v0+w], b.gathered[off+i*w:off+(i+1)*w])
+		}
+		off += len(rows) * w
+	}
+	return out, nil
+}
