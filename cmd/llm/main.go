@@ -26,6 +26,8 @@ commands:
   bench      prefill (pp) and decode (tg) tokens/s, llama-bench style, and per-rank memory
   mkmodel    write a random-weight model of a realistic shape
   info       print a model's metadata, tensors and the tensor-parallel degrees that work
+  serve      OpenAI-compatible HTTP server (chat and text completions, streaming) on rank 0
+  bench-serve  load a running server with 1, 4, 16 concurrent clients: throughput, TTFT
 
 Run under "gorun -n N" to split the model over N ranks. "llm COMMAND -h" lists the flags.
 `
@@ -45,6 +47,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = mkmodel(args[1:], stdout, stderr)
 	case "info":
 		err = info(args[1:], stdout, stderr)
+	case "serve":
+		err = serveCmd(args[1:], stdout, stderr)
+	case "bench-serve":
+		err = benchServe(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

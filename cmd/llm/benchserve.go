@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// serveLevel is bench-serve's result at one concurrency.
+type serveLevel struct {
+	URL          string  `json:"url"`
+	Model        string  `json:"model"`
+	Concurrency  int     `json:"concurrency"`
+	Requests     int     `json:"requests"`
+	Errors       int     `json:"errors"`
+	PromptTokens int     `json:"prompt_tokens"`
+	GenTokens    int     `json:"generated_tokens"`
+	WallS        float64 `json:"wall_s"`
+	Throughput   float64 `json:"throughput_tokens_per_s"` // generated tokens / wall time
+	TTFTMeanMs   float64 `json:"ttft_mean_ms"`
+	TTFTP50Ms    float64 `json:"ttft_p50_ms"`
+	TTFTP90Ms    float64 `json:"ttft_p90_ms"`
+	ReqTPSMean   float64 `json:"request_tokens_per_s_mean"` // per request: tokens after the first / their time
+	FirstError   string  `json:"first_error,omitempty"`
+}
+
+// serveResult is one streamed request's timings.
+type serveResult struct {
+	ttft, total  time.Duration
+	tokens       int
+	promptTokens int
+	err          error
+}
+
+func benchServe(args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("llm bench-serve", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", "http://127.0.0.1:8080", "server base URL (llm serve, llama-server or any OpenAI-compatible server)")
+	levels := fs.String("concurrency", "1,4,16", "comma-separated numbers of concurrent clients")
+	requests := fs.Int("requests", 0, "requests per concurrency level (0: 2 x the concurrency, at least 4)")
+	maxTokens := fs.IntP("n-predict", "n", 64, "tokens to generate per request (ignore_eos is set, so each request generates exactly this many)")
+	promptWords := fs.IntP("prompt-words", "p", 32, "words in each prompt (each prompt is distinct, so no server can reuse another's cache)")
+	modelName := fs.String("model", "", "model name to send (default: the first of /v1/models)")
+	timeout := fs.Duration("timeout", 10*time.Minute, "limit for each request")
+	output := fs.StringP("output", "o", "md", "md (table) or json (one object per level)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: llm bench-serve [--url http://127.0.0.1:8080] [--concurrency 1,4,16] [-n 64] [flags]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *output != "md" && *output != "json" {
+		return fmt.Errorf("-o %q: want md or json", *output)
+	}
+	var conc []int
+	for _, f := range strings.Split(*levels, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 1024 {
+			return fmt.Errorf("--concurrency: %q is not a number of clients in 1..1024", f)
+		}
+		conc = append(conc, n)
+	}
+	if *maxTokens < 1 || *promptWords < 1 || *requests < 0 {
+		return fmt.Errorf("-n and -p must be >= 1, --requests >= 0")
+	}
+	base := strings.TrimRight(*url, "/")
+	client := &http.Client{Timeout: *timeout}
+	name := *modelName
+	if name == "" {
+		var err error
+		if name, err = firstModel(client, base); err != nil {
+			return err
+		}
+	}
+	// One untimed request first, so that page faults and lazy setup do not count.
+	if r := streamCompletion(client, base, name, benchPrompt(-1, *promptWords), *maxTokens); r.err != nil {
+		return fmt.Errorf("warm-up request: %w", r.err)
+	}
+	var rows []serveLevel
+	for _, c := range conc {
+		n := *requests
+		if n == 0 {
+			n = max(2*c, 4)
+		}
+		rows = append(rows, runLevel(client, base, name, c, n, *promptWords, *maxTokens))
+	}
+	if *output == "json" {
+		enc := json.NewEncoder(stdout)
+		for _, r := range rows {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+	} else {
+		fmt.Fprintf(stdout, "| model | clients | requests | errors | prompt tok | gen tok | wall s | throughput t/s | TTFT mean ms | TTFT p50 ms | TTFT p90 ms | per-request t/s |\n")
+		fmt.Fprintf(stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, r := range rows {
+			fmt.Fprintf(stdout, "| %s | %d | %d | %d | %d | %d | %.2f | %.2f | %.1f | %.1f | %.1f | %.2f |\n", r.Model, r.Concurrency, r.Requests,
+				r.Errors, r.PromptTokens, r.GenTokens, r.WallS, r.Throughput, r.TTFTMeanMs, r.TTFTP50Ms, r.TTFTP90Ms, r.ReqTPSMean)
+		}
+	}
+	for _, r := range rows {
+		if r.Errors > 0 {
+			return fmt.Errorf("%d of %d requests at concurrency %d failed; first: %s", r.Errors, r.Requests, r.Concurrency, r.FirstError)
+		}
+	}
+	return nil
+}
+
+func firstModel(client *http.Client, base string) (string, error) {
+	resp, err := client.Get(base + "/v1/models")
+	if err != nil {
+		return "", fmt.Errorf("listing models: %w", err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || resp.StatusCode != 200 || len(list.Data) == 0 {
+		return "", fmt.Errorf("listing models: status %s, %d models, %v", resp.Status, len(list.Data), err)
+	}
+	return list.Data[0].ID, nil
+}
+
+// benchPrompt is request i's prompt: words of a fixed text after a distinct request number.
+func benchPrompt(i, words int) string {
+	text := strings.Fields("Once upon a time there was a little girl named Lily who loved to play outside in the park with her dog and her friends every day")
+	var b strings.Builder
+	fmt.Fprintf(&b, "Story %d.", i+1)
+	for k := 0; k < words-2; k++ {
+		b.WriteString(" ")
+		b.WriteString(text[k%len(text)])
+	}
+	return b.String()
+}
+
+func runLevel(client *http.Client, base, name string, conc, n, words, maxTokens int) serveLevel {
+	results := make([]serveResult, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := 0; c < conc; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				results[i] = streamCompletion(client, base, name, benchPrompt(i, words), maxTokens)
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	lv := serveLevel{URL: base, Model: name, Concurrency: conc, Requests: n, WallS: wall.Seconds()}
+	var ttfts []float64
+	var tps float64
+	ok := 0
+	for _, r := range results {
+		if r.err != nil {
+			lv.Errors++
+			if lv.FirstError == "" {
+				lv.FirstError = r.err.Error()
+			}
+			continue
+		}
+		ok++
+		lv.GenTokens += r.tokens
+		lv.PromptTokens += r.promptTokens
+		ttfts = append(ttfts, float64(r.ttft)/1e6)
+		if d := (r.total - r.ttft).Seconds(); r.tokens > 1 && d > 0 {
+			tps += float64(r.tokens-1) / d
+		}
+	}
+	lv.Throughput = float64(lv.GenTokens) / wall.Seconds()
+	if ok > 0 {
+		slices.Sort(ttfts)
+		for _, v := range ttfts {
+			lv.TTFTMeanMs += v / float64(ok)
+		}
+		lv.TTFTP50Ms = ttfts[(ok-1)/2]
+		lv.TTFTP90Ms = ttfts[min(ok-1, ok*9/10)]
+		lv.ReqTPSMean = tps / float64(ok)
+	}
+	return lv
+}
+
+// streamCompletion sends one streaming /v1/completions request and times its chunks.
+func streamCompletion(client *http.Client, base, name, prompt string, maxTokens int) serveResult {
+	body, _ := json.Marshal(map[string]any{"model": name, "prompt": prompt, "max_tokens": maxTokens, "temperature": 0,
+		"stream": true, "ignore_eos": true, "cache_prompt": false, "stream_options": map[string]any{"include_usage": true}})
+	start := time.Now()
+	resp, err := client.Post(base+"/v1/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return serveResult{err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return serveResult{err: fmt.Errorf("status %s: %s", resp.Status, bytes.TrimSpace(b))}
+	}
+	var r serveResult
+	chunks := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		data, ok := strings.CutPrefix(line, "data:")
+		if !ok {
+			continue
+		}
+		data = strings.TrimSpace(data)
+		if data == "[DONE]" {
+			break
+		}
+		var ch struct {
+			Choices []struct {
+				Text string `json:"text"`
+			} `json:"choices"`
+			Usage *struct {
+				Prompt     int `json:"prompt_tokens"`
+				Completion int `json:"completion_tokens"`
+			} `json:"usage"`
+			Error *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			return serveResult{err: fmt.Errorf("bad chunk %q: %w", data, err)}
+		}
+		if ch.Error != nil {
+			return serveResult{err: fmt.Errorf("server error: %s", ch.Error.Message)}
+		}
+		if len(ch.Choices) > 0 && ch.Choices[0].Text != "" {
+			if chunks == 0 {
+				r.ttft = time.Since(start)
+			}
+			chunks++
+		}
+		if ch.Usage != nil {
+			r.tokens, r.promptTokens = ch.Usage.Completion, ch.Usage.Prompt
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return serveResult{err: err}
+	}
+	r.total = time.Since(start)
+	if r.tokens == 0 {
+		r.tokens = chunks // servers that send no usage send a chunk per token
+	}
+	if chunks == 0 {
+		return serveResult{err: fmt.Errorf("no text streamed")}
+	}
+	return r
+}

@@ -1,0 +1,527 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorun-hpc/gorun/llm/sample"
+)
+
+// apiError is OpenAI's error object.
+type apiError struct {
+	status  int
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func badRequest(code, param, format string, args ...any) *apiError {
+	e := &apiError{status: http.StatusBadRequest, Message: fmt.Sprintf(format, args...), Type: "invalid_request_error", Code: code}
+	if param != "" {
+		e.Param = &param
+	}
+	return e
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, map[string]any{"error": e})
+}
+
+// engineError maps the engine's refusals and failures to responses.
+func engineError(err error) *apiError {
+	switch {
+	case errors.Is(err, ErrQueueFull):
+		return &apiError{status: http.StatusTooManyRequests, Message: "the server is busy: " + err.Error() + "; retry later", Type: "server_busy", Code: "queue_full"}
+	case errors.Is(err, ErrShuttingDown):
+		return &apiError{status: http.StatusServiceUnavailable, Message: err.Error(), Type: "server_error", Code: "shutting_down"}
+	default:
+		return &apiError{status: http.StatusInternalServerError, Message: err.Error(), Type: "server_error", Code: "rank_failure"}
+	}
+}
+
+// statusWriter records the status code for the requests metric.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's Flush.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *Server) count(endpoint string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		start := time.Now()
+		h(sw, r)
+		s.metrics.requests.WithLabelValues(endpoint, strconv.Itoa(sw.code)).Inc()
+		if s.cfg.Log != nil {
+			s.cfg.Log.Printf("%s %s %d %.1fms", r.Method, r.URL.Path, sw.code, float64(time.Since(start))/1e6)
+		}
+	}
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if err := s.eng.health(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "error", "error": err.Error()})
+		return
+	}
+	active, waiting := s.eng.load()
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "slots_idle": s.cfg.Slots - active, "slots_processing": active, "queue": waiting})
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	c := &s.m.Cfg
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{map[string]any{
+		"id": s.cfg.ModelName, "object": "model", "created": s.created, "owned_by": "gorun",
+		"meta": map[string]any{"architecture": c.Arch, "n_ctx": s.cfg.Context, "n_vocab": c.Vocab, "n_layers": c.Layers,
+			"tensor_parallel": s.m.Shard.Size, "slots": s.cfg.Slots, "chat_template": s.tmpl.Name},
+	}}})
+}
+
+// genParams are the generation fields both endpoints share (OpenAI's, and top_k, min_p and
+// ignore_eos as llama.cpp's server accepts them).
+type genParams struct {
+	Model       string          `json:"model"`
+	MaxTokens   *int            `json:"max_tokens"`
+	MaxCompl    *int            `json:"max_completion_tokens"`
+	Temperature *float64        `json:"temperature"`
+	TopP        *float64        `json:"top_p"`
+	TopK        *int            `json:"top_k"`
+	MinP        *float64        `json:"min_p"`
+	Seed        *int64          `json:"seed"`
+	Stop        json.RawMessage `json:"stop"`
+	Stream      bool            `json:"stream"`
+	N           *int            `json:"n"`
+	IgnoreEOS   bool            `json:"ignore_eos"`
+}
+
+type chatRequest struct {
+	genParams
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+type completionRequest struct {
+	genParams
+	Prompt json.RawMessage `json:"prompt"`
+}
+
+// decode reads a JSON body into v with the size limit, naming what was wrong.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return &apiError{status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("the request body is over the limit of %d bytes", mb.Limit), Type: "invalid_request_error", Code: "request_too_large"}
+		}
+		return badRequest("invalid_body", "", "reading the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badRequest("invalid_json", "", "the request body is empty; want a JSON object")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			te.Field = strings.TrimPrefix(te.Field, "genParams.")
+			return badRequest("invalid_type", te.Field, "field %q: got a JSON %s, want %s", te.Field, te.Value, jsonKind(te.Type.String()))
+		case errors.As(err, &se):
+			return badRequest("invalid_json", "", "malformed JSON at byte %d: %v", se.Offset, err)
+		default:
+			return badRequest("invalid_json", "", "malformed JSON: %v", err)
+		}
+	}
+	return nil
+}
+
+func jsonKind(goType string) string {
+	switch {
+	case strings.Contains(goType, "int"):
+		return "an integer"
+	case strings.Contains(goType, "float"):
+		return "a number"
+	case strings.Contains(goType, "bool"):
+		return "a boolean"
+	case strings.Contains(goType, "string"):
+		return "a string"
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	}
+	return "an object"
+}
+
+// job builds the engine job of a request whose prompt is tokenized, checking the numbers.
+func (s *Server) job(ctx context.Context, p *genParams, prompt []int32) (*job, *apiError) {
+	if p.N != nil && *p.N != 1 {
+		return nil, badRequest("unsupported_value", "n", "n = %d: only one choice per request is supported", *p.N)
+	}
+	if len(prompt) == 0 {
+		return nil, badRequest("invalid_value", "prompt", "the prompt is empty")
+	}
+	ctxLen := s.cfg.Context
+	if len(prompt) >= ctxLen {
+		return nil, badRequest("context_length_exceeded", "messages", "the prompt has %d tokens; this model's context per request is %d tokens (one must be left to generate)", len(prompt), ctxLen)
+	}
+	j := &job{ctx: ctx, prompt: prompt, maxTokens: ctxLen - len(prompt), ignoreEOS: p.IgnoreEOS}
+	maxTok := p.MaxTokens
+	if p.MaxCompl != nil {
+		maxTok = p.MaxCompl
+	}
+	if maxTok != nil {
+		switch {
+		case *maxTok < 1:
+			return nil, badRequest("invalid_value", "max_tokens", "max_tokens = %d: want >= 1", *maxTok)
+		case len(prompt)+*maxTok > ctxLen:
+			return nil, badRequest("context_length_exceeded", "max_tokens", "max_tokens = %d plus the prompt's %d tokens exceed this model's context of %d tokens", *maxTok, len(prompt), ctxLen)
+		}
+		j.maxTokens = *maxTok
+	}
+	// OpenAI's defaults: temperature 1, top_p 1; top_k and min_p off unless given.
+	j.params = sample.Params{Temperature: 1, TopP: 1}
+	if t := p.Temperature; t != nil {
+		if *t < 0 || *t > 2 || math.IsNaN(*t) {
+			return nil, badRequest("invalid_value", "temperature", "temperature = %g: want 0..2", *t)
+		}
+		j.params.Temperature = float32(*t)
+	}
+	if t := p.TopP; t != nil {
+		if *t <= 0 || *t > 1 {
+			return nil, badRequest("invalid_value", "top_p", "top_p = %g: want (0, 1]", *t)
+		}
+		j.params.TopP = float32(*t)
+	}
+	if k := p.TopK; k != nil {
+		if *k < 0 {
+			return nil, badRequest("invalid_value", "top_k", "top_k = %d: want >= 0", *k)
+		}
+		j.params.TopK = *k
+	}
+	if m := p.MinP; m != nil {
+		if *m < 0 || *m > 1 {
+			return nil, badRequest("invalid_value", "min_p", "min_p = %g: want 0..1", *m)
+		}
+		j.params.MinP = float32(*m)
+	}
+	if p.Seed != nil {
+		j.params.Seed = uint64(*p.Seed)
+	} else {
+		var b [8]byte
+		rand.Read(b[:])
+		j.params.Seed = binary.LittleEndian.Uint64(b[:])
+	}
+	stops, err := parseStop(p.Stop)
+	if err != nil {
+		return nil, err
+	}
+	j.stops = stops
+	return j, nil
+}
+
+// parseStop accepts OpenAI's stop: null, a string, or an array of up to 4 strings.
+func parseStop(raw json.RawMessage) ([]string, *apiError) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		if one == "" {
+			return nil, nil
+		}
+		return []string{one}, nil
+	}
+	var many []string
+	if err := json.Unmarshal(raw, &many); err != nil {
+		return nil, badRequest("invalid_type", "stop", "stop: want a string or an array of strings")
+	}
+	if len(many) > 4 {
+		return nil, badRequest("invalid_value", "stop", "stop: %d sequences, at most 4", len(many))
+	}
+	var out []string
+	for _, s := range many {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// messageText reads a message's content: a string, or an array of text parts.
+func messageText(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return "", false
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", false
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), true
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if e := s.decode(w, r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if len(req.Messages) == 0 {
+		writeError(w, badRequest("invalid_value", "messages", "messages is empty: want at least one message"))
+		return
+	}
+	msgs := make([]Message, len(req.Messages))
+	for i, m := range req.Messages {
+		switch m.Role {
+		case "system", "user", "assistant", "developer":
+		case "":
+			writeError(w, badRequest("invalid_value", fmt.Sprintf("messages[%d].role", i), "messages[%d] has no role", i))
+			return
+		default:
+			writeError(w, badRequest("invalid_value", fmt.Sprintf("messages[%d].role", i), "messages[%d].role = %q: want system, user or assistant", i, m.Role))
+			return
+		}
+		text, ok := messageText(m.Content)
+		if !ok {
+			writeError(w, badRequest("invalid_type", fmt.Sprintf("messages[%d].content", i), "messages[%d].content: want a string or an array of text parts", i))
+			return
+		}
+		role := m.Role
+		if role == "developer" {
+			role = "system"
+		}
+		msgs[i] = Message{Role: role, Content: text}
+	}
+	if strings.TrimSpace(msgs[len(msgs)-1].Content) == "" {
+		writeError(w, badRequest("invalid_value", fmt.Sprintf("messages[%d].content", len(msgs)-1), "the last message is empty"))
+		return
+	}
+	text, err := s.tmpl.Render(msgs)
+	if err != nil {
+		writeError(w, badRequest("invalid_value", "messages", "%v", err))
+		return
+	}
+	// A template that writes the BOS token itself gets none added by the tokenizer.
+	addSpecial := s.tmpl.BOSText() == "" || !strings.HasPrefix(text, s.tmpl.BOSText())
+	prompt, err := s.tok.Encode(text, addSpecial, true)
+	if err != nil {
+		writeError(w, badRequest("invalid_value", "messages", "tokenizing the prompt: %v", err))
+		return
+	}
+	s.generate(w, r, &req.genParams, prompt, true)
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	var req completionRequest
+	if e := s.decode(w, r, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	var prompt []int32
+	var text string
+	var list []string
+	switch {
+	case len(req.Prompt) == 0 || string(req.Prompt) == "null":
+		writeError(w, badRequest("invalid_value", "prompt", "prompt is missing"))
+		return
+	case json.Unmarshal(req.Prompt, &text) == nil:
+	case json.Unmarshal(req.Prompt, &list) == nil && len(list) == 1:
+		text = list[0]
+	case json.Unmarshal(req.Prompt, &prompt) == nil:
+		for _, id := range prompt {
+			if id < 0 || int(id) >= s.tok.NumTokens() {
+				writeError(w, badRequest("invalid_value", "prompt", "prompt token %d is outside the vocabulary of %d", id, s.tok.NumTokens()))
+				return
+			}
+		}
+	default:
+		writeError(w, badRequest("invalid_type", "prompt", "prompt: want a string, an array of one string, or an array of token ids"))
+		return
+	}
+	if prompt == nil {
+		if text == "" {
+			writeError(w, badRequest("invalid_value", "prompt", "the prompt is empty"))
+			return
+		}
+		var err error
+		if prompt, err = s.tok.Encode(text, true, true); err != nil {
+			writeError(w, badRequest("invalid_value", "prompt", "tokenizing the prompt: %v", err))
+			return
+		}
+	}
+	s.generate(w, r, &req.genParams, prompt, false)
+}
+
+// generate runs a request and writes its response, whole or streamed.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, prompt []int32, chat bool) {
+	j, e := s.job(r.Context(), p, prompt)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if err := s.eng.submit(j); err != nil {
+		ae := engineError(err)
+		if ae.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeError(w, ae)
+		return
+	}
+	prefix, object := "cmpl-", "text_completion"
+	if chat {
+		prefix, object = "chatcmpl-", "chat.completion"
+	}
+	id := fmt.Sprintf("%s%d-%d", prefix, s.created, s.ids.Add(1))
+	created := time.Now().Unix()
+	if p.Stream {
+		s.stream(w, r, j, id, object+map[bool]string{true: ".chunk", false: ""}[chat], created, chat)
+		return
+	}
+	var text strings.Builder
+	for {
+		ev, ok := next(r.Context(), j)
+		if !ok {
+			return // the client left; the engine frees its slot
+		}
+		if ev.Err != nil {
+			if r.Context().Err() == nil {
+				writeError(w, engineError(ev.Err))
+			}
+			return
+		}
+		text.WriteString(ev.Text)
+		if ev.Finish == "" {
+			continue
+		}
+		choice := map[string]any{"index": 0, "finish_reason": ev.Finish, "logprobs": nil}
+		if chat {
+			choice["message"] = map[string]any{"role": "assistant", "content": text.String()}
+		} else {
+			choice["text"] = text.String()
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": object, "created": created, "model": s.cfg.ModelName,
+			"choices": []any{choice}, "usage": usage(ev)})
+		return
+	}
+}
+
+// next waits for the job's next event, or for the client to leave.
+func next(ctx context.Context, j *job) (Event, bool) {
+	select {
+	case ev := <-j.events:
+		return ev, true
+	case <-ctx.Done():
+		return Event{}, false
+	}
+}
+
+func usage(ev Event) map[string]any {
+	return map[string]any{"prompt_tokens": ev.PromptTokens, "completion_tokens": ev.CompletionTokens,
+		"total_tokens": ev.PromptTokens + ev.CompletionTokens}
+}
+
+// stream writes Server-Sent Events: a chunk per piece of text (for chat, the first carries
+// the assistant role), a last chunk with finish_reason and usage, then [DONE].
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, id, object string, created int64, chat bool) {
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(v any) bool {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	chunk := func(text string, finish any) map[string]any {
+		choice := map[string]any{"index": 0, "finish_reason": finish, "logprobs": nil}
+		if chat {
+			delta := map[string]any{}
+			if text != "" {
+				delta["content"] = text
+			}
+			choice["delta"] = delta
+		} else {
+			choice["text"] = text
+		}
+		return map[string]any{"id": id, "object": object, "created": created, "model": s.cfg.ModelName, "choices": []any{choice}}
+	}
+	if chat {
+		first := chunk("", nil)
+		first["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"role": "assistant", "content": ""}
+		if !send(first) {
+			return
+		}
+	}
+	for {
+		ev, ok := next(r.Context(), j)
+		if !ok {
+			return
+		}
+		switch {
+		case ev.Err != nil:
+			send(map[string]any{"error": engineError(ev.Err)})
+			return
+		case ev.Finish != "":
+			last := chunk("", ev.Finish)
+			last["usage"] = usage(ev)
+			if send(last) {
+				fmt.Fprint(w, "data: [DONE]\n\n")
+				rc.Flush()
+			}
+			return
+		default:
+			if !send(chunk(ev.Text, nil)) {
+				return // the client left; the engine sees the request's context end
+			}
+		}
+	}
+}

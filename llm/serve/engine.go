@@ -1,0 +1,545 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorun-hpc/gorun/collectives"
+	"github.com/gorun-hpc/gorun/comm"
+	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/sample"
+	"github.com/gorun-hpc/gorun/llm/tokenizer"
+)
+
+// Plan opcodes, the first word of every plan rank 0 broadcasts.
+const (
+	opStep     = 1 // run one ForwardBatch
+	opPing     = 2 // nothing to run: proves the ranks are alive while idle
+	opShutdown = 3 // leave the loop
+)
+
+// Per-sequence logits handling in a plan.
+const (
+	rowNone   = 0 // a prompt chunk that is not the prompt's end: no logits
+	rowGreedy = 1 // distributed argmax
+	rowSample = 2 // full logits gathered, rank 0 samples
+)
+
+// Errors the engine gives requests.
+var (
+	ErrQueueFull    = errors.New("the request queue is full")
+	ErrUnhealthy    = errors.New("the model's ranks have failed")
+	ErrShuttingDown = errors.New("the server is shutting down")
+)
+
+// job is one request inside the engine.
+type job struct {
+	ctx       context.Context
+	prompt    []int32
+	maxTokens int
+	params    sample.Params
+	stops     []string
+	ignoreEOS bool
+	events    chan Event
+
+	// scheduler state (rank 0's engine goroutine only)
+	slot      int
+	pos       int // tokens in the slot's cache
+	fed       int // prompt tokens fed so far
+	generated []int32
+	sampler   *sample.Sampler
+	dec       *tokenizer.StreamDecoder
+	held      string // decoded text held back while it may begin a stop sequence
+	start     time.Time
+	first     time.Time
+}
+
+// Event is what a request receives: text as it is generated, then one final event with
+// Finish (or Err) set.
+type Event struct {
+	Text             string
+	Finish           string // "stop" or "length" on the last event
+	Err              error
+	PromptTokens     int
+	CompletionTokens int
+	TTFT             time.Duration
+}
+
+// engine steps the model for all ranks: on rank 0 it schedules requests into slots, builds
+// each step's plan and broadcasts it; on the others Worker replays the plans.
+type engine struct {
+	world    *comm.Comm
+	m        *model.Model
+	cache    *model.Cache
+	tok      *tokenizer.Tokenizer
+	batch    int // tokens per step
+	maxQueue int
+	metrics  *metrics
+	idlePing time.Duration
+
+	mu      sync.Mutex
+	waiting []*job
+	wake    chan struct{}
+	failure error // set once: the ranks have failed
+	closed  bool
+	active  int // slots in use, for tests and metrics
+
+	// failAfter, when > 0, makes this rank's loop fail at that step (tests of a dying rank).
+	failAfter int
+	// beforeStep, when set, runs before each step on rank 0 (tests slow the steps down).
+	beforeStep func()
+}
+
+func newEngine(world *comm.Comm, m *model.Model, cache *model.Cache, tok *tokenizer.Tokenizer, batch, maxQueue int, mt *metrics) *engine {
+	return &engine{world: world, m: m, cache: cache, tok: tok, batch: batch, maxQueue: maxQueue, metrics: mt,
+		idlePing: 2 * time.Second, wake: make(chan struct{}, 1)}
+}
+
+// submit queues a job; it fails at once when the queue is full or the engine is down.
+func (e *engine) submit(j *job) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.failure != nil:
+		return fmt.Errorf("%w: %v", ErrUnhealthy, e.failure)
+	case e.closed:
+		return ErrShuttingDown
+	case len(e.waiting) >= e.maxQueue:
+		return ErrQueueFull
+	}
+	// The event buffer holds every event the job can produce, so the engine never waits on a
+	// slow client.
+	j.events = make(chan Event, j.maxTokens+2)
+	e.waiting = append(e.waiting, j)
+	e.metrics.queue.Set(float64(len(e.waiting)))
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// health returns nil while the ranks work.
+func (e *engine) health() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.failure
+}
+
+// load reports the slots in use and the requests waiting.
+func (e *engine) load() (active, waiting int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.active, len(e.waiting)
+}
+
+// run is rank 0's loop: it returns when ctx ends (after telling the other ranks to stop) or
+// when a step fails (every request then gets the error).
+func (e *engine) run(ctx context.Context) error {
+	slots := make([]*job, e.cache.Slots())
+	var free []int
+	for s := len(slots) - 1; s >= 0; s-- {
+		free = append(free, s)
+	}
+	fail := func(err error) {
+		e.mu.Lock()
+		if e.failure == nil {
+			e.failure = err
+		}
+		e.closed = true
+		queued := e.waiting
+		e.waiting = nil
+		e.mu.Unlock()
+		for _, j := range append(queued, slots...) {
+			if j != nil {
+				j.events <- Event{Err: err}
+			}
+		}
+	}
+	release := func(j *job) {
+		slots[j.slot] = nil
+		free = append(free, j.slot)
+	}
+	shutdown := func() error {
+		e.mu.Lock()
+		e.closed = true
+		e.mu.Unlock()
+		fail(ErrShuttingDown)
+		if err := e.broadcast([]int32{opShutdown}); err != nil {
+			return fmt.Errorf("telling the ranks to stop: %w", err)
+		}
+		return nil
+	}
+	step := 0
+	for {
+		if ctx.Err() != nil {
+			return shutdown()
+		}
+		// Admit waiting jobs into free slots; drop the cancelled ones at once.
+		e.mu.Lock()
+		kept := e.waiting[:0]
+		for _, j := range e.waiting {
+			switch {
+			case j.ctx.Err() != nil:
+				j.events <- Event{Err: j.ctx.Err()}
+			case len(free) > 0:
+				j.slot = free[len(free)-1]
+				free = free[:len(free)-1]
+				slots[j.slot] = j
+				j.start = time.Now()
+				j.dec = e.tok.NewStreamDecoder()
+				if j.params.Temperature > 0 {
+					j.sampler = sample.New(j.params)
+				}
+			default:
+				kept = append(kept, j)
+			}
+		}
+		clear(e.waiting[len(kept):])
+		e.waiting = kept
+		for _, j := range slots {
+			if j != nil && j.ctx.Err() != nil {
+				e.metrics.cancelled.Inc()
+				release(j) // the client left: its slot is free for the next job at once
+			}
+		}
+		e.active = len(slots) - len(free)
+		e.metrics.queue.Set(float64(len(e.waiting)))
+		e.metrics.active.Set(float64(e.active))
+		e.mu.Unlock()
+
+		plan, seqs, rows := e.plan(slots)
+		if len(seqs) == 0 {
+			select {
+			case <-ctx.Done():
+				return shutdown()
+			case <-e.wake:
+				continue
+			case <-time.After(e.idlePing):
+				if err := e.broadcast([]int32{opPing}); err != nil {
+					fail(err)
+					return err
+				}
+				continue
+			}
+		}
+		step++
+		if e.beforeStep != nil {
+			e.beforeStep()
+		}
+		t0 := time.Now()
+		ids, logits, err := e.execute(plan, step)
+		if err != nil {
+			fail(err)
+			return err
+		}
+		e.metrics.step.Observe(time.Since(t0).Seconds())
+		for _, q := range seqs {
+			slots[q.Slot].pos += len(q.Tokens)
+		}
+		for k, j := range rows {
+			var id int32
+			if j.sampler != nil {
+				id = j.sampler.Sample(logits[k], nil)
+			} else {
+				id = ids[k]
+			}
+			if done := e.emit(j, id); done {
+				release(j)
+			}
+		}
+		e.mu.Lock()
+		e.active = len(slots) - len(free)
+		e.mu.Unlock()
+	}
+}
+
+// plan chooses this step's work: one decode token for every running job, then prompt
+// chunks of jobs still reading their prompt, up to the batch budget.
+func (e *engine) plan(slots []*job) (plan []int32, seqs []model.Seq, rows []*job) {
+	budget := e.batch
+	var rowJobs []*job // jobs that want logits, in seq order
+	var modes []int32
+	for _, j := range slots {
+		if j == nil || j.fed < len(j.prompt) {
+			continue
+		}
+		seqs = append(seqs, model.Seq{Slot: j.slot, Pos: j.pos, Tokens: j.generated[len(j.generated)-1:], Logits: true})
+		rowJobs = append(rowJobs, j)
+		budget--
+	}
+	for _, j := range slots {
+		if j == nil || j.fed >= len(j.prompt) || budget <= 0 {
+			continue
+		}
+		n := min(len(j.prompt)-j.fed, budget)
+		q := model.Seq{Slot: j.slot, Pos: j.pos, Tokens: j.prompt[j.fed : j.fed+n], Logits: j.fed+n == len(j.prompt)}
+		j.fed += n
+		budget -= n
+		seqs = append(seqs, q)
+		if q.Logits {
+			rowJobs = append(rowJobs, j)
+		}
+	}
+	if len(seqs) == 0 {
+		return nil, nil, nil
+	}
+	// Logits rows follow seq order; rebuild rowJobs in that order with their modes.
+	rows = rows[:0]
+	byslot := map[int]*job{}
+	for _, j := range rowJobs {
+		byslot[j.slot] = j
+	}
+	plan = append(plan, opStep, int32(len(seqs)))
+	for _, q := range seqs {
+		mode := int32(rowNone)
+		if q.Logits {
+			j := byslot[q.Slot]
+			rows = append(rows, j)
+			mode = rowGreedy
+			if j.sampler != nil {
+				mode = rowSample
+			}
+		}
+		modes = append(modes, mode)
+		plan = append(plan, int32(q.Slot), int32(q.Pos), int32(len(q.Tokens)), mode)
+	}
+	for _, q := range seqs {
+		plan = append(plan, q.Tokens...)
+	}
+	return plan, seqs, rows
+}
+
+// decodePlan turns a broadcast plan back into sequences and row modes, checking every count.
+func decodePlan(plan []int32) ([]model.Seq, []int32, error) {
+	if len(plan) < 2 || plan[0] != opStep {
+		return nil, nil, fmt.Errorf("plan: bad header %v", plan[:min(len(plan), 2)])
+	}
+	n := int(plan[1])
+	if n < 1 || 2+4*n > len(plan) {
+		return nil, nil, fmt.Errorf("plan: %d sequences in %d words", n, len(plan))
+	}
+	seqs := make([]model.Seq, n)
+	modes := make([]int32, n)
+	tok := 2 + 4*n
+	for i := range seqs {
+		h := plan[2+4*i : 2+4*i+4]
+		nt := int(h[2])
+		if nt < 1 || tok+nt > len(plan) || h[3] < rowNone || h[3] > rowSample {
+			return nil, nil, fmt.Errorf("plan: sequence %d header %v does not fit %d words", i, h, len(plan))
+		}
+		seqs[i] = model.Seq{Slot: int(h[0]), Pos: int(h[1]), Tokens: plan[tok : tok+nt], Logits: h[3] != rowNone}
+		modes[i] = h[3]
+		tok += nt
+	}
+	if tok != len(plan) {
+		return nil, nil, fmt.Errorf("plan: %d words left over", len(plan)-tok)
+	}
+	return seqs, modes, nil
+}
+
+// broadcast sends a plan from rank 0 to every rank (length, then the words).
+func (e *engine) broadcast(plan []int32) error {
+	if e.world == nil || e.world.Size() == 1 {
+		return nil
+	}
+	n := []int32{int32(len(plan))}
+	if err := collectives.Bcast(e.world, n, 0); err != nil {
+		return fmt.Errorf("broadcasting a plan: %w", err)
+	}
+	if err := collectives.Bcast(e.world, plan, 0); err != nil {
+		return fmt.Errorf("broadcasting a plan: %w", err)
+	}
+	return nil
+}
+
+// receive is broadcast's other side.
+func (e *engine) receive() ([]int32, error) {
+	n := []int32{0}
+	if err := collectives.Bcast(e.world, n, 0); err != nil {
+		return nil, fmt.Errorf("receiving a plan from rank 0: %w", err)
+	}
+	if n[0] < 1 || n[0] > 1<<26 {
+		return nil, fmt.Errorf("receiving a plan from rank 0: length %d", n[0])
+	}
+	plan := make([]int32, n[0])
+	if err := collectives.Bcast(e.world, plan, 0); err != nil {
+		return nil, fmt.Errorf("receiving a plan from rank 0: %w", err)
+	}
+	return plan, nil
+}
+
+// execute runs a step plan on this rank: the batch, then the greedy tokens of every logits
+// row, and the full logits of the rows that sample.
+func (e *engine) execute(plan []int32, step int) ([]int32, [][]float32, error) {
+	if e.failAfter > 0 && step >= e.failAfter {
+		return nil, nil, fmt.Errorf("rank %d: injected failure at step %d", e.rank(), step)
+	}
+	if err := e.broadcast(plan); err != nil {
+		return nil, nil, err
+	}
+	seqs, modes, err := decodePlan(plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := e.m.ForwardBatch(e.cache, seqs); err != nil {
+		return nil, nil, fmt.Errorf("rank %d: %w", e.rank(), err)
+	}
+	ids, err := e.m.BatchArgmax(e.cache)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rank %d: %w", e.rank(), err)
+	}
+	var sampled []int
+	row := 0
+	for _, md := range modes {
+		if md == rowNone {
+			continue
+		}
+		if md == rowSample {
+			sampled = append(sampled, row)
+		}
+		row++
+	}
+	var logits [][]float32
+	if len(sampled) > 0 {
+		gathered, err := e.m.BatchLogits(e.cache, sampled)
+		if err != nil {
+			return nil, nil, fmt.Errorf("rank %d: %w", e.rank(), err)
+		}
+		logits = make([][]float32, row)
+		for k, r := range sampled {
+			logits[r] = gathered[k]
+		}
+	} else {
+		logits = make([][]float32, row)
+	}
+	return ids, logits, nil
+}
+
+func (e *engine) rank() int {
+	if e.world == nil {
+		return 0
+	}
+	return e.world.Rank()
+}
+
+// work is the loop of ranks other than 0: replay every plan until told to stop.
+func (e *engine) work() error {
+	step := 0
+	for {
+		plan, err := e.receive()
+		if err != nil {
+			return err
+		}
+		switch plan[0] {
+		case opShutdown:
+			return nil
+		case opPing:
+			continue
+		}
+		step++
+		if e.failAfter > 0 && step >= e.failAfter {
+			return fmt.Errorf("rank %d: injected failure at step %d", e.rank(), step)
+		}
+		seqs, _, err := decodePlan(plan)
+		if err != nil {
+			return fmt.Errorf("rank %d: %w", e.rank(), err)
+		}
+		if err := e.m.ForwardBatch(e.cache, seqs); err != nil {
+			return fmt.Errorf("rank %d: %w", e.rank(), err)
+		}
+		if _, err := e.m.BatchArgmax(e.cache); err != nil {
+			return fmt.Errorf("rank %d: %w", e.rank(), err)
+		}
+		var sampled []int
+		row := 0
+		for i := range seqs {
+			if plan[2+4*i+3] == rowSample {
+				sampled = append(sampled, row)
+			}
+			if seqs[i].Logits {
+				row++
+			}
+		}
+		if len(sampled) > 0 {
+			if _, err := e.m.BatchLogits(e.cache, sampled); err != nil {
+				return fmt.Errorf("rank %d: %w", e.rank(), err)
+			}
+		}
+	}
+}
+
+// emit hands the job its new token and reports whether the job is finished.
+func (e *engine) emit(j *job, id int32) bool {
+	now := time.Now()
+	if len(j.generated) == 0 {
+		j.first = now
+		e.metrics.ttft.Observe(now.Sub(j.start).Seconds())
+		e.metrics.promptTokens.Add(float64(len(j.prompt)))
+	}
+	j.generated = append(j.generated, id)
+	e.metrics.genTokens.Inc()
+	finish := ""
+	if e.tok.IsEOG(id) && !j.ignoreEOS {
+		finish = "stop"
+	} else {
+		text := j.held + j.dec.Add(id)
+		// The slot has room for the next token to be fed back, or the job ends here.
+		if len(j.generated) >= j.maxTokens || j.pos >= e.cache.Context() {
+			text += j.dec.Flush()
+			finish = "length"
+		}
+		out, held, stopped := cutStop(text, j.stops, finish != "")
+		if stopped {
+			finish = "stop"
+		}
+		j.held = held
+		if out != "" {
+			j.events <- Event{Text: out}
+		}
+	}
+	if finish == "" {
+		return false
+	}
+	n := len(j.generated)
+	if finish == "stop" && e.tok.IsEOG(id) {
+		n-- // the end-of-generation token is not part of the completion
+	}
+	if d := now.Sub(j.first).Seconds(); n > 1 && d > 0 {
+		e.metrics.tps.Observe(float64(n-1) / d)
+	}
+	j.events <- Event{Finish: finish, PromptTokens: len(j.prompt), CompletionTokens: n, TTFT: j.first.Sub(j.start)}
+	return true
+}
+
+// cutStop finds the first stop sequence in text. Without one, it returns the text that can be
+// sent and holds back a tail that may be the start of a stop sequence (all of it is sent when
+// final).
+func cutStop(text string, stops []string, final bool) (out, held string, stopped bool) {
+	cut := -1
+	for _, s := range stops {
+		if i := strings.Index(text, s); i >= 0 && (cut < 0 || i < cut) {
+			cut = i
+		}
+	}
+	if cut >= 0 {
+		return text[:cut], "", true
+	}
+	if final {
+		return text, "", false
+	}
+	keep := 0
+	for _, s := range stops {
+		for k := min(len(s)-1, len(text)); k > keep; k-- {
+			if strings.HasSuffix(text, s[:k]) {
+				keep = k
+				break
+			}
+		}
+	}
+	return text[:len(text)-keep], text[len(text)-keep:], false
+}

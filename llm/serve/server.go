@@ -1,0 +1,171 @@
+// Package serve is an OpenAI-compatible HTTP server over a tensor-parallel model: rank 0
+// answers /v1/chat/completions, /v1/completions (streaming with Server-Sent Events or not),
+// /v1/models, /health, /metrics and a chat page at /, while every rank steps the model in
+// lockstep, replaying the plan rank 0 broadcasts for each step. Requests are batched
+// continuously: each step carries one decode token of every running request and prompt
+// chunks of new ones, through one matrix product per weight; each request owns a KV cache slot
+// from its admission to its end (or its client's departure).
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorun-hpc/gorun/comm"
+	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/tokenizer"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Config tunes a Server.
+type Config struct {
+	ModelName    string // the id /v1/models reports and responses carry
+	Slots        int    // concurrent sequences (KV cache slots); 0: 4
+	Context      int    // tokens per slot; 0: the model's KV cache length
+	Batch        int    // tokens per step (decode tokens + prompt chunks); 0: 512
+	Queue        int    // requests that may wait for a slot before 429; 0: 64
+	MaxBody      int64  // request body limit in bytes (413 beyond); 0: 4 MiB
+	Metrics      bool   // serve /metrics
+	ChatTemplate string // "auto", "gguf", "llama2", "llama3" or "chatml"
+	// ModelTemplate is the model's tokenizer.chat_template ("" when it has none).
+	ModelTemplate string
+	Log           *log.Logger // nil: no request log
+}
+
+// Server serves one model. Every rank makes one with the same model and configuration and
+// calls Serve.
+type Server struct {
+	cfg     Config
+	world   *comm.Comm
+	m       *model.Model
+	tok     *tokenizer.Tokenizer
+	tmpl    *Template
+	eng     *engine
+	metrics *metrics
+	created int64
+	ids     atomic.Uint64
+	mux     *http.ServeMux
+}
+
+// New prepares a server for this rank's part of the model (world may be nil for one rank).
+// group, when it is the TimedGroup the model was loaded with, reports its allreduce time.
+func New(world *comm.Comm, m *model.Model, tok *tokenizer.Tokenizer, group *TimedGroup, cfg Config) (*Server, error) {
+	if cfg.Slots == 0 {
+		cfg.Slots = 4
+	}
+	if cfg.Context == 0 {
+		cfg.Context = m.Context()
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 512
+	}
+	if cfg.Queue == 0 {
+		cfg.Queue = 64
+	}
+	if cfg.MaxBody == 0 {
+		cfg.MaxBody = 4 << 20
+	}
+	if cfg.ModelName == "" {
+		cfg.ModelName = "model"
+	}
+	switch {
+	case cfg.Slots < 1 || cfg.Slots > 1024:
+		return nil, fmt.Errorf("serve: %d slots (want 1..1024)", cfg.Slots)
+	case cfg.Batch < 1:
+		return nil, fmt.Errorf("serve: batch of %d tokens (want >= 1)", cfg.Batch)
+	case cfg.Queue < 1:
+		return nil, fmt.Errorf("serve: queue of %d (want >= 1)", cfg.Queue)
+	}
+	cache, err := m.NewCache(cfg.Slots, cfg.Context)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	tmpl, err := NewTemplate(cfg.ChatTemplate, cfg.ModelTemplate, tok)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, world: world, m: m, tok: tok, tmpl: tmpl, metrics: newMetrics(), created: time.Now().Unix()}
+	if group != nil {
+		group.metrics = s.metrics
+	}
+	s.eng = newEngine(world, m, cache, tok, cfg.Batch, cfg.Queue, s.metrics)
+	s.mux = s.routes()
+	return s, nil
+}
+
+// Handler returns rank 0's HTTP handler (for tests and embedding).
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// TemplateName says which chat template the server renders with.
+func (s *Server) TemplateName() string { return s.tmpl.Name }
+
+// Load reports the KV cache slots in use and the requests waiting for one.
+func (s *Server) Load() (active, waiting int) { return s.eng.load() }
+
+// Health returns nil while every rank works.
+func (s *Server) Health() error { return s.eng.health() }
+
+// Serve runs this rank's part until ctx ends or a rank fails. Rank 0 serves HTTP on ln
+// (ignored elsewhere; nil: no HTTP) and steps the model; the other ranks replay its plans. When ctx ends,
+// rank 0 fails the requests in flight, stops the other ranks and returns nil; when a rank
+// fails, the requests in flight get an error response, /health answers 503 for grace, and
+// Serve returns the error.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	if s.world != nil && s.world.Rank() != 0 {
+		return s.eng.work()
+	}
+	if ln == nil {
+		return s.eng.run(ctx) // no HTTP: step until ctx ends, then stop the other ranks
+	}
+	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- srv.Serve(ln) }()
+	engCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	engErr := make(chan error, 1)
+	go func() { engErr <- s.eng.run(engCtx) }()
+	var err error
+	select {
+	case err = <-engErr:
+		if err != nil {
+			// Keep answering (/health 503, requests an error) for a moment, so that clients
+			// and supervisors see why.
+			select {
+			case <-time.After(grace):
+			case <-ctx.Done():
+			}
+		}
+	case err = <-httpErr:
+		stop()
+		if e := <-engErr; e != nil {
+			err = errors.Join(err, e)
+		}
+	}
+	shut, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	srv.Shutdown(shut)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.count("chat", s.chat))
+	mux.HandleFunc("POST /v1/completions", s.count("completions", s.completions))
+	mux.HandleFunc("GET /v1/models", s.count("models", s.models))
+	mux.HandleFunc("GET /health", s.count("health", s.health))
+	if s.cfg.Metrics {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	}
+	addStatic(mux)
+	return mux
+}

@@ -1,0 +1,27 @@
+package serve
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+)
+
+//go:embed static
+var staticFiles embed.FS
+
+// addStatic routes GET / to the chat page and GET /NAME to each of its assets; other paths
+// stay unrouted (404, or 405 on the API's POST routes).
+func addStatic(mux *http.ServeMux) {
+	sub, err := fs.Sub(staticFiles, "static")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	files := http.FileServerFS(sub)
+	mux.Handle("GET /{$}", files)
+	entries, _ := fs.ReadDir(sub, ".")
+	for _, e := range entries {
+		if e.Name() != "index.html" {
+			mux.Handle("GET /"+e.Name(), files)
+		}
+	}
+}
