@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -53,7 +52,7 @@ func startServer(t *testing.T, o serverOpts) *testServer {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ts := &testServer{cancel: cancel, done: make(chan error, 1), all: make([]*Server, o.ranks),
-		client: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
+		client: defaultTestClient()}
 	ready := make(chan error, o.ranks)
 	var once sync.Once
 	go func() {
@@ -120,6 +119,10 @@ func startServer(t *testing.T, o serverOpts) *testServer {
 		}
 	})
 	return ts
+}
+
+func defaultTestClient() *http.Client {
+	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 }
 
 // post sends a JSON body and returns the status, headers and body.
@@ -317,5 +320,3 @@ func errorOf(t *testing.T, body []byte) completion {
 	}
 	return c
 }
-
-var _ = fmt.Sprint

@@ -21,6 +21,14 @@ function bubble(role, text) {
   return div;
 }
 
+// request builds the API request; an empty max tokens field lets the answer fill the context.
+function request() {
+  const req = { model, messages: history, stream: true, temperature: Number($("temperature").value) };
+  const max = $("max_tokens").value.trim();
+  if (max !== "") req.max_tokens = Number(max);
+  return req;
+}
+
 async function ask(question) {
   busy = true;
   $("send").disabled = true;
@@ -33,8 +41,7 @@ async function ask(question) {
     const res = await fetch("/v1/chat/completions", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ model, messages: history, stream: true,
-        temperature: Number($("temperature").value), max_tokens: Number($("max_tokens").value) }),
+      body: JSON.stringify(request()),
     });
     if (!res.ok) {
       const j = await res.json().catch(() => ({}));

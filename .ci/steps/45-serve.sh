@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# llm serve end to end, with real clients, against `gorun -n 2 llm serve` on the real TinyStories
+# model (about 30 s, most of it installing chromium and the openai npm package):
+#  - the official `openai` npm package (installed into a temporary folder): models list, chat
+#    completion, streamed chat (plain iteration and the .stream() helper), text completion
+#    equal to llama.cpp's greedy text, and an OpenAI error for max_tokens beyond the context;
+#  - the chat page in headless Chromium (Debian's package): a question sent, the streamed answer
+#    in the page (TestChatPageInBrowser pointed at this server);
+#  - a rank killed: gorun exits non-zero, naming it.
+# Skipped when ../shared/testdata is absent.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+model=../shared/testdata/llm/stories260K.gguf
+if [ ! -f "$model" ]; then
+	echo "45-serve: $model absent, skipped"
+	exit 0
+fi
+flock /tmp/apt.lock apt-get install -y -qq chromium >/dev/null
+tmp=$(mktemp -d)
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+go build -o "$tmp/llm" ./cmd/llm
+go build -o "$tmp/gorun" ./cmd/gorun
+
+start() {
+	"$tmp/gorun" -n 2 "$tmp/llm" serve -m "$model" --port 0 --parallel 4 2>"$tmp/serve.log" &
+	pid=$!
+	for _ in $(seq 100); do
+		url=$(sed -n 's/.* on \(http:\/\/[0-9.:]*\)$/\1/p' "$tmp/serve.log")
+		[ -n "$url" ] && return 0
+		sleep 0.1
+	done
+	echo "45-serve: the server did not start:" >&2
+	cat "$tmp/serve.log" >&2
+	exit 1
+}
+start
+echo "45-serve: gorun -n 2 llm serve at $url"
+
+(cd "$tmp" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent openai >/dev/null)
+cat >"$tmp/client.mjs" <<'JS'
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+const client = new OpenAI({ baseURL: `${process.argv[2]}/v1`, apiKey: 'unused', maxRetries: 0 });
+
+const models = await client.models.list();
+assert.equal(models.data.length, 1);
+assert.equal(models.data[0].id, 'stories260K');
+
+const messages = [{ role: 'user', content: 'Tell me a story about a dog.' }];
+const chat = await client.chat.completions.create({ model: 'stories260K', messages, temperature: 0, max_tokens: 40 });
+const answer = chat.choices[0].message.content;
+assert.equal(chat.choices[0].message.role, 'assistant');
+assert.ok(answer.length > 20, `short answer ${JSON.stringify(answer)}`);
+assert.equal(chat.usage.completion_tokens, 40);
+assert.equal(chat.choices[0].finish_reason, 'length');
+
+let streamed = '';
+const stream = await client.chat.completions.create({ model: 'stories260K', messages, temperature: 0, max_tokens: 40, stream: true });
+let chunks = 0;
+for await (const chunk of stream) {
+	streamed += chunk.choices[0]?.delta?.content ?? '';
+	chunks++;
+}
+assert.equal(streamed, answer);
+assert.ok(chunks > 10, `${chunks} chunks`);
+
+const runner = client.chat.completions.stream({ model: 'stories260K', messages, temperature: 0, max_tokens: 40 });
+const final = await runner.finalChatCompletion();
+assert.equal(final.choices[0].message.content, answer);
+
+const text = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 32, temperature: 0 });
+assert.equal(text.choices[0].text, ', there was a little girl named Lily. She loved to play outside in the park. One day, she saw');
+
+await assert.rejects(client.chat.completions.create({ model: 'stories260K', messages, max_tokens: 100000 }), (err) => {
+	assert.equal(err.status, 400);
+	assert.equal(err.code, 'context_length_exceeded');
+	return true;
+});
+console.log(`openai client: ok (answer ${JSON.stringify(answer)})`);
+JS
+node "$tmp/client.mjs" "$url"
+
+GORUN_SERVE_URL=$url GORUN_REQUIRE_BROWSER=1 go test -count=1 -run TestChatPageInBrowser -v ./llm/serve | grep -E '^(---|ok|FAIL|\s+browser_test)'
+
+# Kill rank 1: gorun must exit non-zero and name it.
+rank1=
+for child in $(pgrep -P "$pid"); do
+	if tr '\0' '\n' <"/proc/$child/environ" | grep -qx GORUN_RANK=1; then
+		rank1=$child
+	fi
+done
+if [ -z "$rank1" ]; then
+	echo "45-serve: rank 1 not found among gorun's children" >&2
+	exit 1
+fi
+kill -KILL "$rank1"
+rc=0
+timeout 30 tail --pid="$pid" -f /dev/null || true
+wait "$pid" || rc=$?
+pid=
+if [ "$rc" -eq 0 ] || ! grep -q "rank 1" "$tmp/serve.log"; then
+	echo "45-serve: after rank 1 was killed gorun exited with $rc:" >&2
+	cat "$tmp/serve.log" >&2
+	exit 1
+fi
+echo "45-serve: rank 1 killed, gorun exited with $rc"
+echo "45-serve: ok"
