@@ -131,9 +131,11 @@ func useShm(w *world, t *tcpTransport, id identity, table []rankInfo, jobHash ui
 				return fmt.Errorf("comm: rank %d: %s=shm, but rank %d runs on another host (%s)", w.rank, jobenv.Transport, r, info.Host)
 			}
 		}
+	case "verbs":
+		return useVerbs(w, t, id)
 	case "", "auto":
 	default:
-		return fmt.Errorf("comm: %s=%q: want tcp, shm or auto", jobenv.Transport, id.transport)
+		return fmt.Errorf("comm: %s=%q: want tcp, shm, verbs or auto", jobenv.Transport, id.transport)
 	}
 	sh, err := setupShm(w, id, table, jobHash)
 	if errors.Is(err, errNoShm) {

@@ -88,6 +88,9 @@ func closeLinks(c *Comm, cause error) {
 	if sh := t.shm.Load(); sh != nil {
 		sh.shutdown()
 	}
+	if vb := t.verbs.Load(); vb != nil {
+		vb.shutdown(false)
+	}
 	for _, p := range t.peers {
 		if p != nil {
 			p.fail(fmt.Errorf("rank %d failed: %w", c.w.rank, cause))

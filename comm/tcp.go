@@ -25,6 +25,9 @@ type tcpTransport struct {
 	// liveness channel.
 	// Set once, after the shared-memory setup, while the links' readers already run.
 	shm atomic.Pointer[shmTransport]
+	// With GORUN_TRANSPORT=verbs every peer's data goes over RDMA (verbs.go); TCP stays the
+	// liveness channel.
+	verbs atomic.Pointer[verbsTransport]
 }
 
 type tcpPeer struct {
@@ -74,6 +77,10 @@ func (p *tcpPeer) start() {
 }
 
 func (t *tcpTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+	if vb := t.verbs.Load(); vb != nil {
+		vb.send(dst, ctx, tag, payload, req)
+		return
+	}
 	if sh := t.shm.Load(); sh != nil && sh.peers[dst] != nil {
 		sh.send(dst, ctx, tag, payload, req)
 		return
@@ -327,6 +334,9 @@ func (p *tcpPeer) fail(cause error) {
 	if sh := p.t.shm.Load(); sh != nil && sh.peers[p.rank] != nil {
 		sh.peers[p.rank].fail(cause)
 	}
+	if vb := p.t.verbs.Load(); vb != nil {
+		vb.peerFailed(p.rank, cause)
+	}
 	p.t.w.eng.peerFailed(p.rank, cause)
 }
 
@@ -335,6 +345,9 @@ func (p *tcpPeer) fail(cause error) {
 func (t *tcpTransport) finalize() error {
 	if sh := t.shm.Load(); sh != nil {
 		sh.shutdown()
+	}
+	if vb := t.verbs.Load(); vb != nil {
+		vb.shutdown(true)
 	}
 	for _, p := range t.peers {
 		if p == nil {

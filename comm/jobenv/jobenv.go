@@ -21,8 +21,13 @@ const (
 	// PeerTimeout bounds how long a rank waits on a silent peer before it reports it lost
 	// (a Go duration such as "30s").
 	PeerTimeout = "GORUN_PEER_TIMEOUT"
-	// Transport forces the data-plane transport: "tcp", "shm" or "auto" (the default).
+	// Transport forces the data-plane transport: "tcp", "shm", "verbs" (RDMA) or "auto" (the default).
 	Transport = "GORUN_TRANSPORT"
+	// RDMADevice names the RDMA device of the verbs transport (as ibv_devices lists it, or
+	// "softibv" for the software device); unset: the first with an active port.
+	RDMADevice = "GORUN_RDMA_DEVICE"
+	// VerbsQP forces the verbs queue pair type: "rc", "uc" or "auto" (RC where every rank has it).
+	VerbsQP = "GORUN_VERBS_QP"
 	// Iface picks the network (interface name or CIDR) whose address a rank advertises.
 	Iface = "GORUN_IFACE"
 	// HostID overrides the host identity ranks compare to find peers on the same machine.

@@ -1,0 +1,815 @@
+package comm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gorun-hpc/gorun/comm/internal/ibv"
+)
+
+// The verbs transport moves messages over RDMA queue pairs (libibverbs: InfiniBand, RoCE,
+// Apple's Thunderbolt RDMA; or the software device in tests), one connected QP per peer. The TCP
+// mesh the bootstrap built stays as the liveness channel, as for shared memory: a rank that dies
+// closes it, and a verbs link that fails closes it, so both ends learn within bounded time.
+//
+// Protocol, the same on RC and UC queue pairs:
+//   - Every message is a SEND into one of the receiver's pre-posted, pre-registered buffers
+//     (verbsCredits per peer). A sender holds one credit per buffer; the receiver returns credits
+//     by RDMA-writing how many messages it has taken into a word of the sender's registered
+//     control region, so credit returns never need a receive buffer themselves.
+//   - Each SEND carries a sequence number. On UC, where the adapter drops a damaged message
+//     silently, a gap is detected by the next message, and a lost last message by the missing
+//     acknowledgement (the credit word stops moving while messages are outstanding): either ends
+//     the link with an error naming the peer, within the peer timeout. The credit word is
+//     rewritten periodically on UC, since that write can be lost too.
+//   - Small messages travel whole (eager). Large ones use request-to-send / clear-to-send: on RC
+//     the receiver's buffer is registered (through a registration cache) and the sender writes
+//     straight into it with RDMA WRITE, the last chunk WITH_IMM naming the receive; on UC (where
+//     a lost WRITE would leave a hole nobody notices) the data is pipelined through the staging
+//     buffers as sequenced SENDs, as many in flight as there are credits.
+//   - Every completion's status is checked; a failure ends the link with an error naming the
+//     peer and the verbs status, and nothing more is posted on that queue pair.
+//
+// Progress: one lock guards the queue pairs. A goroutine waiting for a request polls the
+// completion queue itself for a while, then naps; a background goroutine polls with naps of up
+// to a millisecond for the traffic nobody waits for, and runs the timers.
+
+const (
+	verbsSlot      = 32 << 10 // one registered buffer: header + an eager message or a data chunk
+	verbsHdrSize   = headerSize + 8
+	verbsEagerMax  = verbsSlot - verbsHdrSize
+	verbsCredits   = 32 // receive buffers per peer
+	verbsStaging   = 32 // send staging buffers per peer
+	verbsMaxWrites = 8  // zero-copy RDMA WRITEs in flight per peer
+	verbsSendDepth = verbsStaging + verbsMaxWrites + 2
+	verbsZCMin     = 256 << 10 // smaller rendezvous messages are staged even on RC
+	verbsCtsZCLen  = 12        // a zero-copy CTS carries the buffer's address and rkey
+)
+
+// Work request ids: kind << 56 | peer << 32 | index.
+const (
+	wrRecv = iota + 1
+	wrSend
+	wrCredit
+	wrWrite
+)
+
+func wrID(kind, peer int, idx uint32) uint64 {
+	return uint64(kind)<<56 | uint64(peer)<<32 | uint64(idx)
+}
+
+type verbsTransport struct {
+	w       *world
+	tcp     *tcpTransport
+	dev     ibv.Device
+	pd      ibv.PD
+	cq      ibv.CQ
+	typ     ibv.QPType
+	timeout time.Duration
+	peers   []*verbsPeer
+	active  []*verbsPeer
+	cache   *regCache
+
+	recvBuf, sendBuf, ctrlBuf, credBuf []byte
+	recvMR, sendMR, ctrlMR, credMR     ibv.MR
+	writeChunk                         int
+
+	mu      sync.Mutex // the queue pairs, the CQ and everything below
+	wcs     []ibv.WC
+	accepts []verbsAccept // receives matched with a large message, waiting for a CTS
+	nextZC  uint32
+
+	qmu      sync.Mutex // outgoing queues (senders do not wait for mu)
+	wake     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	stopping atomic.Bool
+	closed   bool
+}
+
+type verbsPeer struct {
+	t    *verbsTransport
+	rank int
+	qp   ibv.QP
+	rendezvous
+
+	outq []*verbsOut // guarded by t.qmu
+
+	// Guarded by t.mu.
+	pend       []*verbsOut
+	pushes     []*verbsPush
+	zcs        []*verbsZC
+	zcRecvs    map[uint32]uint64    // immediate -> receive id
+	zcRegs     map[uint64]*regEntry // receive id -> its registered buffer
+	freeSlots  []uint32
+	sqUsed     int
+	sent       uint64 // messages posted (each takes one of the peer's receive buffers)
+	taken      uint64 // messages received from the peer
+	seqOut     uint32
+	seqIn      uint32
+	acked      uint64 // last credit word seen
+	ackAt      time.Time
+	creditBusy bool
+	creditAt   time.Time
+	remoteCtrl uint64
+	remoteKey  uint32
+	abandoned  bool
+	localPSN   uint32
+}
+
+type verbsOut struct {
+	h     header
+	extra []byte   // eager payload, or a zero-copy CTS's address and key
+	req   *Request // an eager send: complete once staged
+}
+
+// verbsPush streams a large message through staging buffers.
+type verbsPush struct {
+	send *pendingSend
+	recv uint64
+	sent int
+}
+
+// verbsZC writes a large message straight into the receiver's registered buffer (RC only).
+type verbsZC struct {
+	id       uint32
+	send     *pendingSend
+	reg      *regEntry
+	recv     uint64
+	raddr    uint64
+	rkey     uint32
+	posted   int
+	inflight int
+	final    bool // the WRITE_WITH_IMM is posted
+}
+
+type verbsAccept struct {
+	p      *verbsPeer
+	sendID uint64
+	r      *recvOp
+	tag    int
+	size   uint64
+}
+
+func (t *verbsTransport) slot(buf []byte, peer int, idx uint32) []byte {
+	base := (peer*verbsCredits + int(idx)) * verbsSlot
+	return buf[base : base+verbsSlot]
+}
+
+func (t *verbsTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+	if t.stopping.Load() {
+		req.complete(Status{}, ErrClosed)
+		return
+	}
+	p := t.peers[dst]
+	if err := p.failure(); err != nil {
+		req.complete(Status{}, err)
+		return
+	}
+	n := uint64(len(payload))
+	if n <= verbsEagerMax {
+		t.enqueue(p, &verbsOut{h: header{typ: frameEager, tag: int32(tag), ctx: ctx, length: n}, extra: payload, req: req})
+		return
+	}
+	id, err := p.addSend(payload, req)
+	if err != nil {
+		req.complete(Status{}, err)
+		return
+	}
+	t.enqueue(p, &verbsOut{h: header{typ: frameRTS, tag: int32(tag), ctx: ctx, length: n, id: id}})
+}
+
+func (p *verbsPeer) failure() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.linkError()
+}
+
+// enqueue queues a message for the peer and makes progress now if no one else is.
+func (t *verbsTransport) enqueue(p *verbsPeer, o *verbsOut) {
+	t.qmu.Lock()
+	p.outq = append(p.outq, o)
+	t.qmu.Unlock()
+	if t.mu.TryLock() {
+		t.progressLocked()
+		t.mu.Unlock()
+		return
+	}
+	t.nudge()
+}
+
+func (t *verbsTransport) nudge() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// progressLocked polls completions and posts what waits; it reports whether anything happened.
+func (t *verbsTransport) progressLocked() bool {
+	if t.closed {
+		return false
+	}
+	did := false
+	for {
+		n, err := t.cq.Poll(t.wcs)
+		if err != nil {
+			t.deviceFailed(fmt.Errorf("polling the completion queue of %s: %w", t.dev.Name(), err))
+			return true
+		}
+		for i := range t.wcs[:n] {
+			t.complete(&t.wcs[i])
+		}
+		if n == 0 {
+			break
+		}
+		did = true
+	}
+	if len(t.accepts) > 0 {
+		acc := t.accepts
+		t.accepts = nil
+		for _, a := range acc {
+			a.p.accept(a)
+		}
+		did = true
+	}
+	t.qmu.Lock()
+	for _, p := range t.active {
+		if len(p.outq) > 0 {
+			p.pend = append(p.pend, p.outq...)
+			clear(p.outq)
+			p.outq = p.outq[:0]
+		}
+	}
+	t.qmu.Unlock()
+	for _, p := range t.active {
+		if p.flush() {
+			did = true
+		}
+	}
+	return did
+}
+
+// deviceFailed ends every link: the adapter or its completion queue is unusable.
+func (t *verbsTransport) deviceFailed(err error) {
+	for _, p := range t.active {
+		p.fail(err)
+	}
+}
+
+// complete handles one work completion.
+func (t *verbsTransport) complete(wc *ibv.WC) {
+	kind, peer, idx := int(wc.WRID>>56), int(wc.WRID>>32&0xffffff), uint32(wc.WRID)
+	if peer >= len(t.peers) || t.peers[peer] == nil {
+		logf("gorun: rank %d: RDMA completion for unknown work request %#x", t.w.rank, wc.WRID)
+		return
+	}
+	p := t.peers[peer]
+	if kind != wrRecv {
+		p.sqUsed--
+	}
+	if wc.Status != ibv.WCSuccess {
+		if p.failure() == nil && !t.stopping.Load() {
+			what := map[int]string{wrRecv: "receive", wrSend: "send", wrCredit: "credit write", wrWrite: "RDMA write"}[kind]
+			p.fail(fmt.Errorf("RDMA %s on %s QP %d failed: %v (vendor error %#x)", what, t.typ, p.qp.Num(), wc.Status, wc.Vendor))
+		}
+		return
+	}
+	switch kind {
+	case wrRecv:
+		p.received(idx, wc)
+	case wrSend:
+		p.freeSlots = append(p.freeSlots, idx)
+	case wrCredit:
+		p.creditBusy = false
+	case wrWrite:
+		for i, z := range p.zcs {
+			if z.id == idx {
+				z.inflight--
+				if z.final && z.inflight == 0 {
+					p.zcs = append(p.zcs[:i], p.zcs[i+1:]...)
+					t.cache.release(z.reg)
+					z.send.req.complete(Status{}, nil)
+				}
+				break
+			}
+		}
+	}
+}
+
+// received handles a message in receive buffer idx.
+func (p *verbsPeer) received(idx uint32, wc *ibv.WC) {
+	t := p.t
+	if p.failure() != nil {
+		return
+	}
+	buf := t.slot(t.recvBuf, p.rank, idx)
+	p.taken++
+	if wc.Opcode == ibv.WCRecvImm {
+		// The last chunk of a zero-copy message: the data is in place.
+		p.seqIn++
+		rid, ok := p.zcRecvs[wc.Imm]
+		pr := p.recv(rid)
+		if !ok || pr == nil {
+			p.protocolError(fmt.Errorf("RDMA write completion for unknown receive %d", wc.Imm))
+			return
+		}
+		delete(p.zcRecvs, wc.Imm)
+		t.cache.release(p.zcRegs[rid])
+		delete(p.zcRegs, rid)
+		p.gotData(rid, pr, pr.size-pr.got)
+	} else if !p.handle(buf[:wc.ByteLen]) {
+		return
+	}
+	if err := p.qp.PostRecv(&ibv.RecvWR{WRID: wrID(wrRecv, p.rank, idx), SGE: ibv.SGE{Addr: t.recvMR.Addr() + uint64(p.rank*verbsCredits+int(idx))*verbsSlot, Length: verbsSlot, LKey: t.recvMR.LKey()}}); err != nil {
+		p.fail(fmt.Errorf("reposting a receive buffer: %w", err))
+	}
+}
+
+// handle processes one SEND; false when it broke the link.
+func (p *verbsPeer) handle(b []byte) bool {
+	if len(b) < verbsHdrSize {
+		p.protocolError(fmt.Errorf("%d-byte message", len(b)))
+		return false
+	}
+	h, err := parseHeaderLimits(b[:headerSize], verbsEagerMax, verbsEagerMax)
+	if err != nil {
+		p.protocolError(err)
+		return false
+	}
+	if seq := binary.LittleEndian.Uint32(b[headerSize:]); seq != p.seqIn {
+		// Only an unreliable connection loses messages; on RC this is corruption.
+		p.fail(fmt.Errorf("message %d from rank %d lost over the %s queue pair (message %d arrived next)", p.seqIn, p.rank, p.t.typ, seq))
+		return false
+	}
+	p.seqIn++
+	payload := b[verbsHdrSize:]
+	eng := p.t.w.eng
+	switch h.typ {
+	case frameEager:
+		if uint64(len(payload)) != h.length {
+			p.protocolError(fmt.Errorf("eager message of %d bytes says %d", len(payload), h.length))
+			return false
+		}
+		arriveEager(eng, p.rank, h, payload)
+	case frameRTS:
+		sendID, tag, size := h.id, int(h.tag), h.length
+		m := &inMsg{src: p.rank, ctx: h.ctx, tag: tag, size: int(size)}
+		m.fetch = func(r *recvOp) {
+			p.t.qmu.Lock()
+			p.t.accepts = append(p.t.accepts, verbsAccept{p: p, sendID: sendID, r: r, tag: tag, size: size})
+			p.t.qmu.Unlock()
+			p.t.nudge()
+		}
+		if r := eng.arrive(m, nil); r != nil {
+			p.t.accepts = append(p.t.accepts, verbsAccept{p: p, sendID: sendID, r: r, tag: tag, size: size})
+		}
+	case frameCTS:
+		s := p.takeSend(h.id)
+		if s == nil {
+			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.id))
+			return false
+		}
+		switch {
+		case h.flags&flagDiscard != 0:
+			s.req.complete(Status{}, nil)
+		case len(payload) == verbsCtsZCLen:
+			p.startZC(s, h.offset, binary.LittleEndian.Uint64(payload), binary.LittleEndian.Uint32(payload[8:]))
+		default:
+			p.pushes = append(p.pushes, &verbsPush{send: s, recv: h.offset})
+		}
+	case frameData:
+		pr := p.recv(h.id)
+		if pr == nil || h.offset != pr.got || h.offset+h.length > pr.size || uint64(len(payload)) != h.length {
+			p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.id, h.offset))
+			return false
+		}
+		copy(pr.buf[h.offset:], payload)
+		p.gotData(h.id, pr, h.length)
+	default:
+		p.protocolError(fmt.Errorf("message type %d", h.typ))
+		return false
+	}
+	return true
+}
+
+// arriveEager hands the engine a whole message whose payload aliases a transport buffer that
+// is reused afterwards: a posted receive gets it copied in, else it is queued as a copy.
+func arriveEager(eng *engine, src int, h header, payload []byte) {
+	m := &inMsg{src: src, ctx: h.ctx, tag: int(h.tag), size: len(payload)}
+	r := eng.arrive(m, func(m *inMsg) {
+		m.data = append(make([]byte, 0, len(payload)), payload...)
+		m.ready = true
+	})
+	if r != nil {
+		r.deliver(src, int(h.tag), payload)
+	}
+}
+
+// accept answers a large message that a receive matched: register the buffer for a zero-copy
+// write (RC) or ask for the data through the staging buffers.
+func (p *verbsPeer) accept(a verbsAccept) {
+	r := a.r
+	dst, terr := r.target(p.rank, a.tag, int(a.size))
+	if terr != nil {
+		p.pend = append(p.pend, &verbsOut{h: header{typ: frameCTS, flags: flagDiscard, id: a.sendID}})
+		r.req.complete(r.status(p.rank, a.tag, int(a.size)), terr)
+		return
+	}
+	pr := &pendingRecv{op: r, buf: dst, size: a.size, src: p.rank, tag: a.tag}
+	var extra []byte
+	var reg *regEntry
+	if p.t.typ == ibv.RC && a.size >= verbsZCMin {
+		var err error
+		if reg, err = p.t.cache.acquire(dst, ibv.AccessLocalWrite|ibv.AccessRemoteWrite); err == nil {
+			extra = make([]byte, verbsCtsZCLen)
+			binary.LittleEndian.PutUint64(extra, reg.addrOf(dst))
+			binary.LittleEndian.PutUint32(extra[8:], reg.mr.RKey())
+		}
+		// Registration failing (limits on pinned memory) falls back to staging.
+	}
+	rid, err := p.addRecv(pr)
+	if err != nil {
+		p.t.cache.release(reg)
+		r.req.complete(Status{}, err)
+		return
+	}
+	if extra != nil {
+		p.zcRecvs[uint32(rid)], p.zcRegs[rid] = rid, reg
+	}
+	p.pend = append(p.pend, &verbsOut{h: header{typ: frameCTS, id: a.sendID, offset: rid}, extra: extra})
+}
+
+func (p *verbsPeer) startZC(s *pendingSend, recv, raddr uint64, rkey uint32) {
+	reg, err := p.t.cache.acquire(s.payload, ibv.AccessLocalWrite)
+	if err != nil {
+		s.req.complete(Status{}, &PeerError{Rank: p.rank, Err: fmt.Errorf("registering a %d-byte send buffer: %w", len(s.payload), err)})
+		return
+	}
+	p.t.nextZC++
+	p.zcs = append(p.zcs, &verbsZC{id: p.t.nextZC, send: s, reg: reg, recv: recv, raddr: raddr, rkey: rkey})
+}
+
+// credits is how many more messages the peer can take now.
+func (p *verbsPeer) credits() int {
+	return verbsCredits - int(p.sent-p.ackWord())
+}
+
+func (p *verbsPeer) ackWord() uint64 {
+	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&p.t.ctrlBuf[8*p.rank])))
+}
+
+// postMessage stages header and payload in a send buffer and SENDs it; false when no credit,
+// staging buffer or send queue entry is free.
+func (p *verbsPeer) postMessage(h *header, payload []byte) bool {
+	if p.credits() <= 0 || len(p.freeSlots) == 0 || p.sqUsed >= verbsSendDepth {
+		return false
+	}
+	t := p.t
+	idx := p.freeSlots[len(p.freeSlots)-1]
+	buf := t.slot(t.sendBuf, p.rank, idx)
+	h.put(buf)
+	binary.LittleEndian.PutUint32(buf[headerSize:], p.seqOut)
+	binary.LittleEndian.PutUint32(buf[headerSize+4:], 0)
+	n := copy(buf[verbsHdrSize:], payload)
+	wr := ibv.SendWR{WRID: wrID(wrSend, p.rank, idx), Op: ibv.OpSend, Signaled: true,
+		SGE: ibv.SGE{Addr: t.sendMR.Addr() + uint64(p.rank*verbsStaging+int(idx))*verbsSlot, Length: uint32(verbsHdrSize + n), LKey: t.sendMR.LKey()}}
+	if !p.post(&wr) {
+		return false
+	}
+	p.freeSlots = p.freeSlots[:len(p.freeSlots)-1]
+	p.seqOut++
+	p.countSent()
+	return true
+}
+
+func (p *verbsPeer) countSent() {
+	if p.sent == p.ackWord() {
+		p.ackAt = time.Now() // the acknowledgement clock starts with the first outstanding message
+	}
+	p.sent++
+}
+
+func (p *verbsPeer) post(wr *ibv.SendWR) bool {
+	if err := p.qp.PostSend(wr); err != nil {
+		p.fail(fmt.Errorf("posting an RDMA %v: %w", wr.Op, err))
+		return false
+	}
+	p.sqUsed++
+	return true
+}
+
+// flush posts what waits for the peer as far as credits and queues allow.
+func (p *verbsPeer) flush() bool {
+	if err := p.failure(); err != nil {
+		p.abandon(err)
+		return false
+	}
+	did := false
+	for len(p.pend) > 0 {
+		o := p.pend[0]
+		if !p.postMessage(&o.h, o.extra) {
+			break
+		}
+		p.pend[0] = nil
+		p.pend = p.pend[1:]
+		if o.req != nil {
+			o.req.complete(Status{}, nil)
+		}
+		did = true
+	}
+	for len(p.pend) == 0 && len(p.pushes) > 0 {
+		s := p.pushes[0]
+		data := s.send.payload
+		end := min(s.sent+verbsEagerMax, len(data))
+		h := header{typ: frameData, length: uint64(end - s.sent), id: s.recv, offset: uint64(s.sent)}
+		if !p.postMessage(&h, data[s.sent:end]) {
+			break
+		}
+		did = true
+		s.sent = end
+		if s.sent == len(data) {
+			p.pushes = p.pushes[1:]
+			s.send.req.complete(Status{}, nil)
+		}
+	}
+	for _, z := range p.zcs {
+		for !z.final && z.inflight < verbsMaxWrites && p.sqUsed < verbsSendDepth {
+			n := min(p.t.writeChunk, len(z.send.payload)-z.posted)
+			last := z.posted+n == len(z.send.payload)
+			wr := ibv.SendWR{WRID: wrID(wrWrite, p.rank, z.id), Op: ibv.OpWrite, Signaled: true,
+				SGE:        ibv.SGE{Addr: z.reg.addrOf(z.send.payload) + uint64(z.posted), Length: uint32(n), LKey: z.reg.mr.LKey()},
+				RemoteAddr: z.raddr + uint64(z.posted), RKey: z.rkey}
+			if last {
+				if p.credits() <= 0 || len(p.pend) > 0 {
+					break // the immediate takes a receive buffer, in sequence with SENDs
+				}
+				wr.Op, wr.Imm = ibv.OpWriteImm, uint32(z.recv)
+			}
+			if !p.post(&wr) {
+				return did
+			}
+			z.posted += n
+			z.inflight++
+			did = true
+			if last {
+				z.final = true
+				p.seqOut++
+				p.countSent()
+			}
+		}
+	}
+	p.returnCredits()
+	return did
+}
+
+// returnCredits writes how many messages this rank has taken from the peer into the peer's
+// control word, one write in flight at a time; on UC it is rewritten now and then, since a
+// write can be lost.
+func (p *verbsPeer) returnCredits() {
+	t := p.t
+	if p.creditBusy || p.sqUsed >= verbsSendDepth+2 {
+		return
+	}
+	word := t.credBuf[8*p.rank : 8*p.rank+8]
+	if binary.LittleEndian.Uint64(word) == p.taken && (t.typ == ibv.RC || p.taken == 0 || time.Since(p.creditAt) < 100*time.Millisecond) {
+		return
+	}
+	binary.LittleEndian.PutUint64(word, p.taken)
+	wr := ibv.SendWR{WRID: wrID(wrCredit, p.rank, 0), Op: ibv.OpWrite, Signaled: true,
+		SGE:        ibv.SGE{Addr: t.credMR.Addr() + uint64(8*p.rank), Length: 8, LKey: t.credMR.LKey()},
+		RemoteAddr: p.remoteCtrl, RKey: p.remoteKey}
+	if p.post(&wr) {
+		p.creditBusy, p.creditAt = true, time.Now()
+	}
+}
+
+// checkTimers detects a peer that stopped acknowledging (messages lost on UC, a link that went
+// down, a peer whose adapter vanished): an error naming it, never a wait forever.
+func (p *verbsPeer) checkTimers(now time.Time) {
+	if p.failure() != nil {
+		return
+	}
+	ack := p.ackWord()
+	if ack != p.acked {
+		p.acked, p.ackAt = ack, now
+	}
+	if p.sent > ack && now.Sub(p.ackAt) > p.t.timeout {
+		p.fail(fmt.Errorf("no acknowledgement over RDMA for %v with %d messages outstanding: lost on the %s queue pair, or the peer's RDMA link is down", p.t.timeout, p.sent-ack, p.t.typ))
+	}
+}
+
+func (p *verbsPeer) protocolError(err error) {
+	logf("gorun: rank %d: protocol error from rank %d over RDMA: %v; closing the link", p.t.w.rank, p.rank, err)
+	p.fail(fmt.Errorf("protocol error: %w", err))
+}
+
+// fail ends the link once: pending operations with the peer fail, and the TCP link closes so
+// the peer learns too. It takes no transport lock (the TCP side calls it when the peer dies);
+// the poller then abandons what was queued.
+func (p *verbsPeer) fail(cause error) {
+	p.mu.Lock()
+	sends, recvs, first := p.markFailed(cause)
+	p.mu.Unlock()
+	if !first {
+		return
+	}
+	p.failPending(cause, sends, recvs)
+	p.t.w.eng.peerFailed(p.rank, cause)
+	if tp := p.t.tcp.peers[p.rank]; tp != nil {
+		tp.fail(cause)
+	}
+	p.t.nudge()
+}
+
+// abandon fails what was queued for a failed peer. The caller holds t.mu.
+func (p *verbsPeer) abandon(cause error) {
+	if p.abandoned {
+		return
+	}
+	p.abandoned = true
+	perr := &PeerError{Rank: p.rank, Err: cause}
+	p.t.qmu.Lock()
+	queued := append(p.pend, p.outq...)
+	p.pend, p.outq = nil, nil
+	p.t.qmu.Unlock()
+	for _, o := range queued {
+		if o.req != nil {
+			o.req.complete(Status{}, perr)
+		}
+	}
+	for _, s := range p.pushes {
+		s.send.req.complete(Status{}, perr)
+	}
+	for _, z := range p.zcs {
+		p.t.cache.release(z.reg)
+		z.send.req.complete(Status{}, perr)
+	}
+	for _, reg := range p.zcRegs {
+		p.t.cache.release(reg)
+	}
+	p.pushes, p.zcs = nil, nil
+	clear(p.zcRecvs)
+	clear(p.zcRegs)
+}
+
+// peerFailed is the TCP liveness link reporting the peer gone. What the peer sent before it
+// went is taken first (it may sit in the completion queue), as the other transports do.
+func (t *verbsTransport) peerFailed(rank int, cause error) {
+	p := t.peers[rank]
+	if p == nil || p.failure() != nil {
+		return // this side failed the link first (and closed the TCP link itself)
+	}
+	t.mu.Lock()
+	t.progressLocked()
+	t.mu.Unlock()
+	p.fail(cause)
+}
+
+// poll drives progress while the caller waits for r: polling first, then naps that grow to a
+// millisecond, so a long wait costs little CPU.
+func (t *verbsTransport) poll(r *Request) {
+	nap := 10 * time.Microsecond
+	var timer *time.Timer
+	for spins := 0; !r.finished.Load() && !t.stopping.Load(); spins++ {
+		if t.mu.TryLock() {
+			did := t.progressLocked()
+			t.mu.Unlock()
+			if did {
+				spins, nap = 0, 10*time.Microsecond
+				continue
+			}
+		}
+		if spins < 100 {
+			runtime.Gosched()
+			continue
+		}
+		if timer == nil {
+			timer = time.NewTimer(nap)
+			defer timer.Stop()
+		} else {
+			timer.Reset(nap)
+		}
+		select {
+		case <-r.done:
+			return
+		case <-timer.C:
+		}
+		nap = min(2*nap, time.Millisecond)
+	}
+}
+
+// kick: waiters sleep on their request's channel, which completion closes.
+func (t *verbsTransport) kick() {}
+
+// loop makes progress nobody waits for and runs the timers.
+func (t *verbsTransport) loop() {
+	defer close(t.done)
+	nap := 20 * time.Microsecond
+	timer := time.NewTimer(nap)
+	defer timer.Stop()
+	lastCheck := time.Now()
+	for {
+		t.mu.Lock()
+		did := t.progressLocked()
+		if now := time.Now(); now.Sub(lastCheck) > 50*time.Millisecond && !t.stopping.Load() {
+			lastCheck = now
+			for _, p := range t.active {
+				p.checkTimers(now)
+			}
+		}
+		t.mu.Unlock()
+		if did {
+			nap = 20 * time.Microsecond
+		} else {
+			nap = min(2*nap, time.Millisecond)
+		}
+		timer.Reset(nap)
+		select {
+		case <-t.stop:
+			return
+		case <-t.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// idle reports that nothing waits to be sent or acknowledged by the adapter (credit writes
+// aside: a finalized peer no longer polls).
+func (t *verbsTransport) idle() bool {
+	t.qmu.Lock()
+	defer t.qmu.Unlock()
+	for _, p := range t.active {
+		if p.failure() != nil {
+			continue
+		}
+		busy := p.sqUsed
+		if p.creditBusy {
+			busy--
+		}
+		if len(p.outq)+len(p.pend)+len(p.pushes)+len(p.zcs)+busy > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// shutdown closes the transport. Graceful (Finalize): first everything posted completes (on RC
+// the peer's adapter has it), within the peer timeout.
+func (t *verbsTransport) shutdown(graceful bool) {
+	if t.stopping.Swap(true) {
+		return
+	}
+	deadline := time.Now().Add(t.timeout)
+	for graceful && time.Now().Before(deadline) {
+		t.mu.Lock()
+		t.progressLocked()
+		idle := t.idle()
+		t.mu.Unlock()
+		if idle {
+			break
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	close(t.stop)
+	<-t.done
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range t.active {
+		p.abandon(ErrClosed)
+	}
+	t.release()
+}
+
+// release frees the verbs resources, in dependency order. The caller holds t.mu (or owns t).
+func (t *verbsTransport) release() {
+	if t.closed {
+		return
+	}
+	t.closed = true
+	for _, p := range t.active {
+		if p.qp != nil {
+			p.qp.Close()
+		}
+	}
+	if t.cache != nil {
+		t.cache.close()
+	}
+	for _, mr := range []ibv.MR{t.recvMR, t.sendMR, t.ctrlMR, t.credMR} {
+		if mr != nil {
+			mr.Close()
+		}
+	}
+	if t.cq != nil {
+		t.cq.Close()
+	}
+	if t.pd != nil {
+		t.pd.Close()
+	}
+	t.dev.Close()
+}
