@@ -19,6 +19,10 @@ type Vec struct {
 	// Q8Sum8 holds 8 x the sum of each Q8_0 block's quants: the Q4_0 kernels multiply the
 	// unsigned nibbles and subtract this instead of offsetting every nibble by 8.
 	Q8Sum8 []int32
+	// Q8Neg8 is -Q8Sum8 (the row kernels start each block's integer sum from it) and D the
+	// blocks' scales as float32, converted once per vector instead of once per row.
+	Q8Neg8 []int32
+	D      []float32
 }
 
 // Load prepares x for rows of weight type w, reusing v's buffers.
@@ -49,16 +53,21 @@ func (v *Vec) Load(w gguf.Type, x []float32) error {
 	return nil
 }
 
-// resum recomputes Q8Sum8 from Q8.
+// resum recomputes Q8Sum8, Q8Neg8 and D from Q8.
 func (v *Vec) resum() {
 	nb := len(v.Q8) / BlockQ8_0
 	v.Q8Sum8 = grow(v.Q8Sum8, nb)
+	v.Q8Neg8 = grow(v.Q8Neg8, nb)
+	v.D = grow(v.D, nb)
 	for b := 0; b < nb; b++ {
+		blk := v.Q8[b*BlockQ8_0 : (b+1)*BlockQ8_0]
 		var s int32
-		for _, q := range v.Q8[b*BlockQ8_0+2 : (b+1)*BlockQ8_0] {
+		for _, q := range blk[2:] {
 			s += int32(int8(q))
 		}
 		v.Q8Sum8[b] = 8 * s
+		v.Q8Neg8[b] = -8 * s
+		v.D[b] = F16ToF32(binary.LittleEndian.Uint16(blk))
 	}
 }
 

@@ -105,6 +105,46 @@ func dot4x2(m *Matrix, i int, a, b *Vec, ya, yb []float32) bool {
 }
 
 //go:noescape
+func matVecQ8_0AVX2(w *byte, stride int, x *byte, xd *float32, nb, rows int, out *float32)
+
+//go:noescape
+func matVecQ8_0VNNI(w *byte, stride int, x *byte, xd *float32, nb, rows int, out *float32)
+
+//go:noescape
+func matVecQ4_0AVX2(w *byte, stride int, x *byte, xd *float32, neg8 *int32, nb, rows int, out *float32)
+
+//go:noescape
+func matVecQ4_0VNNI(w *byte, stride int, x *byte, xd *float32, neg8 *int32, nb, rows int, out *float32)
+
+// matVecRows computes y[lo:hi] with a row-streaming kernel when one exists for m's type, and
+// reports whether it did.
+func matVecRows(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	nb := v.N / QK8_0
+	if !useAVX2 || nb == 0 || hi <= lo || v.N != m.Cols || len(v.D) < nb || (m.Type != gguf.Q8_0 && m.Type != gguf.Q4_0) {
+		return false
+	}
+	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes] // hi-lo whole rows of nb blocks each
+	_, _ = v.Q8[nb*BlockQ8_0-1], v.D[nb-1]
+	out := &y[lo:hi][0]
+	switch m.Type {
+	case gguf.Q8_0:
+		if useVNNI {
+			matVecQ8_0VNNI(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], nb, hi-lo, out)
+		} else {
+			matVecQ8_0AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], nb, hi-lo, out)
+		}
+	case gguf.Q4_0:
+		_ = v.Q8Neg8[nb-1]
+		if useVNNI {
+			matVecQ4_0VNNI(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.Q8Neg8[0], nb, hi-lo, out)
+		} else {
+			matVecQ4_0AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.Q8Neg8[0], nb, hi-lo, out)
+		}
+	}
+	return true
+}
+
+//go:noescape
 func axpyF16AVX2(out *float32, a float32, v *byte, n int)
 
 // DotF16 returns the dot product of two F16 vectors, accumulated in float32.

@@ -21,3 +21,5 @@ func dot4(m *Matrix, i int, v *Vec, y []float32) bool { return false }
 func dot4x2(m *Matrix, i int, a, b *Vec, ya, yb []float32) bool { return false }
 
 func dotQ4_0Vec(w []byte, v *Vec) float32 { return dotQ4_0Generic(w, v.Q8) }
+
+func matVecRows(m *Matrix, v *Vec, y []float32, lo, hi int) bool { return false }

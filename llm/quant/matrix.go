@@ -67,6 +67,9 @@ func MatVec(p *Pool, m *Matrix, x *Vec, y []float32) {
 	// hardware prefetchers serve fastest (the four-row kernels, which read four rows at once,
 	// pull half the bandwidth from memory; they serve MatMul, whose tiles sit in cache).
 	p.For(m.Rows, func(lo, hi int) {
+		if matVecRows(m, x, y, lo, hi) {
+			return
+		}
 		for i := lo; i < hi; i++ {
 			y[i] = Dot(m.Type, m.Data[i*m.RowBytes:(i+1)*m.RowBytes], x)
 		}

@@ -232,9 +232,10 @@ func TestMatMulMatchesMatVec(t *testing.T) {
 			y := make([]float32, rows)
 			MatVec(&Pool{Threads: 2}, m, &xs[i], y)
 			for j := range y {
-				// The two-vector kernels add exact block totals, the one-vector Q8_0 kernel
-				// adds lanes (llama.cpp's orders): equal up to float rounding.
-				if math.Abs(float64(y[j]-ys[i][j])) > 1e-5*math.Abs(float64(y[j]))+1e-6 {
+				// The two-vector kernels add exact block totals, the row kernels add lanes
+				// in two accumulators: equal up to float rounding (absolute where the terms,
+				// of order 1-10 here, cancel).
+				if math.Abs(float64(y[j]-ys[i][j])) > 1e-5*math.Abs(float64(y[j]))+1e-5 {
 					t.Fatalf("%s: MatMul[%d][%d] = %v, MatVec %v", typ, i, j, ys[i][j], y[j])
 				}
 			}
@@ -311,14 +312,27 @@ func TestKernelsMatchGeneric(t *testing.T) {
 		}
 		restore()
 	}
-	// Four-row kernels (MatVec) against the generic dot per row, 4k+3 rows to cover the tail.
-	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0} {
-		for _, nb := range []int{1, 3, 8} {
+	// Row kernels (MatVec) against the generic dot per row, with and without VNNI.
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q8_0 | 1<<16, gguf.Q4_0 | 1<<16} {
+		restore := setVNNI(typ&(1<<16) == 0)
+		typ &^= 1 << 16
+		for _, nb := range []int{1, 2, 3, 8} {
 			rows, cols := 11, nb*32
 			data := randBlocks(r, typ, rows*cols)
 			m, _ := NewMatrix(typ, rows, cols, data)
 			var x Vec
 			x.Load(typ, randVec(r, cols))
+			if nb == 2 { // extremes: -128 weights, ±127 activations
+				for b := 0; b < nb; b++ {
+					for j := 0; j < 32; j++ {
+						x.Q8[b*34+2+j] = byte(int8([]int{127, -127}[j&1]))
+						if typ == gguf.Q8_0 {
+							data[b*34+2+j] = 0x80
+						}
+					}
+				}
+				x.resum()
+			}
 			y := make([]float32, rows)
 			MatVec(nil, m, &x, y)
 			for i := 0; i < rows; i++ {
@@ -329,10 +343,15 @@ func TestKernelsMatchGeneric(t *testing.T) {
 					want = dotQ4_0Generic(m.Row(i), x.Q8)
 				}
 				if math.Abs(float64(y[i]-want)) > 1e-5*math.Abs(float64(want))+1e-5 {
-					t.Fatalf("%s nb=%d row %d: MatVec %v, generic %v", typ, nb, i, y[i], want)
+					t.Fatalf("%s nb=%d row %d: MatVec %v, generic %v (kernel %s)", typ, nb, i, y[i], want, Kernel())
+				}
+				// Bit for bit the one-row kernels, whose float order is llama.cpp's.
+				if one := Dot(typ, m.Row(i), &x); y[i] != one {
+					t.Fatalf("%s nb=%d row %d: MatVec %v, Dot %v (kernel %s)", typ, nb, i, y[i], one, Kernel())
 				}
 			}
 		}
+		restore()
 	}
 	for _, n := range []int{1, 15, 16, 31, 32, 33, 100, 1000} {
 		x := randVec(r, n)
