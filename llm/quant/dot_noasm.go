@@ -23,3 +23,5 @@ func dot4x2(m *Matrix, i int, a, b *Vec, ya, yb []float32) bool { return false }
 func dotQ4_0Vec(w []byte, v *Vec) float32 { return dotQ4_0Generic(w, v.Q8) }
 
 func matVecRows(m *Matrix, v *Vec, y []float32, lo, hi int) bool { return false }
+
+func matMulPacked(p *Pool, m *Matrix, xs []Vec, ys [][]float32) bool { return false }

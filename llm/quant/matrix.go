@@ -80,6 +80,9 @@ func MatVec(p *Pool, m *Matrix, x *Vec, y []float32) {
 // visited in tiles and every vector of the batch is applied to a tile while it is in cache, so
 // each weight byte is read from memory once per batch rather than once per vector.
 func MatMul(p *Pool, m *Matrix, xs []Vec, ys [][]float32) {
+	if matMulPacked(p, m, xs, ys) {
+		return
+	}
 	const tile = 16
 	tiles := (m.Rows + tile - 1) / tile
 	p.For(tiles, func(lo, hi int) {

@@ -212,7 +212,7 @@ func TestDotAgainstReference(t *testing.T) {
 
 func TestMatMulMatchesMatVec(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	rows, cols := 37, 256
+	rows, cols := 37, 256 // four groups of eight rows for the packed kernel and five more
 	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.F16} {
 		nb, _ := typ.RowBytes(int64(rows * cols))
 		data := make([]byte, nb)
@@ -237,6 +237,10 @@ func TestMatMulMatchesMatVec(t *testing.T) {
 				// of order 1-10 here, cancel).
 				if math.Abs(float64(y[j]-ys[i][j])) > 1e-5*math.Abs(float64(y[j]))+1e-5 {
 					t.Fatalf("%s: MatMul[%d][%d] = %v, MatVec %v", typ, i, j, ys[i][j], y[j])
+				}
+				// Q4_0 sums block totals in order in both: prefill and decode agree exactly.
+				if typ == gguf.Q4_0 && y[j] != ys[i][j] {
+					t.Fatalf("%s: MatMul[%d][%d] = %v, MatVec %v: not bit for bit", typ, i, j, ys[i][j], y[j])
 				}
 			}
 		}
