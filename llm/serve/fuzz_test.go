@@ -1,0 +1,153 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gorun-hpc/gorun/llm/gguf"
+	"github.com/gorun-hpc/gorun/llm/model"
+)
+
+// fuzzServer is a one-rank server whose engine runs until the fuzz test ends.
+func fuzzServer(f *testing.F) *Server {
+	file, err := gguf.Open(storiesPath(f))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { file.Close() })
+	m, err := model.Load(file, model.Options{Context: 128})
+	if err != nil {
+		f.Fatal(err)
+	}
+	tok, err := model.LoadTokenizer(file)
+	if err != nil {
+		f.Fatal(err)
+	}
+	s, err := New(nil, m, tok, nil, Config{MaxBody: 1 << 16})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.eng.run(ctx) }()
+	f.Cleanup(func() { cancel(); <-done })
+	return s
+}
+
+// Any request body to either endpoint gets 200 or a 4xx with OpenAI's error object: never a
+// 5xx, a panic or a hang.
+func FuzzRequest(f *testing.F) {
+	s := fuzzServer(f)
+	for _, seed := range []string{
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":4}`,
+		`{"messages":[{"role":"system","content":"x"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"stream":true,"max_tokens":2}`,
+		`{"prompt":"Once upon a time","max_tokens":3,"temperature":0.5,"seed":1,"stop":["a"]}`,
+		`{"prompt":[1,2,3],"max_tokens":2,"top_p":0.5,"top_k":3,"min_p":0.1}`,
+		`{"prompt":"x","max_tokens":"2"}`, `{"messages":[]}`, `[`, ``, `null`, `{"prompt":["a","b"]}`,
+	} {
+		f.Add(seed, false)
+		f.Add(seed, true)
+	}
+	h := s.Handler()
+	f.Fuzz(func(t *testing.T, body string, chat bool) {
+		path := "/v1/completions"
+		if chat {
+			path = "/v1/chat/completions"
+		}
+		// Bound the work of one input: a request that validates generates a few tokens.
+		if strings.Contains(body, "max_tokens") || len(body) > 1<<17 {
+			var probe map[string]any
+			if json.Unmarshal([]byte(body), &probe) == nil {
+				probe["max_tokens"] = 4
+				b, _ := json.Marshal(probe)
+				body = string(b)
+			}
+		}
+		req := httptest.NewRequest("POST", path, strings.NewReader(body))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch {
+		case rec.Code == http.StatusOK:
+		case rec.Code >= 400 && rec.Code < 500:
+			var e struct {
+				Error *struct{ Message, Type, Code string } `json:"error"`
+			}
+			if json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error == nil || e.Error.Message == "" || e.Error.Code == "" {
+				t.Fatalf("%s %q: %d without an error object: %s", path, body, rec.Code, rec.Body.Bytes())
+			}
+		default:
+			t.Fatalf("%s %q: status %d: %s", path, body, rec.Code, rec.Body.Bytes())
+		}
+		if rec.Code == http.StatusOK && bytes.Contains(rec.Body.Bytes(), []byte(`"error"`)) {
+			t.Fatalf("%s %q: error inside a 200: %s", path, body, rec.Body.Bytes())
+		}
+	})
+}
+
+// decodePlan rejects every malformed plan with an error (the plan crosses the network).
+func FuzzDecodePlan(f *testing.F) {
+	f.Add([]byte{1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0, 9, 0, 0, 0})
+	f.Add([]byte{1, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		plan := make([]int32, len(b)/4)
+		for i := range plan {
+			plan[i] = int32(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
+		}
+		seqs, modes, err := decodePlan(plan)
+		if err != nil {
+			return
+		}
+		n := 2 + 4*len(seqs)
+		for i, q := range seqs {
+			if len(q.Tokens) < 1 || modes[i] < rowNone || modes[i] > rowSample || q.Logits != (modes[i] != rowNone) {
+				t.Fatalf("accepted %v: sequence %d %+v mode %d", plan, i, q, modes[i])
+			}
+			n += len(q.Tokens)
+		}
+		if n != len(plan) {
+			t.Fatalf("accepted %v with %d words used", plan, n)
+		}
+	})
+}
+
+// cutStop never sends text past a stop sequence and never loses text.
+func FuzzCutStop(f *testing.F) {
+	f.Add("hello world", "wor", "xyz", false)
+	f.Add("abc", "c", "bcd", true)
+	f.Fuzz(func(t *testing.T, text, s1, s2 string, final bool) {
+		stops := []string{}
+		for _, s := range []string{s1, s2} {
+			if s != "" {
+				stops = append(stops, s)
+			}
+		}
+		out, held, stopped := cutStop(text, stops, final)
+		if stopped {
+			if !strings.HasPrefix(text, out) || held != "" {
+				t.Fatalf("cutStop(%q, %q): %q %q", text, stops, out, held)
+			}
+			rest := text[len(out):]
+			hit := false
+			for _, s := range stops {
+				hit = hit || strings.HasPrefix(rest, s)
+			}
+			if !hit {
+				t.Fatalf("cutStop(%q, %q) stopped at %q", text, stops, rest)
+			}
+			return
+		}
+		if out+held != text || (final && held != "") {
+			t.Fatalf("cutStop(%q, %q, %v): %q + %q", text, stops, final, out, held)
+		}
+		for _, s := range stops {
+			if strings.Contains(text, s) {
+				t.Fatalf("cutStop(%q, %q) missed %q", text, stops, s)
+			}
+		}
+	})
+}
