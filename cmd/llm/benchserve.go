@@ -76,7 +76,9 @@ func benchServe(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-n and -p must be >= 1, --requests >= 0")
 	}
 	base := strings.TrimRight(*url, "/")
-	client := &http.Client{Timeout: *timeout}
+	// A connection per request: servers differ in how long they keep idle connections, and a
+	// request racing a server's close of an idle one would count as an error.
+	client := &http.Client{Timeout: *timeout, Transport: &http.Transport{DisableKeepAlives: true}}
 	name := *modelName
 	if name == "" {
 		var err error
