@@ -31,7 +31,7 @@ var errReturned = errors.New("rank's function returned")
 // (or fails), the other ranks' operations that need it fail with a *PeerError instead of
 // hanging.
 //
-// With the environment variable GORUN_RUN_TRANSPORT set to "tcp" or "shm" (RunTransportVar),
+// With the environment variable GORUN_RUN_TRANSPORT set to "tcp", "shm" or "verbs" (RunTransportVar),
 // the ranks are connected through that network transport instead, each with its own sockets
 // and segments, and a rank that returns waits (Finalize) for the others.
 func Run(n int, fn func(c *Comm) error) error {
@@ -40,10 +40,10 @@ func Run(n int, fn func(c *Comm) error) error {
 	}
 	switch t := os.Getenv(RunTransportVar); t {
 	case "":
-	case "tcp", "shm":
+	case "tcp", "shm", "verbs":
 		return runNet(n, t, fn)
 	default:
-		return fmt.Errorf("comm: %s=%q: want tcp or shm", RunTransportVar, t)
+		return fmt.Errorf("comm: %s=%q: want tcp, shm or verbs", RunTransportVar, t)
 	}
 	engines := make([]*engine, n)
 	for r := range engines {

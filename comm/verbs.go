@@ -633,7 +633,10 @@ func (p *verbsPeer) abandon(cause error) {
 		return
 	}
 	p.abandoned = true
-	perr := &PeerError{Rank: p.rank, Err: cause}
+	perr := cause
+	if _, ok := cause.(*PeerError); !ok {
+		perr = &PeerError{Rank: p.rank, Err: cause}
+	}
 	p.t.qmu.Lock()
 	queued := append(p.pend, p.outq...)
 	p.pend, p.outq = nil, nil

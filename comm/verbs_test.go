@@ -3,6 +3,8 @@ package comm
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,4 +86,88 @@ func TestVerbsLoss(t *testing.T) {
 		}
 		require.Less(t, time.Since(start), 30*time.Second)
 	})
+}
+
+// TestVerbsKilledPeer: kill -9 of a rank; the TCP liveness link tells the others at once,
+// over RC and UC.
+func TestVerbsKilledPeer(t *testing.T) {
+	for _, qp := range []string{"rc", "uc"} {
+		t.Run(qp, func(t *testing.T) {
+			procs := startJob(t, 3, "wait-on-victim", verbsEnv(qp)...)
+			for r, p := range procs {
+				if r != 1 {
+					waitFor(t, p, "waiting")
+				}
+			}
+			waitFor(t, procs[1], "victim ready")
+			start := time.Now()
+			require.NoError(t, procs[1].cmd.Process.Signal(syscall.SIGKILL))
+			codes := waitJob(t, procs, 30*time.Second)
+			for _, r := range []int{0, 2} {
+				require.Equal(t, 0, codes[r], "rank %d output:\n%s", r, procs[r].out.String())
+				require.Contains(t, procs[r].out.String(), "closed by the peer")
+			}
+			require.Less(t, time.Since(start), 5*time.Second)
+		})
+	}
+}
+
+// TestVerbsVanishedLink: rank 1's adapter goes dark mid-suite (a pulled cable: the process
+// and its TCP link live on). The ranks talking to it stop getting acknowledgements and fail with
+// an error naming it within the peer timeout (RC: or the adapter's retry counter); then every
+// rank ends with an error, none hangs or spins.
+func TestVerbsVanishedLink(t *testing.T) {
+	for _, qp := range []string{"rc", "uc"} {
+		t.Run(qp, func(t *testing.T) {
+			start := time.Now()
+			procs := startJob(t, 3, "checks", verbsEnv(qp, jobenv.PeerTimeout+"=2s", ibv.SoftVanishEnv+"=300", ibv.SoftVanishRankEnv+"=1")...)
+			codes := waitJob(t, procs, 60*time.Second)
+			cause := false
+			for r, code := range codes {
+				out := procs[r].out.String()
+				require.NotEqual(t, 0, code, "rank %d output:\n%s", r, out)
+				t.Logf("rank %d: %s", r, strings.TrimSpace(out))
+				if r != 1 {
+					require.Contains(t, out, ": rank 1: ", "rank %d's error does not name rank 1", r)
+				}
+				// Whoever noticed first names the RDMA link; the others may learn of it
+				// through the TCP link closing.
+				cause = cause || strings.Contains(out, "no acknowledgement over RDMA") || strings.Contains(out, "retry counter exceeded")
+			}
+			require.True(t, cause, "no rank reported the vanished RDMA link")
+			require.Less(t, time.Since(start), 30*time.Second)
+		})
+	}
+}
+
+// TestVerbsWaitingRankIdles: a rank blocked in Recv for two seconds over verbs polls, then naps:
+// it uses a small fraction of a core (jaccl spun a full core forever).
+func TestVerbsWaitingRankIdles(t *testing.T) {
+	procs := startJob(t, 2, "idle-wait", verbsEnv("uc")...)
+	codes := waitJob(t, procs, 60*time.Second)
+	t.Logf("verbs: %s", strings.TrimSpace(procs[1].out.String()))
+	require.Equal(t, 0, codes[0], procs[0].out.String())
+	require.Equal(t, 0, codes[1], procs[1].out.String())
+}
+
+// TestVerbsHardware runs the check suite over the first real RDMA device (both queue pair types
+// it offers); it skips, saying why, without one.
+func TestVerbsHardware(t *testing.T) {
+	if !ibv.Hardware() {
+		t.Skip("built without libibverbs: go test -tags verbs")
+	}
+	names, err := ibv.HardwareNames()
+	require.NoError(t, err)
+	if len(names) == 0 {
+		t.Skip("no RDMA device: ibv_devices lists none")
+	}
+	for _, qp := range []string{"auto", "uc"} {
+		t.Run(qp, func(t *testing.T) {
+			procs := startJob(t, 2, "checks", jobenv.Transport+"=verbs", jobenv.VerbsQP+"="+qp)
+			codes := waitJob(t, procs, 120*time.Second)
+			for r, code := range codes {
+				require.Equal(t, 0, code, "rank %d output:\n%s", r, procs[r].out.String())
+			}
+		})
+	}
 }

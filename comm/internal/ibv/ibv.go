@@ -187,7 +187,14 @@ type PortAttr struct {
 // GID is a 128-bit global identifier (an IPv6 address on RoCE and Thunderbolt).
 type GID [16]byte
 
-func (g GID) String() string    { return net.IP(g[:]).String() }
+// String writes an IPv4-mapped GID as ::ffff:a.b.c.d, as rdma-core's tools do.
+func (g GID) String() string {
+	if g.IsIPv4Mapped() {
+		return "::ffff:" + net.IP(g[12:]).String()
+	}
+	return net.IP(g[:]).String()
+}
+
 func (g GID) IsZero() bool      { return g == GID{} }
 func (g GID) IsLinkLocal() bool { return g[0] == 0xfe && g[1]&0xc0 == 0x80 }
 

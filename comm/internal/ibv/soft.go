@@ -27,6 +27,8 @@ const (
 	// SoftVanishEnv=N takes this device's link down after it has sent N packets, as a pulled
 	// cable would: nothing leaves or arrives any more, while the process lives on.
 	SoftVanishEnv = "GORUN_SOFTIBV_VANISH_AFTER"
+	// SoftVanishRankEnv=R limits SoftVanishEnv to the process whose GORUN_RANK is R.
+	SoftVanishRankEnv = "GORUN_SOFTIBV_VANISH_RANK"
 	// SoftNoRCEnv=1 makes RC queue pair creation fail with EOPNOTSUPP, as Apple's Thunderbolt
 	// RDMA does (errno 102 on macOS).
 	SoftNoRCEnv = "GORUN_SOFTIBV_NO_RC"
@@ -72,6 +74,9 @@ func openSoft() (Device, error) {
 			}
 			*dst = n
 		}
+	}
+	if r := os.Getenv(SoftVanishRankEnv); r != "" && r != os.Getenv(jobenv.Rank) {
+		d.vanishAfter = 0
 	}
 	d.noRC = os.Getenv(SoftNoRCEnv) == "1"
 	return d, nil
