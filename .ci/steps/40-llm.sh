@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # llm (gguf, quant, model, tp, sample, cmd/llm): checks beyond `go test ./...`:
 #  - the pure-Go kernels (build tag noasm) pass the same tests as the assembly ones;
+#  - the arm64 NEON kernels, under qemu-user: bit for bit the pure-Go ones, and the real
+#    TinyStories models' greedy tokens (about 40 s emulated);
 #  - end to end with real processes: `gorun -n 2` and `-n 4` of `llm generate` on the real
 #    TinyStories model print llama.cpp's greedy text (skipped when ../shared/testdata is absent).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 go test -tags noasm ./llm/quant ./llm/model ./llm/tp
+if ! command -v qemu-aarch64-static >/dev/null; then
+	apt-get install -y --no-install-recommends qemu-user-static
+fi
+GOARCH=arm64 go vet ./llm/quant ./llm/model
+GOARCH=arm64 go test -count=1 -exec qemu-aarch64-static ./llm/quant ./llm/model
 model=../shared/testdata/llm/stories260K.gguf
 if [ -f "$model" ]; then
 	tmp=$(mktemp -d)

@@ -89,7 +89,7 @@ func Dot(w gguf.Type, row []byte, v *Vec) float32 {
 	case gguf.BF16:
 		return dotBF16(row, v.U16)
 	case gguf.Q8_0:
-		return dotQ8_0(row, v.Q8)
+		return dotQ8_0Vec(row, v)
 	case gguf.Q4_0:
 		return dotQ4_0Vec(row, v)
 	case gguf.Q4_K:

@@ -173,6 +173,8 @@ func AxpyF16(out []float32, a float32, v []uint16) {
 	axpyU16Generic(out[m:], a, v[m:])
 }
 
+func dotQ8_0Vec(w []byte, v *Vec) float32 { return dotQ8_0(w, v.Q8) }
+
 func dotQ8_0(w, x []byte) float32 {
 	nb := len(x) / BlockQ8_0
 	if !useAVX2 || nb == 0 {

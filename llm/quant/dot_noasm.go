@@ -1,27 +1,14 @@
-//go:build !amd64 || noasm
+//go:build (!amd64 && !arm64) || noasm
 
 package quant
-
-func dotQ8_0(w, x []byte) float32            { return dotQ8_0Generic(w, x) }
-func dotQ4_0(w, x []byte) float32            { return dotQ4_0Generic(w, x) }
-func dotF32(row []byte, x []float32) float32 { return dotF32Generic(row, x) }
-func dotF16(row []byte, x []uint16) float32  { return dotF16Generic(row, x) }
 
 // Kernel names the dot-product implementation in use.
 func Kernel() string { return "go" }
 
-// DotF16 returns the dot product of two F16 vectors, accumulated in float32.
-func DotF16(a, b []uint16) float32 { return dotU16Generic(a, b[:len(a)]) }
-
-// AxpyF16 adds a times the F16 vector v to out.
-func AxpyF16(out []float32, a float32, v []uint16) { axpyU16Generic(out, a, v[:len(out)]) }
-
 func dot4(m *Matrix, i int, v *Vec, y []float32) bool { return false }
-
-func dot4x2(m *Matrix, i int, a, b *Vec, ya, yb []float32) bool { return false }
 
 func dotQ4_0Vec(w []byte, v *Vec) float32 { return dotQ4_0Generic(w, v.Q8) }
 
-func matVecRows(m *Matrix, v *Vec, y []float32, lo, hi int) bool { return false }
+func dotQ8_0Vec(w []byte, v *Vec) float32 { return dotQ8_0Generic(w, v.Q8) }
 
-func matMulPacked(p *Pool, m *Matrix, xs []Vec, ys [][]float32) bool { return false }
+func matVecRows(m *Matrix, v *Vec, y []float32, lo, hi int) bool { return false }

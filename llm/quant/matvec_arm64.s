@@ -1,0 +1,123 @@
+//go:build arm64 && !noasm
+
+#include "textflag.h"
+
+// NEON matrix-vector kernels for Q8_0 and Q4_0 weights against Q8_0 activations, all rows of
+// a range in one call. Baseline ARMv8.0 NEON only (no dot-product extension): each block's
+// integer dot product is exact (SMULL/SMLAL2 pairs fit int16: |w*x| <= 128*127, two of them
+// <= 32512; SADDLP/SADALP widen to int32), then sum += float(total) * (d_w*d_x) with one fused
+// multiply-add per block, in block order: bit for bit what the pure-Go kernels compute on
+// arm64 (Go fuses that multiply-add there).
+
+// Instructions the Go assembler has no mnemonic for, encoded by register number.
+#define SMULL_8H(m, n, d) WORD $(0x0E20C000 | (m<<16) | (n<<5) | d)
+#define SMLAL2_8H(m, n, d) WORD $(0x4E208000 | (m<<16) | (n<<5) | d)
+#define SADDLP_4S(n, d) WORD $(0x4E602800 | (n<<5) | d)
+#define SADALP_4S(n, d) WORD $(0x4E606800 | (n<<5) | d)
+#define ADDV_4S(n, d) WORD $(0x4EB1B800 | (n<<5) | d)
+#define FCVT_SH(n, d) WORD $(0x1EE24000 | (n<<5) | d)
+
+// BLOCKDOT: V6.S[0] = sum of V0.16B*V2.16B + V1.16B*V3.16B (signed bytes).
+#define BLOCKDOT \
+	SMULL_8H(2, 0, 4) \
+	SMLAL2_8H(2, 0, 4) \
+	SMULL_8H(3, 1, 5) \
+	SMLAL2_8H(3, 1, 5) \
+	SADDLP_4S(4, 6) \
+	SADALP_4S(5, 6) \
+	ADDV_4S(6, 6)
+
+// BLOCKACC: F9 += float(R14) * (d_w (half in R13) * d_x (next float at R10)); one block less
+// to go in R12.
+#define BLOCKACC \
+	SCVTFWS R14, F6 \
+	FMOVS R13, F7 \
+	FCVT_SH(7, 7) \
+	FMOVS.P 4(R10), F8 \
+	FMULS F8, F7, F7 \
+	FMADDS F7, F9, F6, F9 \
+	SUBS $1, R12, R12
+
+// ROWEND: store the row's sum, step to the next row (R1 bytes on), one row less in R5.
+#define ROWEND \
+	FMOVS.P F9, 4(R6) \
+	ADD R1, R0, R0 \
+	SUBS $1, R5, R5
+
+// func matVecQ8_0NEON(w *byte, stride int, x *byte, xd *float32, nb, rows int, out *float32)
+TEXT ·matVecQ8_0NEON(SB), NOSPLIT, $0-56
+	MOVD w+0(FP), R0
+	MOVD stride+8(FP), R1
+	MOVD x+16(FP), R2
+	MOVD xd+24(FP), R3
+	MOVD nb+32(FP), R4
+	MOVD rows+40(FP), R5
+	MOVD out+48(FP), R6
+	CBZ R5, q8done
+	CBZ R4, q8done
+
+q8row:
+	MOVD R0, R8
+	MOVD R2, R9
+	MOVD R3, R10
+	MOVD R4, R12
+	VEOR V9.B16, V9.B16, V9.B16
+
+q8block:
+	MOVHU.P 2(R8), R13
+	ADD $2, R9
+	VLD1.P 32(R8), [V0.B16, V1.B16]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	BLOCKDOT
+	FMOVS F6, R14
+	BLOCKACC
+	BNE q8block
+
+	ROWEND
+	BNE q8row
+
+q8done:
+	RET
+
+// func matVecQ4_0NEON(w *byte, stride int, x *byte, xd *float32, sum8 *int32, nb, rows int, out *float32)
+// sum8 is Vec.Q8Sum8: the nibbles are multiplied unsigned and 8*sum(x) subtracted per block.
+TEXT ·matVecQ4_0NEON(SB), NOSPLIT, $0-64
+	MOVD w+0(FP), R0
+	MOVD stride+8(FP), R1
+	MOVD x+16(FP), R2
+	MOVD xd+24(FP), R3
+	MOVD sum8+32(FP), R7
+	MOVD nb+40(FP), R4
+	MOVD rows+48(FP), R5
+	MOVD out+56(FP), R6
+	CBZ R5, q4done
+	CBZ R4, q4done
+	VMOVI $15, V31.B16
+
+q4row:
+	MOVD R0, R8
+	MOVD R2, R9
+	MOVD R3, R10
+	MOVD R7, R11
+	MOVD R4, R12
+	VEOR V9.B16, V9.B16, V9.B16
+
+q4block:
+	MOVHU.P 2(R8), R13
+	ADD $2, R9
+	VLD1.P 16(R8), [V1.B16]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	VAND V31.B16, V1.B16, V0.B16
+	VUSHR $4, V1.B16, V1.B16
+	BLOCKDOT
+	FMOVS F6, R14
+	MOVW.P 4(R11), R15
+	SUBW R15, R14, R14
+	BLOCKACC
+	BNE q4block
+
+	ROWEND
+	BNE q4row
+
+q4done:
+	RET
