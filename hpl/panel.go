@@ -33,6 +33,7 @@ func (s *solver) newPanel(k int) *panel {
 	slot := k % len(s.panelBufs) // the look-ahead window holds depth+1 panels
 	if cap(s.panelBufs[slot]) < need {
 		s.panelBufs[slot] = make([]float64, need)
+		adviseHuge(s.panelBufs[slot])
 	}
 	buf := s.panelBufs[slot][:need]
 	return &panel{k: k, jj: jj, jb: jb, mloc: mloc, ldw: ldw, lp0: lp0, w: buf[:ldw*jb],

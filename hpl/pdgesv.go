@@ -35,8 +35,9 @@ func NewMatrix(g *Grid, n, nb, align int) *Matrix {
 			break
 		}
 	}
-	return &Matrix{N: n, NB: nb, Mp: mp, Nq: nq, LD: ld, A: make([]float64, ld*(nq+1)),
-		X: make([]float64, nq)}
+	a := make([]float64, ld*(nq+1))
+	adviseHuge(a)
+	return &Matrix{N: n, NB: nb, Mp: mp, Nq: nq, LD: ld, A: a, X: make([]float64, nq)}
 }
 
 // Generate fills the system with HPL's random matrix for seed (b is column N).

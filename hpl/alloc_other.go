@@ -1,0 +1,5 @@
+//go:build !linux
+
+package hpl
+
+func adviseHuge([]float64) {}
