@@ -181,23 +181,20 @@ func boolInt(b bool) int {
 func TestMismatchMessage(t *testing.T) {
 	for _, big := range []int{12, 1 << 20} {
 		for _, p := range []int{3, 4} {
-			errs := make([]error, p)
-			runTimeout(p, func(c *comm.Comm) error {
+			run(t, p, func(c *comm.Comm) error {
 				n := 8
 				if c.Rank() == 2 {
 					n = big
 				}
-				errs[c.Rank()] = Allreduce(c, make([]int, n), make([]int, n), Sum[int]())
-				return nil
-			})
-			for r, err := range errs {
+				err := Allreduce(c, make([]int, n), make([]int, n), Sum[int]())
 				if !errors.Is(err, ErrMismatch) {
-					t.Fatalf("rank %d: %v does not wrap ErrMismatch", r, err)
+					return fmt.Errorf("%v does not wrap ErrMismatch", err)
 				}
 				if !strings.Contains(err.Error(), fmt.Sprintf("rank 2 passed %d elements", big)) || !strings.Contains(err.Error(), "passed 8") {
-					t.Fatalf("p=%d rank %d: unhelpful message %q", p, r, err)
+					return fmt.Errorf("p=%d: unhelpful message %q", p, err)
 				}
-			}
+				return nil
+			})
 		}
 	}
 }
@@ -205,6 +202,7 @@ func TestMismatchMessage(t *testing.T) {
 // TestOneRankFails: a collective with a rank that has returned fails on the others instead of
 // hanging.
 func TestPeerGone(t *testing.T) {
+	notInJob(t) // a process that leaves exits: comm's own process tests cover that
 	err := runTimeout(4, func(c *comm.Comm) error {
 		if c.Rank() == 2 {
 			return errors.New("rank 2 leaves early")

@@ -93,6 +93,9 @@ func initTCP(id identity) (*Comm, error) {
 	defer dataLn.Close()
 
 	w := &world{rank: id.rank, size: id.size, eng: newEngine(id.rank), host: host, abort: processAbort}
+	for _, info := range table {
+		w.hostIDs = append(w.hostIDs, info.HostID)
+	}
 	t := &tcpTransport{w: w, peers: make([]*tcpPeer, id.size), timeout: id.peerTimeout}
 	w.tr = t
 	if err := buildMesh(t, dataLn, id, jobHash, table, deadline); err != nil {

@@ -38,6 +38,7 @@ type world struct {
 	eng        *engine
 	tr         transport
 	host       string
+	hostIDs    []string // by world rank: equal ids share a machine (bootstrap table)
 	abort      func(rank, code int)
 	closed     atomic.Bool
 	finalizeMu sync.Mutex
@@ -93,6 +94,11 @@ func (c *Comm) Size() int {
 
 // Host is the name of the host this rank runs on.
 func (c *Comm) Host() string { return c.w.host }
+
+// HostID identifies the machine rank r of c runs on, as the transports compare them: ranks with
+// equal ids share memory (GORUN_HOST_ID overrides a process's id). Known from the bootstrap, so
+// it does not communicate; collectives use it to plan host-aware algorithms.
+func (c *Comm) HostID(r int) string { return c.w.hostIDs[c.WorldRank(r)] }
 
 // WorldRank translates a rank of c into its rank in the world communicator.
 func (c *Comm) WorldRank(r int) int {

@@ -126,7 +126,7 @@ func Init() (*Comm, error) {
 
 // singleton is a world of one rank: every message is to itself.
 func singleton() *Comm {
-	w := &world{rank: 0, size: 1, eng: newEngine(0), tr: selfOnly{}, host: hostname()}
+	w := &world{rank: 0, size: 1, eng: newEngine(0), tr: selfOnly{}, host: hostname(), hostIDs: []string{hostID()}}
 	w.abort = processAbort
 	return newComm(w, worldCtx, nil)
 }

@@ -50,6 +50,10 @@ func Run(n int, fn func(c *Comm) error) error {
 		engines[r] = newEngine(r)
 	}
 	host := hostname()
+	hostIDs := make([]string, n) // goroutine ranks share the process's machine
+	for r := range hostIDs {
+		hostIDs[r] = hostID()
+	}
 	var (
 		mu      sync.Mutex
 		first   error
@@ -64,7 +68,7 @@ func Run(n int, fn func(c *Comm) error) error {
 	}
 	var wg sync.WaitGroup
 	for r := 0; r < n; r++ {
-		w := &world{rank: r, size: n, eng: engines[r], tr: &inprocTransport{self: r, engines: engines}, host: host}
+		w := &world{rank: r, size: n, eng: engines[r], tr: &inprocTransport{self: r, engines: engines}, host: host, hostIDs: hostIDs}
 		w.abort = func(rank, code int) {
 			mu.Lock()
 			aborted[rank] = true

@@ -476,6 +476,13 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		}
 	}
 	if len(local) == 0 {
+		// Segment names are unlinked after a world-wide exchange (below): a rank alone on its
+		// host still joins it when some other host has several ranks, or they would wait forever.
+		if hostShared(table) {
+			if _, err := newComm(w, shmSetupCtx, nil).allgatherPair(0, 0, collTag(1)); err != nil {
+				return nil, fmt.Errorf("comm: rank %d: shared-memory setup: %w", w.rank, err)
+			}
+		}
 		return nil, errNoShm
 	}
 	allowCMA()
@@ -547,6 +554,18 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 	runtime.KeepAlive(probe)
 	go t.progressLoop()
 	return t, nil
+}
+
+// hostShared reports whether any two ranks of the table share a host.
+func hostShared(table []rankInfo) bool {
+	seen := make(map[string]bool, len(table))
+	for _, info := range table {
+		if seen[info.HostID] {
+			return true
+		}
+		seen[info.HostID] = true
+	}
+	return false
 }
 
 // shmSetupCtx is the message space of the shared-memory setup, apart from every user's.

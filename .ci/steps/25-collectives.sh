@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # collectives: the pure-Go kernels (noasm), the race detector over the algorithms, the suite
-# over comm's TCP and shared-memory transports, commbench
+# in real processes over comm's TCP and shared-memory transports and over fake hosts, commbench
 # end to end under gorun over TCP processes (table and --plot PNG), and a smoke run of the
 # Open MPI side-by-side script (its figures are not recorded: --quick --no-update).
 set -euo pipefail
@@ -13,10 +13,8 @@ go test -count=1 -tags noasm ./collectives/...
 echo "-- go test -race -short ./collectives"
 go test -count=1 -race -short ./collectives
 
-echo "-- collectives over the real transports (comm.Run with GORUN_RUN_TRANSPORT)"
-for tr in tcp shm; do
-	GORUN_RUN_TRANSPORT=$tr go test -count=1 -short -run 'TestAllreduceLarge|TestNonBlockingOverlap|TestMismatchMessage|TestPeerGone|TestBadInput|TestBcast' ./collectives
-done
+echo "-- the suite in real processes: every rank count 1-8 over shm and tcp, and fake hosts (~30 s)"
+GORUN_COLL_PROC_MATRIX=full go test -count=1 -v -run TestSuiteInProcesses ./collectives
 
 echo "-- gorun -n 4 commbench allreduce --plot"
 go build -o "$work/gorun" ./cmd/gorun
