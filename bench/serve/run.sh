@@ -5,7 +5,8 @@
 # after the other, for ROUNDS rounds so that drift on a shared machine hits every side. The
 # same client (llm bench-serve) drives every server: streamed /v1/completions, temperature 0,
 # ignore_eos (every request generates exactly N tokens), distinct prompts (no prompt cache hit).
-# Prints one JSON line per (side, round, concurrency) and `uptime` before each run.
+# Prints one JSON line per (side, round, concurrency), with the CPU seconds the server used for
+# the whole workload (the figure least disturbed by other load), and `uptime` before each run.
 #
 #   bench/serve/run.sh PATH/TO/llama-server MODEL.gguf [concurrency] [n] [rounds]
 #   bench/serve/run.sh /work/peers/llama.cpp/build/bin/llama-server m.gguf 1,4,16 32 2
@@ -41,6 +42,15 @@ wait_up() {
 	return 1
 }
 
+# cpu_ticks PID: user+sys clock ticks of PID and its children (gorun's ranks), so far.
+cpu_ticks() {
+	local t=0 p
+	for p in "$1" $(pgrep -P "$1"); do
+		t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+	done
+	echo "$t"
+}
+
 for round in $(seq "$rounds"); do
 	for side in $sides; do
 		port=$((port + 1)) # a fresh port: the last server's may linger
@@ -54,8 +64,12 @@ for round in $(seq "$rounds"); do
 		pid=$!
 		wait_up
 		echo "# round $round $side: $(uptime)" >&2
-		"$work/llm" bench-serve --url "http://127.0.0.1:$port" --concurrency "$conc" -n "$n" -o json |
-			sed "s/^{/{\"side\":\"$side\",\"round\":$round,/" || echo "# round $round $side: bench-serve reported errors" >&2
+		cpu0=$(cpu_ticks "$pid")
+		"$work/llm" bench-serve --url "http://127.0.0.1:$port" --concurrency "$conc" -n "$n" -o json >"$work/out.jsonl" ||
+			echo "# round $round $side: bench-serve reported errors" >&2
+		cpu=$(( $(cpu_ticks "$pid") - cpu0 ))
+		# server_cpu_s: CPU seconds (user+sys) of the server's processes over all the levels.
+		sed "s/^{/{\"side\":\"$side\",\"round\":$round,\"server_cpu_s\":$(awk "BEGIN{print $cpu/$(getconf CLK_TCK)}"),/" "$work/out.jsonl"
 		kill "$pid"
 		wait "$pid" 2>/dev/null || true
 		pid=
