@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -27,6 +28,24 @@ func TestServeAndBenchServe(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("serve: %v %s", err, serveErr.String())
 	}
+	// Greedy output equals `llm generate`'s.
+	var gen, generr bytes.Buffer
+	if rc := run([]string{"generate", "-m", path, "-p", "Once upon a time", "-n", "40", "--quiet"}, &gen, &generr); rc != 0 {
+		t.Fatalf("generate: %s", generr.String())
+	}
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"Once upon a time","max_tokens":40,"temperature":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Choices []struct{ Text string }
+	}
+	err = json.NewDecoder(resp.Body).Decode(&c)
+	resp.Body.Close()
+	if err != nil || len(c.Choices) != 1 || "Once upon a time"+c.Choices[0].Text+"\n" != gen.String() {
+		t.Errorf("serve: %+v %v; llm generate: %q", c, err, gen.String())
+	}
+
 	var out, errb bytes.Buffer
 	if rc := run([]string{"bench-serve", "--url", url, "--concurrency", "1,4", "-n", "8", "-o", "json"}, &out, &errb); rc != 0 {
 		t.Fatalf("bench-serve rc %d: %s", rc, errb.String())
