@@ -180,7 +180,8 @@ func (m *Model) embed(tokens []int32) error {
 		if tok < 0 || int(tok) >= m.Cfg.Vocab {
 			return fmt.Errorf("model: token id %d outside the vocabulary of %d", tok, m.Cfg.Vocab)
 		}
-		// pread, not the mapping: see Forward.
+		// pread, not the mapping: a fault would map the 64 KiB around the row too, and the
+		// rows of a long prompt would add up to megabytes of another rank's pages.
 		if err := m.file.ReadAt(m.embd, s.row, int64(tok)*rb); err != nil {
 			return err
 		}

@@ -137,20 +137,8 @@ func (m *Model) Forward(tokens []int32) error {
 	dim, hd := c.Dim, c.HeadDim
 	nh, nkvh := sh.H1-sh.H0, sh.KV1-sh.KV0
 	nq, nkv, nf := nh*hd, nkvh*hd, sh.F1-sh.F0
-	for i, tok := range tokens {
-		if tok < 0 || int(tok) >= c.Vocab {
-			return fmt.Errorf("model: token id %d outside the vocabulary of %d", tok, c.Vocab)
-		}
-		// pread, not the mapping: a fault would map the 64 KiB around the row too, and the
-		// rows of a long prompt would add up to megabytes of another rank's pages.
-		rb, _ := m.embd.Type.RowBytes(int64(dim))
-		s.row = grow(s.row, int(rb))
-		if err := m.file.ReadAt(m.embd, s.row, int64(tok)*rb); err != nil {
-			return err
-		}
-		if err := quant.Dequantize(m.embd.Type, s.row, s.x[i*dim:(i+1)*dim]); err != nil {
-			return err
-		}
+	if err := m.embed(tokens); err != nil {
+		return err
 	}
 	half := c.RopeDim / 2
 	for i := 0; i < t; i++ {
@@ -171,27 +159,8 @@ func (m *Model) Forward(tokens []int32) error {
 			return err
 		}
 		for i := 0; i < t; i++ {
-			q, k, v := s.q[i*nq:(i+1)*nq], s.k[i*nkv:(i+1)*nkv], s.v[i*nkv:(i+1)*nkv]
-			if L.bq != nil {
-				addTo(q, L.bq)
-				addTo(k, L.bk)
-				addTo(v, L.bv)
-			}
-			cs, sn := s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half]
-			for h := 0; h < nh; h++ {
-				qh := q[h*hd : (h+1)*hd]
-				if L.qNorm != nil {
-					rmsnorm(qh, qh, L.qNorm, c.Eps)
-				}
-				m.rope(qh, cs, sn)
-			}
-			for h := 0; h < nkvh; h++ {
-				kh := k[h*hd : (h+1)*hd]
-				if L.kNorm != nil {
-					rmsnorm(kh, kh, L.kNorm, c.Eps)
-				}
-				m.rope(kh, cs, sn)
-			}
+			k, v := s.k[i*nkv:(i+1)*nkv], s.v[i*nkv:(i+1)*nkv]
+			m.positionQK(L, s.q[i*nq:(i+1)*nq], k, v, s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half])
 			p := m.pos + i
 			if m.kvF16 {
 				toHalf(L.kHalf[p*nkv:(p+1)*nkv], k)
@@ -215,41 +184,10 @@ func (m *Model) Forward(tokens []int32) error {
 				}
 			}
 		})
-		// Row-parallel output projection: partial sums over this rank's columns, then one
-		// allreduce for the whole batch.
-		in, stride, off := s.att, nq, 0
-		if sh.OGather {
-			if err := m.gatherHeads(t); err != nil {
-				return fmt.Errorf("layer %d: gather attention: %w", li, err)
-			}
-			in, stride, off = s.attFull, c.Heads*hd, sh.O0
-		}
-		if err := m.load(L.wo, in, t, stride, off); err != nil {
+		// Row-parallel output projection and MLP, one allreduce each for the whole batch.
+		if err := m.attnOutAndMLP(li, L, t, nq, nf); err != nil {
 			return err
 		}
-		m.mul(L.wo, t, s.proj)
-		if err := m.group.AllreduceSum(s.proj[:t*dim]); err != nil {
-			return fmt.Errorf("layer %d: attention allreduce: %w", li, err)
-		}
-		addTo(s.x[:t*dim], s.proj[:t*dim])
-
-		for i := 0; i < t; i++ {
-			rmsnorm(s.xn[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], L.ffnNorm, c.Eps)
-		}
-		if err := m.project(s.xn, t, dim, 0, []*quant.Matrix{L.gate, L.up}, [][]float32{s.gate, s.up}); err != nil {
-			return err
-		}
-		for i, g := range s.gate[:t*nf] {
-			s.gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * s.up[i]
-		}
-		if err := m.load(L.down, s.gate, t, nf, 0); err != nil {
-			return err
-		}
-		m.mul(L.down, t, s.proj)
-		if err := m.group.AllreduceSum(s.proj[:t*dim]); err != nil {
-			return fmt.Errorf("layer %d: MLP allreduce: %w", li, err)
-		}
-		addTo(s.x[:t*dim], s.proj[:t*dim])
 	}
 	m.pos += t
 	rmsnorm(s.last, s.x[(t-1)*dim:t*dim], m.outNorm, c.Eps)
