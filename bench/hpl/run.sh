@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
 # Side-by-side HPL: gorun's hpl against netlib HPL 2.3's xhpl, same HPL.dat (N, NB, grid,
-# WR11C2R4, mix swap at 64), one BLAS thread per rank, alternating runs so that drift on a
-# shared machine hits both. Prints one markdown row per (grid, N) with both Gflops and the
-# ratio, plus the residuals.
+# WR11C2R4, mix swap at 64), one BLAS thread per rank. On a shared machine load drifts, so the
+# runs are interleaved: for each N and repetition, every grid runs netlib then ours (the order
+# flips every other repetition), and each pair gives a ratio. Prints one markdown row per
+# (grid, N): the best Gflops of each side, the ratio of the bests, the median of the pair
+# ratios, the residuals, and the load average over the pairs; then each side's best 1xQ over
+# its 1x1 (scaling) when 1x1 is among the grids.
 #
 #   bench/hpl/run.sh /work/peers/hpl/bin/gorun/xhpl [reps] [N list] [grid list] [NB]
-#   bench/hpl/run.sh ./xhpl 2 "8000 12000" "1x1 1x2 2x2" 128
+#   bench/hpl/run.sh ./xhpl 3 "8000 12000" "1x1 1x2" 192
+#   bench/hpl/run.sh ./xhpl 1 "8000 12000" "2x2" 192    # 4 ranks: oversubscribed on 2 cores
 #
 # netlib runs under Open MPI (shared memory, --oversubscribe when P*Q exceeds the cores) with
 # `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` (OpenBLAS's AVX-512 kernel) and
 # OPENBLAS_NUM_THREADS=1; ours runs under `gorun -n P*Q` with one Dgemm goroutine per rank.
+# Per-run figures go to stderr.
 set -euo pipefail
 
 xhpl=${1:?usage: run.sh PATH/TO/xhpl [reps] [Ns] [grids] [NB]}
 reps=${2:-1}
 ns=${3:-"8000 12000"}
 grids=${4:-"1x1 1x2"}
-nb=${5:-128}
+nb=${5:-192}
 xhpl=$(realpath "$xhpl")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
@@ -62,33 +67,67 @@ $4           Qs
 DAT
 }
 
-gflops() { awk '/^WR/ {print $7}' "$1"; }
-resid() { awk '/PASSED|FAILED/ {print $2, $4}' "$1"; }
+gflops() { awk '/^WR/ {print $7+0}' "$1"; }
+resid() { awk '/PASSED|FAILED/ {print $2}' "$1" | head -n 1; }
+load() { cut -d' ' -f1 /proc/loadavg; }
+best() { sort -g | tail -n 1; }
+median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f\n", a / b; else print "n/a" }'; }
 
-echo "| grid | N | NB | ours Gflops | netlib Gflops | ours/netlib | residual ours / netlib |"
-echo "|---|---|---|---|---|---|---|"
+netlib_run() { # dir np over rep
+	(cd "$1" && env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 \
+		mpirun --allow-run-as-root --mca pml ob1 --mca btl self,vader $3 -np "$2" "$xhpl" >"$1/netlib.$4.out" 2>&1)
+}
+ours_run() { # dir np rep
+	(cd "$1" && "$work/gorun" -n "$2" "$work/hpl" --dat HPL.dat >"$1/ours.$3.out" 2>&1)
+}
+
+for n in $ns; do
+	for r in $(seq "$reps"); do
+		for grid in $grids; do
+			P=${grid%x*} Q=${grid#*x}
+			np=$((P * Q))
+			over=""
+			[ "$np" -gt "$cores" ] && over="--oversubscribe"
+			d="$work/$grid-$n"
+			mkdir -p "$d"
+			[ -f "$d/HPL.dat" ] || dat "$n" "$nb" "$P" "$Q" >"$d/HPL.dat"
+			l0=$(load)
+			if [ $((r % 2)) = 1 ]; then
+				netlib_run "$d" "$np" "$over" "$r"
+				ours_run "$d" "$np" "$r"
+			else
+				ours_run "$d" "$np" "$r"
+				netlib_run "$d" "$np" "$over" "$r"
+			fi
+			o=$(gflops "$d/ours.$r.out") t=$(gflops "$d/netlib.$r.out")
+			echo "$o" >>"$d/ours.gf"
+			echo "$t" >>"$d/netlib.gf"
+			ratio "$o" "$t" >>"$d/pair.ratio"
+			echo "$l0 $(load)" | tr ' ' '\n' >>"$d/load"
+			echo "  $(date -u +%H:%M:%S) rep $r $grid N=$n: ours $o, netlib $t, ratio $(ratio "$o" "$t"), load $l0 -> $(load)" >&2
+		done
+	done
+done
+
+echo "| grid | N | NB | ours Gflops (best) | netlib Gflops (best) | ours/netlib (bests) | ours/netlib (median of $reps pairs) | residual ours / netlib | load avg |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for grid in $grids; do
 	P=${grid%x*} Q=${grid#*x}
-	np=$((P * Q))
-	over=""
-	[ "$np" -gt "$cores" ] && over="--oversubscribe"
+	label=$grid
+	[ $((P * Q)) -gt "$cores" ] && label="$grid (oversubscribed: $((P * Q)) ranks on $cores cores)"
 	for n in $ns; do
 		d="$work/$grid-$n"
-		mkdir -p "$d"
-		dat "$n" "$nb" "$P" "$Q" >"$d/HPL.dat"
-		best_o=0 best_n=0
-		for r in $(seq "$reps"); do
-			(cd "$d" && env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 \
-				mpirun --allow-run-as-root --mca pml ob1 --mca btl self,vader $over -np "$np" "$xhpl" >"$d/netlib.$r.out" 2>&1)
-			(cd "$d" && "$work/gorun" -n "$np" "$work/hpl" --dat HPL.dat >"$d/ours.$r.out" 2>&1)
-			o=$(gflops "$d/ours.$r.out") t=$(gflops "$d/netlib.$r.out")
-			echo "  run $r $grid N=$n: ours $o, netlib $t" >&2
-			best_o=$(awk -v a="$best_o" -v b="$o" 'BEGIN{print (b+0 > a+0) ? b : a}')
-			best_n=$(awk -v a="$best_n" -v b="$t" 'BEGIN{print (b+0 > a+0) ? b : a}')
-		done
-		ratio=$(awk -v a="$best_o" -v b="$best_n" 'BEGIN{ if (b+0 > 0) printf "%.2f", a/b; else print "n/a" }')
-		label=$grid
-		[ -n "$over" ] && label="$grid (oversubscribed on $cores cores)"
-		echo "| $label | $n | $nb | $best_o | $best_n | $ratio | $(resid "$d/ours.1.out" | cut -d' ' -f1) / $(resid "$d/netlib.1.out" | cut -d' ' -f1) |"
+		bo=$(best <"$d/ours.gf") bt=$(best <"$d/netlib.gf")
+		echo "| $label | $n | $nb | $bo | $bt | $(ratio "$bo" "$bt") | $(median <"$d/pair.ratio") | $(resid "$d/ours.1.out") / $(resid "$d/netlib.1.out") | $(sort -g "$d/load" | head -n 1)-$(sort -g "$d/load" | tail -n 1) |"
+	done
+done
+case " $grids " in *" 1x1 "*) ;; *) exit 0 ;; esac
+for grid in $grids; do
+	[ "$grid" != 1x1 ] && [ "${grid%x*}" = 1 ] || continue
+	for n in $ns; do
+		o1=$(best <"$work/1x1-$n/ours.gf") oq=$(best <"$work/$grid-$n/ours.gf")
+		t1=$(best <"$work/1x1-$n/netlib.gf") tq=$(best <"$work/$grid-$n/netlib.gf")
+		echo "scaling $grid over 1x1 at N=$n (bests): ours $(ratio "$oq" "$o1"), netlib $(ratio "$tq" "$t1")"
 	done
 done
