@@ -6,7 +6,8 @@
 # same client (llm bench-serve) drives every server: streamed /v1/completions, temperature 0,
 # ignore_eos (every request generates exactly N tokens), distinct prompts (no prompt cache hit).
 # Prints one JSON line per (side, round, concurrency), with the CPU seconds the server used for
-# the whole workload (the figure least disturbed by other load), and `uptime` before each run.
+# that level (the figure least disturbed by other load), and `uptime` before each run; each
+# server first answers one untimed request.
 #
 #   bench/serve/run.sh PATH/TO/llama-server MODEL.gguf [concurrency] [n] [rounds]
 #   bench/serve/run.sh /work/peers/llama.cpp/build/bin/llama-server m.gguf 1,4,16 32 2
@@ -64,12 +65,15 @@ for round in $(seq "$rounds"); do
 		pid=$!
 		wait_up
 		echo "# round $round $side: $(uptime)" >&2
-		cpu0=$(cpu_ticks "$pid")
-		"$work/llm" bench-serve --url "http://127.0.0.1:$port" --concurrency "$conc" -n "$n" -o json >"$work/out.jsonl" ||
-			echo "# round $round $side: bench-serve reported errors" >&2
-		cpu=$(( $(cpu_ticks "$pid") - cpu0 ))
-		# server_cpu_s: CPU seconds (user+sys) of the server's processes over all the levels.
-		sed "s/^{/{\"side\":\"$side\",\"round\":$round,\"server_cpu_s\":$(awk "BEGIN{print $cpu/$(getconf CLK_TCK)}"),/" "$work/out.jsonl"
+		"$work/llm" bench-serve --url "http://127.0.0.1:$port" --concurrency 1 --requests 1 -n "$n" -o json >/dev/null
+		for c in ${conc//,/ }; do
+			cpu0=$(cpu_ticks "$pid")
+			"$work/llm" bench-serve --url "http://127.0.0.1:$port" --concurrency "$c" -n "$n" -o json --warmup=false >"$work/out.jsonl" ||
+				echo "# round $round $side: bench-serve reported errors" >&2
+			cpu=$(($(cpu_ticks "$pid") - cpu0))
+			# server_cpu_s: CPU seconds (user+sys) of the server's processes for this level.
+			sed "s/^{/{\"side\":\"$side\",\"round\":$round,\"server_cpu_s\":$(awk "BEGIN{print $cpu/$(getconf CLK_TCK)}"),/" "$work/out.jsonl"
+		done
 		kill "$pid"
 		wait "$pid" 2>/dev/null || true
 		pid=

@@ -54,6 +54,7 @@ func benchServe(args []string, stdout, stderr io.Writer) error {
 	modelName := fs.String("model", "", "model name to send (default: the first of /v1/models)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "limit for each request")
 	output := fs.StringP("output", "o", "md", "md (table) or json (one object per level)")
+	warmup := fs.Bool("warmup", true, "send one untimed request first")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: llm bench-serve [--url http://127.0.0.1:8080] [--concurrency 1,4,16] [-n 64] [flags]\n\n")
 		fs.PrintDefaults()
@@ -87,8 +88,10 @@ func benchServe(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	// One untimed request first, so that page faults and lazy setup do not count.
-	if r := streamCompletion(client, base, name, benchPrompt(-1, *promptWords), *maxTokens); r.err != nil {
-		return fmt.Errorf("warm-up request: %w", r.err)
+	if *warmup {
+		if r := streamCompletion(client, base, name, benchPrompt(-1, *promptWords), *maxTokens); r.err != nil {
+			return fmt.Errorf("warm-up request: %w", r.err)
+		}
 	}
 	var rows []serveLevel
 	for _, c := range conc {
