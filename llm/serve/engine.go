@@ -387,11 +387,11 @@ func (e *engine) execute(plan []int32, step int) ([]int32, [][]float32, error) {
 		return nil, nil, err
 	}
 	if err := e.m.ForwardBatch(e.cache, seqs); err != nil {
-		return nil, nil, fmt.Errorf("rank %d: %w", e.rank(), err)
+		return nil, nil, err
 	}
 	ids, err := e.m.BatchArgmax(e.cache)
 	if err != nil {
-		return nil, nil, fmt.Errorf("rank %d: %w", e.rank(), err)
+		return nil, nil, err
 	}
 	var sampled []int
 	row := 0
@@ -408,7 +408,7 @@ func (e *engine) execute(plan []int32, step int) ([]int32, [][]float32, error) {
 	if len(sampled) > 0 {
 		gathered, err := e.m.BatchLogits(e.cache, sampled)
 		if err != nil {
-			return nil, nil, fmt.Errorf("rank %d: %w", e.rank(), err)
+			return nil, nil, err
 		}
 		logits = make([][]float32, row)
 		for k, r := range sampled {
@@ -447,13 +447,13 @@ func (e *engine) work() error {
 		}
 		seqs, _, err := decodePlan(plan)
 		if err != nil {
-			return fmt.Errorf("rank %d: %w", e.rank(), err)
+			return err
 		}
 		if err := e.m.ForwardBatch(e.cache, seqs); err != nil {
-			return fmt.Errorf("rank %d: %w", e.rank(), err)
+			return err
 		}
 		if _, err := e.m.BatchArgmax(e.cache); err != nil {
-			return fmt.Errorf("rank %d: %w", e.rank(), err)
+			return err
 		}
 		var sampled []int
 		row := 0
@@ -467,7 +467,7 @@ func (e *engine) work() error {
 		}
 		if len(sampled) > 0 {
 			if _, err := e.m.BatchLogits(e.cache, sampled); err != nil {
-				return fmt.Errorf("rank %d: %w", e.rank(), err)
+				return err
 			}
 		}
 	}
