@@ -3,6 +3,7 @@ package comm
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // An engine matches incoming messages with posted receives for one world rank, in MPI's order:
@@ -17,6 +18,7 @@ type engine struct {
 	posted     []*recvOp
 	unexpected []*inMsg
 	dead       map[int]error // world rank -> why it is gone
+	ndead      atomic.Int32  // len(dead), read without the lock on every send
 }
 
 func newEngine(self int) *engine {
@@ -25,14 +27,14 @@ func newEngine(self int) *engine {
 	return e
 }
 
-// recvOp is a posted receive.
+// recvOp is a posted receive; its request is part of it (one allocation per receive).
 type recvOp struct {
+	req   Request
 	src   int // world rank or AnySource
 	ctx   uint64
 	tag   int // or AnyTag
 	buf   []byte
-	alloc bool // allocate buf to the message's size when matched (value receives)
-	req   *Request
+	alloc bool  // allocate buf to the message's size when matched (value receives)
 	comm  *Comm // translates the source's world rank into the status's comm rank
 }
 
@@ -55,8 +57,10 @@ type inMsg struct {
 	abort func(err error)
 }
 
-func (r *recvOp) matches(m *inMsg) bool {
-	return r.ctx == m.ctx && (r.src == AnySource || r.src == m.src) && (r.tag == AnyTag || r.tag == m.tag)
+func (r *recvOp) matches(m *inMsg) bool { return r.accepts(m.src, m.ctx, m.tag) }
+
+func (r *recvOp) accepts(src int, ctx uint64, tag int) bool {
+	return r.ctx == ctx && (r.src == AnySource || r.src == src) && (r.tag == AnyTag || r.tag == tag)
 }
 
 func (r *recvOp) status(src, tag, size int) Status {
@@ -89,7 +93,9 @@ func (e *engine) post(r *recvOp) {
 		if !r.matches(m) {
 			continue
 		}
-		e.unexpected = append(e.unexpected[:i], e.unexpected[i+1:]...)
+		copy(e.unexpected[i:], e.unexpected[i+1:])
+		e.unexpected[len(e.unexpected)-1] = nil
+		e.unexpected = e.unexpected[:len(e.unexpected)-1]
 		switch {
 		case m.fetch != nil:
 			e.mu.Unlock()
@@ -132,25 +138,27 @@ func (e *engine) failure(r *recvOp) error {
 	return nil
 }
 
-// arrive hands the engine a new message. If a posted receive matches, it is removed and
-// returned (the caller moves the payload into it); otherwise queue runs under the engine lock
-// to prepare m for queueing (an eager payload copied or allocated) and m is queued.
-func (e *engine) arrive(m *inMsg, queue func(m *inMsg)) *recvOp {
+// arrive hands the engine a new message from world rank src. If a posted receive matches, it
+// is removed and returned (the caller moves the payload into it, and nothing is allocated);
+// otherwise the message is queued as a new inMsg, which prepare fills in under the engine lock
+// first (an eager payload copied or allocated, a rendezvous fetch), and returned.
+func (e *engine) arrive(src int, ctx uint64, tag, size int, prepare func(m *inMsg)) (*recvOp, *inMsg) {
 	e.mu.Lock()
 	for i, r := range e.posted {
-		if r.matches(m) {
-			e.posted = append(e.posted[:i], e.posted[i+1:]...)
+		if r.accepts(src, ctx, tag) {
+			copy(e.posted[i:], e.posted[i+1:])
+			e.posted[len(e.posted)-1] = nil
+			e.posted = e.posted[:len(e.posted)-1]
 			e.mu.Unlock()
-			return r
+			return r, nil
 		}
 	}
-	if queue != nil {
-		queue(m)
-	}
+	m := &inMsg{src: src, ctx: ctx, tag: tag, size: size}
+	prepare(m)
 	e.unexpected = append(e.unexpected, m)
 	e.cond.Broadcast()
 	e.mu.Unlock()
-	return nil
+	return nil, m
 }
 
 // ready marks an eager message's payload complete and delivers it to a receive that claimed it.
@@ -197,6 +205,7 @@ func (e *engine) peerFailed(w int, cause error) {
 		return
 	}
 	e.dead[w] = cause
+	e.ndead.Store(int32(len(e.dead)))
 	var failed []*recvOp
 	var errs []error
 	kept := e.posted[:0]
@@ -247,6 +256,9 @@ func (e *engine) shutdown(cause error) {
 
 // isDead reports why world rank w is gone, or nil.
 func (e *engine) isDead(w int) error {
+	if e.ndead.Load() == 0 {
+		return nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err, ok := e.dead[w]; ok {

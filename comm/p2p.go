@@ -27,13 +27,13 @@ func Recv[T Elem](c *Comm, buf []T, src, tag int) (Status, error) {
 
 // Irecv starts a receive into buf; buf must not be read until the request completes.
 func Irecv[T Elem](c *Comm, buf []T, src, tag int) *Request {
-	return c.irecv(AsBytes(buf), src, tag, false).req
+	return &c.irecv(AsBytes(buf), src, tag, false).req
 }
 
 // Sendrecv sends sendbuf to dst and receives into recvbuf from src at the same time, without
 // the deadlock two blocking calls in a cycle of ranks would risk.
 func Sendrecv[T Elem](c *Comm, sendbuf []T, dst, sendtag int, recvbuf []T, src, recvtag int) (Status, error) {
-	rr := c.irecv(AsBytes(recvbuf), src, recvtag, false).req
+	rr := &c.irecv(AsBytes(recvbuf), src, recvtag, false).req
 	sr := c.isend(AsBytes(sendbuf), dst, sendtag)
 	st, rerr := rr.Wait()
 	_, serr := sr.Wait()
@@ -135,7 +135,7 @@ func (c *Comm) isend(b []byte, dst, tag int) *Request {
 }
 
 func (c *Comm) irecv(b []byte, src, tag int, alloc bool) *recvOp {
-	r := &recvOp{ctx: c.ctx, tag: tag, buf: b, alloc: alloc, req: newRequest(), comm: c}
+	r := &recvOp{ctx: c.ctx, tag: tag, buf: b, alloc: alloc, comm: c}
 	r.req.prog = c.w.prog
 	ws, err := c.checkRecvArgs(src, tag)
 	if err != nil {
@@ -155,8 +155,7 @@ const localEagerLimit = 64 << 10
 // or another goroutine rank of the inproc transport).
 func deliverLocal(dst *engine, src int, ctx uint64, tag int, payload []byte, req *Request) {
 	eager := len(payload) <= localEagerLimit
-	m := &inMsg{src: src, ctx: ctx, tag: tag, size: len(payload)}
-	r := dst.arrive(m, func(m *inMsg) {
+	r, _ := dst.arrive(src, ctx, tag, len(payload), func(m *inMsg) {
 		if eager {
 			m.data = append(make([]byte, 0, len(payload)), payload...)
 			m.ready = true

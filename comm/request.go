@@ -2,6 +2,7 @@ package comm
 
 import (
 	"reflect"
+	"sync"
 	"sync/atomic"
 )
 
@@ -22,14 +23,26 @@ func Count[T Elem](s Status) int {
 // Request is a pending non-blocking operation (Isend, Irecv, or a non-blocking collective).
 // Its result is read with Wait or Test; Done gives a channel for select.
 type Request struct {
-	done     chan struct{}
-	finished atomic.Bool
-	st       Status
-	err      error
+	state atomic.Uint32 // reqPending, reqCompleting (result being stored), reqDone
+	st    Status
+	err   error
 	// prog, when set, is the transport that needs waiters to drive its progress (shared
 	// memory has no reader goroutine to hand messages over) and to be told of completions.
 	prog progressor
+
+	// The done channel is made only for a waiter that blocks on it (most requests of a
+	// polling transport complete without one).
+	hasDone    atomic.Bool
+	mu         sync.Mutex // guards done and doneClosed
+	done       chan struct{}
+	doneClosed bool
 }
+
+const (
+	reqPending = iota
+	reqCompleting
+	reqDone
+)
 
 // progressor is a transport whose progress waiters drive: poll returns once r is finished (or
 // the transport stops), and kick wakes waiters sleeping in poll when some other goroutine
@@ -39,42 +52,73 @@ type progressor interface {
 	kick()
 }
 
-func newRequest() *Request { return &Request{done: make(chan struct{})} }
+func newRequest() *Request { return &Request{} }
 
 // complete records the result; later calls are ignored so that a racing failure path (peer
-// death) and a normal completion cannot both close the channel.
+// death) and a normal completion cannot both complete it.
 func (r *Request) complete(st Status, err error) {
-	if !r.finished.CompareAndSwap(false, true) {
+	if !r.state.CompareAndSwap(reqPending, reqCompleting) {
 		return
 	}
 	r.st, r.err = st, err
-	close(r.done)
+	r.state.Store(reqDone)
+	// Sequentially consistent with Done's hasDone store and state load: one of the two
+	// closes the channel.
+	if r.hasDone.Load() {
+		r.mu.Lock()
+		r.closeDone()
+		r.mu.Unlock()
+	}
 	if r.prog != nil {
 		r.prog.kick()
 	}
 }
 
+// finished reports that the result is stored and may be read.
+func (r *Request) finished() bool { return r.state.Load() == reqDone }
+
+// closeDone closes the done channel once; the caller holds r.mu.
+func (r *Request) closeDone() {
+	if !r.doneClosed {
+		r.doneClosed = true
+		close(r.done)
+	}
+}
+
 // Wait blocks until the operation completes and returns its status.
 func (r *Request) Wait() (Status, error) {
-	if r.prog != nil && !r.finished.Load() {
-		r.prog.poll(r)
+	if !r.finished() {
+		if r.prog != nil {
+			r.prog.poll(r)
+		}
+		if !r.finished() {
+			<-r.Done()
+		}
 	}
-	<-r.done
 	return r.st, r.err
 }
 
 // Test reports whether the operation has completed, without blocking.
 func (r *Request) Test() (done bool, st Status, err error) {
-	select {
-	case <-r.done:
-		return true, r.st, r.err
-	default:
+	if !r.finished() {
 		return false, Status{}, nil
 	}
+	return true, r.st, r.err
 }
 
 // Done returns a channel closed when the operation completes.
-func (r *Request) Done() <-chan struct{} { return r.done }
+func (r *Request) Done() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done == nil {
+		r.done = make(chan struct{})
+		r.hasDone.Store(true)
+		if r.finished() {
+			r.closeDone()
+		}
+	}
+	return r.done
+}
 
 // WaitAll waits for every request (nil entries are skipped) and returns the first error in
 // argument order. It always waits for all of them, so no buffer is still in use on return.
@@ -108,7 +152,7 @@ func WaitAny(reqs ...*Request) (int, Status, error) {
 		if r == nil {
 			continue
 		}
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(r.done)})
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(r.Done())})
 		index = append(index, i)
 	}
 	if len(cases) == 0 {

@@ -30,7 +30,16 @@ import (
 const (
 	shmEagerLimit = 16 << 10
 	shmRingCap    = 1 << 20
-	shmSpinPolls  = 4000 // polls before a waiter blocks or the background goroutine sleeps
+	// A waiter with a core of its own polls this long before it sleeps: about what a
+	// descheduled peer on a busy host takes to answer (a shorter spin turns each such delay
+	// into a futex sleep and wake, ~100 us), and little against a wait that long.
+	shmSpinTime = time.Millisecond
+	// A waiter on a host with more ranks than cores polls this many times, yielding the core
+	// every shmYieldEvery polls (its peer may need it), before it sleeps.
+	shmSharedSpinPolls = 100
+	// shmBusyNap: how long the background goroutine naps while waiters drive progress.
+	shmBusyNap    = 10 * time.Millisecond
+	shmYieldEvery = 16
 )
 
 type shmTransport struct {
@@ -43,13 +52,19 @@ type shmTransport struct {
 	stop     chan struct{}
 	done     chan struct{}
 	stopping atomic.Bool
-	waiters  atomic.Int32 // goroutines polling in Wait
-	// spinPolls is how long a waiter polls before it sleeps: long on a host with a core per
-	// rank, short when ranks outnumber cores (spinning would take the core its peer needs).
-	spinPolls  int
-	yieldEvery int         // polls between yields of the core while spinning
-	closed     atomic.Bool // mappings gone; set under pollMu
-	probe      *uint64     // a word peers read to test CMA
+	// sleepers counts this process's goroutines asleep on the wake word, so that completing a
+	// request costs nothing more while nobody sleeps.
+	sleepers atomic.Int32
+	// waiters counts goroutines polling in Wait: while there are any, the background
+	// goroutine keeps off the rings (had it the poll lock when the OS preempted its thread,
+	// every waiter would stall until it ran again).
+	waiters atomic.Int32
+	waits   atomic.Uint32 // waits begun, ever: the background goroutine's sign that waiters are active
+	// oversubscribed: ranks outnumber cores here, so a waiter spins briefly and yields (the
+	// core may be the one its peer needs); else it spins for shmSpinTime without yielding.
+	oversubscribed bool
+	closed         atomic.Bool // mappings gone; set under pollMu
+	probe          *uint64     // a word peers read to test CMA
 }
 
 type shmPeer struct {
@@ -61,9 +76,10 @@ type shmPeer struct {
 	in   *ring
 	cma  bool
 
-	rendezvous            // large messages in flight; its mu also guards ctrl and pushes
-	ctrl       []header   // control records waiting for room in out
-	pushes     []*shmPush // fallback data streams waiting for room in out
+	rendezvous             // large messages in flight; its mu also guards ctrl and pushes
+	ctrl       []header    // control records waiting for room in out
+	pushes     []*shmPush  // fallback data streams waiting for room in out
+	backlog    atomic.Bool // ctrl or pushes may be non-empty: the pollers' cue to flush
 }
 
 // shmPush streams one large message's data through the ring (the fallback without CMA).
@@ -127,9 +143,12 @@ func backoff(spins int) {
 	}
 }
 
+// wakePeer wakes the peer's goroutines asleep on its wake word, if any. The record's stamp was
+// stored (sequentially consistent) before the sleep count is read, and a sleeper counts itself
+// before it last looks at its rings: either it sees the record or we see it.
 func (p *shmPeer) wakePeer() {
-	atomic.AddUint32(p.seg.wake, 1)
 	if atomic.LoadUint32(p.seg.sleep) != 0 {
+		atomic.AddUint32(p.seg.wake, 1)
 		futexWake(p.seg.wake)
 	}
 }
@@ -143,8 +162,12 @@ func (p *shmPeer) failure() error {
 // flush writes pending control records and fallback data chunks as far as the ring has room.
 // It never waits, so the goroutine draining our rings never blocks on the peer.
 func (p *shmPeer) flush() bool {
+	if !p.backlog.Load() {
+		return false
+	}
 	p.mu.Lock()
 	if len(p.ctrl) == 0 && len(p.pushes) == 0 {
+		p.backlog.Store(false)
 		p.mu.Unlock()
 		return false
 	}
@@ -155,7 +178,7 @@ func (p *shmPeer) flush() bool {
 		did = true
 	}
 	var finished []*shmPush
-	chunk := p.out.maxRecord() - headerSize
+	chunk := p.out.maxRecord() - recordHeader
 	for len(p.ctrl) == 0 && len(p.pushes) > 0 {
 		s := p.pushes[0]
 		data := s.send.payload
@@ -171,6 +194,9 @@ func (p *shmPeer) flush() bool {
 		}
 	}
 	p.out.mu.Unlock()
+	if len(p.ctrl) == 0 && len(p.pushes) == 0 {
+		p.backlog.Store(false)
+	}
 	p.mu.Unlock()
 	if did {
 		p.wakePeer()
@@ -184,6 +210,7 @@ func (p *shmPeer) flush() bool {
 func (p *shmPeer) queueCtrl(h header) {
 	p.mu.Lock()
 	p.ctrl = append(p.ctrl, h)
+	p.backlog.Store(true)
 	p.mu.Unlock()
 	p.flush()
 }
@@ -194,7 +221,12 @@ func (t *shmTransport) pollOnce() bool {
 	if !t.pollMu.TryLock() {
 		return false
 	}
-	defer t.pollMu.Unlock()
+	did := t.pollLocked()
+	t.pollMu.Unlock()
+	return did
+}
+
+func (t *shmTransport) pollLocked() bool {
 	if t.closed.Load() {
 		return false
 	}
@@ -227,8 +259,7 @@ func (p *shmPeer) handle(h header, payload []byte) {
 	eng := p.t.w.eng
 	switch h.typ {
 	case frameEager:
-		m := &inMsg{src: p.rank, ctx: h.ctx, tag: int(h.tag), size: len(payload)}
-		r := eng.arrive(m, func(m *inMsg) {
+		r, _ := eng.arrive(p.rank, h.ctx, int(h.tag), len(payload), func(m *inMsg) {
 			m.data = append(make([]byte, 0, len(payload)), payload...)
 			m.ready = true
 		})
@@ -237,16 +268,18 @@ func (p *shmPeer) handle(h header, payload []byte) {
 		}
 	case frameRTS:
 		sendID, tag, size, addr := h.id, int(h.tag), h.length, h.offset
-		m := &inMsg{src: p.rank, ctx: h.ctx, tag: tag, size: int(size)}
-		m.fetch = func(r *recvOp) { p.acceptRTS(sendID, addr, r, tag, size) }
-		if r := eng.arrive(m, nil); r != nil {
-			m.fetch(r)
+		r, _ := eng.arrive(p.rank, h.ctx, tag, int(size), func(m *inMsg) {
+			m.fetch = func(r *recvOp) { p.acceptRTS(sendID, addr, r, tag, size) }
+		})
+		if r != nil {
+			p.acceptRTS(sendID, addr, r, tag, size)
 		}
 	case frameCTS:
 		s := p.takeSend(h.id)
 		if s != nil && h.flags&flagDiscard == 0 {
 			p.mu.Lock()
 			p.pushes = append(p.pushes, &shmPush{send: s, recv: h.offset})
+			p.backlog.Store(true)
 			p.mu.Unlock()
 		}
 		if s == nil {
@@ -351,11 +384,19 @@ func (p *shmPeer) drain() {
 func (t *shmTransport) progressLoop() {
 	defer close(t.done)
 	nap := 20 * time.Microsecond
+	lastWaits := t.waits.Load()
 	for {
 		select {
 		case <-t.stop:
 			return
 		default:
+		}
+		// While ranks wait (now, or since the last nap) their waiters poll: every wake of this
+		// goroutine would take a thread, and on a busy host a core, from them or their peers.
+		if waits := t.waits.Load(); t.waiters.Load() > 0 || waits != lastWaits {
+			lastWaits = waits
+			time.Sleep(shmBusyNap)
+			continue
 		}
 		if t.pollOnce() {
 			nap = 20 * time.Microsecond
@@ -364,22 +405,16 @@ func (t *shmTransport) progressLoop() {
 		// Neither spinning (this goroutine runs beside the rank's computation) nor a futex
 		// sleep (a goroutine blocked in that syscall would cost every message a futex wake
 		// and the runtime a processor hand-off): short naps, growing while nothing comes.
-		// Waiters in Wait do the fast polling.
 		time.Sleep(nap)
 		nap = min(2*nap, time.Millisecond)
 	}
 }
 
-// quiet reports that no incoming ring has a record and nothing waits to be flushed.
+// quiet reports that no incoming ring has a record and nothing waits to be flushed. The
+// caller holds pollMu (the consumer's positions are its).
 func (t *shmTransport) quiet() bool {
 	for _, p := range t.active {
-		if !p.in.empty() {
-			return false
-		}
-		p.mu.Lock()
-		pending := len(p.ctrl) + len(p.pushes)
-		p.mu.Unlock()
-		if pending > 0 {
+		if p.in.ready() || p.backlog.Load() {
 			return false
 		}
 	}
@@ -388,7 +423,8 @@ func (t *shmTransport) quiet() bool {
 
 // sleep waits on the segment's wake word until a producer, or a completion elsewhere in this
 // process, bumps it (or the timeout passes), unless there is work already or r is done. The
-// sleep count in the segment tells producers to issue the futex wake.
+// sleep counts (in the segment for producers, in the process for completions) are raised
+// before the last look, so whoever adds work afterwards sees them and issues the futex wake.
 func (t *shmTransport) sleep(r *Request, timeout time.Duration) {
 	t.segMu.RLock()
 	defer t.segMu.RUnlock()
@@ -397,9 +433,16 @@ func (t *shmTransport) sleep(r *Request, timeout time.Duration) {
 	}
 	seq := atomic.LoadUint32(t.seg.wake)
 	atomic.AddUint32(t.seg.sleep, 1)
-	if (r == nil || !r.finished.Load()) && t.quiet() {
-		futexWait(t.seg.wake, seq, timeout)
+	t.sleepers.Add(1)
+	// Another goroutine polling now will complete what it finds; look again later.
+	if t.pollMu.TryLock() {
+		quiet := t.quiet()
+		t.pollMu.Unlock()
+		if quiet && (r == nil || !r.finished()) {
+			futexWait(t.seg.wake, seq, timeout)
+		}
 	}
+	t.sleepers.Add(-1)
 	atomic.AddUint32(t.seg.sleep, ^uint32(0))
 }
 
@@ -408,28 +451,49 @@ func (t *shmTransport) sleep(r *Request, timeout time.Duration) {
 // and after a while sleeps on the wake word, so a long wait costs no CPU.
 func (t *shmTransport) poll(r *Request) {
 	t.waiters.Add(1)
+	t.waits.Add(1)
 	defer t.waiters.Add(-1)
-	for spins := 0; !r.finished.Load() && !t.stopping.Load(); spins++ {
+	idle := 0 // polls in a row that found nothing
+	var idleSince time.Time
+	for !r.finished() && !t.stopping.Load() {
 		if t.pollOnce() {
-			spins = 0
+			idle = 0
 			continue
 		}
-		switch {
-		case spins < t.spinPolls:
-			if spins%t.yieldEvery == t.yieldEvery-1 {
+		idle++
+		if t.oversubscribed {
+			if idle%shmYieldEvery == 0 {
 				osYield()
 			}
-		default:
-			// Requests completed outside this loop (by TCP, or a failure) kick the word;
-			// the timeout is only a safety net.
-			t.sleep(r, 10*time.Millisecond)
-			spins = t.spinPolls / 2
+			if idle < shmSharedSpinPolls {
+				continue
+			}
+		} else if idle < 1<<20 {
+			// The clock is read only now and then, and not in the first polls at all (most
+			// waits end there).
+			if idle%256 != 0 {
+				continue
+			}
+			if idle == 256 {
+				idleSince = time.Now()
+				continue
+			}
+			if time.Since(idleSince) < shmSpinTime {
+				continue
+			}
+			idle = 1 << 20 // until something comes, sleep again after every wake
 		}
+		// Requests completed outside this loop (by TCP, or a failure) kick the word; the
+		// timeout is only a safety net.
+		t.sleep(r, 10*time.Millisecond)
 	}
 }
 
 // kick wakes this process's waiters sleeping on its segment's wake word.
 func (t *shmTransport) kick() {
+	if t.sleepers.Load() == 0 {
+		return
+	}
 	t.segMu.RLock()
 	defer t.segMu.RUnlock()
 	if t.closed.Load() {
@@ -490,11 +554,8 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 	if err != nil {
 		return nil, err
 	}
-	t := &shmTransport{w: w, seg: seg, peers: make([]*shmPeer, w.size), stop: make(chan struct{}), done: make(chan struct{}), spinPolls: shmSpinPolls}
-	t.yieldEvery = 4096
-	if len(local)+1 > runtime.NumCPU() {
-		t.spinPolls, t.yieldEvery = shmSpinPolls/40, 16
-	}
+	t := &shmTransport{w: w, seg: seg, peers: make([]*shmPeer, w.size), stop: make(chan struct{}), done: make(chan struct{})}
+	t.oversubscribed = len(local)+1 > runtime.NumCPU()
 	probe := new(uint64)
 	*probe = 0x676f72756e636d61 ^ uint64(os.Getpid())
 	t.probe = probe

@@ -32,9 +32,10 @@ import (
 //	128  owner's sleeping threads u32 (producers issue a futex wake when it is not 0)
 //	192  producer world rank of ring i, u32 each
 //	...  rings, each ringHeader bytes (consumer head at +0, producer tail at +64) then capacity bytes
+//	     of records (see tryWrite)
 const (
 	segMagic      = "GRSHM001"
-	segVersion    = 1
+	segVersion    = 2
 	segTableOff   = 192
 	segMaxRings   = 4096
 	ringHeader    = 128
@@ -64,6 +65,11 @@ type ring struct {
 	data []byte
 	cap  uint64
 	mu   sync.Mutex // serializes this process's producers (several goroutines may send)
+
+	// Process-local copies: the producer's (under mu) and the consumer's (under the
+	// transport's pollMu) own positions, and the head as the producer last read it.
+	prodTail, headCache uint64
+	consHead            uint64
 }
 
 func segSize(nrings int, capacity uint64) int {
@@ -170,12 +176,17 @@ func parseSegment(path string, mem []byte, ownerPID int, jobHash uint64) (*segme
 	off := alignUp(segTableOff+4*n, segRingsAlign)
 	for i := 0; i < n; i++ {
 		base := off + i*(ringHeader+int(capacity))
-		s.rings = append(s.rings, &ring{
+		rg := &ring{
 			head: (*uint64)(unsafe.Pointer(&mem[base])),
 			tail: (*uint64)(unsafe.Pointer(&mem[base+64])),
 			data: mem[base+ringHeader : base+ringHeader+int(capacity) : base+ringHeader+int(capacity)],
 			cap:  capacity,
-		})
+		}
+		// A mapping starts where the ring's owner and its producer left it (fresh segments: 0).
+		rg.consHead = atomic.LoadUint64(rg.head)
+		rg.prodTail = atomic.LoadUint64(rg.tail)
+		rg.headCache = rg.consHead
+		s.rings = append(s.rings, rg)
 	}
 	return s, nil
 }
@@ -197,70 +208,102 @@ func (s *segment) close() {
 	}
 }
 
-// maxRecord is the largest record (header and payload) a ring of this capacity takes: a quarter
-// of it, so that a full-size record always fits once the consumer has caught up.
+// maxRecord is the largest record (stamp, header and payload) a ring of this capacity takes: a
+// quarter of it, so that a full-size record always fits once the consumer has caught up.
 func (r *ring) maxRecord() int { return int(r.cap / 4) }
+
+// A record is a stamp word, a frame header and the payload, padded to recordAlign. The producer
+// writes the stamp last: it is the record's position in the ring plus one, so the consumer polls
+// the one cache line the record starts in (a stale record left from the previous lap carries
+// another position) and never reads the producer's tail, and the producer reads the consumer's
+// head only when its cached copy says the ring is full. A message then costs one cache-line
+// transfer each way instead of one per shared counter.
+const (
+	recordStamp  = 8
+	recordHeader = recordStamp + headerSize
+)
+
+func recordSize(payload int) uint64 { return uint64(alignUp(recordHeader+payload, recordAlign)) }
 
 // tryWrite appends one record (header and payload), or reports false when the ring lacks
 // room. The caller holds r.mu.
 func (r *ring) tryWrite(h *header, payload []byte) bool {
-	need := uint64(alignUp(headerSize+len(payload), recordAlign))
-	tail := atomic.LoadUint64(r.tail)
-	head := atomic.LoadUint64(r.head)
-	free := r.cap - (tail - head)
+	need := recordSize(len(payload))
+	tail := r.prodTail
 	idx := tail % r.cap
+	room := need
+	if idx+need > r.cap {
+		room = r.cap - idx + need // a pad record to the end, then the record at the start
+	}
+	if r.cap-(tail-r.headCache) < room {
+		r.headCache = atomic.LoadUint64(r.head)
+		if r.cap-(tail-r.headCache) < room {
+			return false
+		}
+	}
 	if idx+need > r.cap {
 		// The record would straddle the end: fill the rest with a pad record and wrap.
 		pad := r.cap - idx
-		if free < pad+need {
-			return false
-		}
-		(&header{typ: framePad, length: pad - headerSize}).put(r.data[idx : idx+headerSize])
+		(&header{typ: framePad, length: pad - recordHeader}).put(r.data[idx+recordStamp : idx+recordHeader])
+		r.stamp(idx, tail)
 		tail += pad
 		idx = 0
-	} else if free < need {
-		return false
 	}
-	h.put(r.data[idx : idx+headerSize])
-	copy(r.data[idx+headerSize:], payload)
-	atomic.StoreUint64(r.tail, tail+need)
+	h.put(r.data[idx+recordStamp : idx+recordHeader])
+	copy(r.data[idx+recordHeader:], payload)
+	r.prodTail = tail + need
+	atomic.StoreUint64(r.tail, r.prodTail) // for inspection only: the consumer reads stamps
+	r.stamp(idx, tail)
 	return true
+}
+
+// stamp publishes the record at idx, produced at position pos (after its contents: the atomic
+// store orders them before it).
+func (r *ring) stamp(idx, pos uint64) {
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&r.data[idx])), pos+1)
+}
+
+// ready reports whether a record waits at the consumer's position (one load of the line the
+// next record starts in).
+func (r *ring) ready() bool {
+	head := r.consHead
+	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.data[head%r.cap]))) == head+1
 }
 
 // peek returns the next record, or ok=false when the ring is empty. The record's bytes stay
 // valid until advance. A record that does not fit the ring's bounds is an error.
 func (r *ring) peek() (h header, payload []byte, ok bool, err error) {
 	for {
-		head := atomic.LoadUint64(r.head)
-		tail := atomic.LoadUint64(r.tail)
-		if head == tail {
+		if !r.ready() {
 			return h, nil, false, nil
 		}
+		head := r.consHead
 		idx := head % r.cap
-		if tail-head > r.cap || idx+headerSize > r.cap || tail-head < headerSize {
-			return h, nil, false, fmt.Errorf("ring positions corrupt (head %d, tail %d)", head, tail)
+		if idx+recordHeader > r.cap {
+			return h, nil, false, fmt.Errorf("record at %d overruns the ring", idx)
 		}
-		h, err = parseShmHeader(r.data[idx:idx+headerSize], r)
+		h, err = parseShmHeader(r.data[idx+recordStamp:idx+recordHeader], r)
 		if err != nil {
 			return h, nil, false, err
 		}
 		n := recordPayload(h)
-		need := uint64(alignUp(headerSize+int(n), recordAlign))
-		if idx+need > r.cap || head+need > tail {
+		need := recordSize(int(n))
+		if idx+need > r.cap {
 			return h, nil, false, fmt.Errorf("record of %d bytes overruns the ring", n)
 		}
 		if h.typ == framePad {
-			atomic.StoreUint64(r.head, head+need)
+			r.consHead = head + need
+			atomic.StoreUint64(r.head, r.consHead)
 			continue
 		}
-		return h, r.data[idx+headerSize : idx+headerSize+n], true, nil
+		return h, r.data[idx+recordHeader : idx+recordHeader+n], true, nil
 	}
 }
 
 // advance consumes the record peek returned.
 func (r *ring) advance(h header) {
-	need := uint64(alignUp(headerSize+int(recordPayload(h)), recordAlign))
-	atomic.StoreUint64(r.head, atomic.LoadUint64(r.head)+need)
+	r.consHead += recordSize(int(recordPayload(h)))
+	atomic.StoreUint64(r.head, r.consHead)
 }
 
 // recordPayload is how many bytes follow a record's header in the ring: an RTS's length is
@@ -273,7 +316,7 @@ func recordPayload(h header) uint64 {
 	return 0
 }
 
-func (r *ring) empty() bool { return atomic.LoadUint64(r.head) == atomic.LoadUint64(r.tail) }
+func (r *ring) empty() bool { return !r.ready() }
 
 // parseShmHeader validates a ring record's header: the types the shared-memory protocol uses,
 // and lengths within what the ring can hold.
@@ -281,10 +324,10 @@ func parseShmHeader(b []byte, r *ring) (header, error) {
 	switch b[0] {
 	case framePad, frameFin:
 		h := header{typ: b[0], flags: b[1], length: binary.LittleEndian.Uint64(b[16:]), id: binary.LittleEndian.Uint64(b[24:])}
-		if h.flags != 0 || (h.typ == frameFin && h.length != 0) || h.length+headerSize > r.cap {
+		if h.flags != 0 || (h.typ == frameFin && h.length != 0) || h.length > r.cap {
 			return h, fmt.Errorf("malformed record type %d (length %d)", h.typ, h.length)
 		}
 		return h, nil
 	}
-	return parseHeaderLimits(b, shmEagerLimit, uint64(r.maxRecord()-headerSize))
+	return parseHeaderLimits(b, shmEagerLimit, uint64(r.maxRecord()-recordHeader))
 }

@@ -211,8 +211,8 @@ func (p *tcpPeer) readLoop() {
 		}
 		switch h.typ {
 		case frameEager:
-			m := &inMsg{src: p.rank, ctx: h.ctx, tag: int(h.tag), size: int(h.length)}
-			r := eng.arrive(m, func(m *inMsg) { m.data = make([]byte, m.size) })
+			tag, size := int(h.tag), int(h.length)
+			r, m := eng.arrive(p.rank, h.ctx, tag, size, func(m *inMsg) { m.data = make([]byte, m.size) })
 			if r == nil {
 				if err := p.readFull(m.data); err != nil {
 					p.readFailed(err)
@@ -221,25 +221,26 @@ func (p *tcpPeer) readLoop() {
 				eng.ready(m)
 				continue
 			}
-			dst, terr := r.target(m.src, m.tag, m.size)
+			dst, terr := r.target(p.rank, tag, size)
 			if err := p.readFull(dst); err != nil {
 				r.req.complete(Status{}, &PeerError{Rank: p.rank, Err: err})
 				p.readFailed(err)
 				return
 			}
 			if terr != nil {
-				if _, err := p.br.Discard(m.size - len(dst)); err != nil {
+				if _, err := p.br.Discard(size - len(dst)); err != nil {
 					p.readFailed(err)
 					return
 				}
 			}
-			r.req.complete(r.status(m.src, m.tag, m.size), terr)
+			r.req.complete(r.status(p.rank, tag, size), terr)
 		case frameRTS:
 			sendID, tag, size := h.id, int(h.tag), h.length
-			m := &inMsg{src: p.rank, ctx: h.ctx, tag: tag, size: int(size)}
-			m.fetch = func(r *recvOp) { p.acceptRTS(sendID, r, tag, size) }
-			if r := eng.arrive(m, nil); r != nil {
-				m.fetch(r)
+			r, _ := eng.arrive(p.rank, h.ctx, tag, int(size), func(m *inMsg) {
+				m.fetch = func(r *recvOp) { p.acceptRTS(sendID, r, tag, size) }
+			})
+			if r != nil {
+				p.acceptRTS(sendID, r, tag, size)
 			}
 		case frameCTS:
 			s := p.takeSend(h.id)
