@@ -259,13 +259,7 @@ func (p *shmPeer) handle(h header, payload []byte) {
 	eng := p.t.w.eng
 	switch h.typ {
 	case frameEager:
-		r, _ := eng.arrive(p.rank, h.ctx, int(h.tag), len(payload), func(m *inMsg) {
-			m.data = append(make([]byte, 0, len(payload)), payload...)
-			m.ready = true
-		})
-		if r != nil {
-			r.deliver(p.rank, int(h.tag), payload)
-		}
+		arriveEager(eng, p.rank, h, payload)
 	case frameRTS:
 		sendID, tag, size, addr := h.id, int(h.tag), h.length, h.offset
 		r, _ := eng.arrive(p.rank, h.ctx, tag, int(size), func(m *inMsg) {

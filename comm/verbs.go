@@ -359,14 +359,15 @@ func (p *verbsPeer) handle(b []byte) bool {
 		arriveEager(eng, p.rank, h, payload)
 	case frameRTS:
 		sendID, tag, size := h.id, int(h.tag), h.length
-		m := &inMsg{src: p.rank, ctx: h.ctx, tag: tag, size: int(size)}
-		m.fetch = func(r *recvOp) {
-			p.t.qmu.Lock()
-			p.t.accepts = append(p.t.accepts, verbsAccept{p: p, sendID: sendID, r: r, tag: tag, size: size})
-			p.t.qmu.Unlock()
-			p.t.nudge()
-		}
-		if r := eng.arrive(m, nil); r != nil {
+		r, _ := eng.arrive(p.rank, h.ctx, tag, int(size), func(m *inMsg) {
+			m.fetch = func(r *recvOp) {
+				p.t.qmu.Lock()
+				p.t.accepts = append(p.t.accepts, verbsAccept{p: p, sendID: sendID, r: r, tag: tag, size: size})
+				p.t.qmu.Unlock()
+				p.t.nudge()
+			}
+		})
+		if r != nil {
 			p.t.accepts = append(p.t.accepts, verbsAccept{p: p, sendID: sendID, r: r, tag: tag, size: size})
 		}
 	case frameCTS:
@@ -401,8 +402,7 @@ func (p *verbsPeer) handle(b []byte) bool {
 // arriveEager hands the engine a whole message whose payload aliases a transport buffer that
 // is reused afterwards: a posted receive gets it copied in, else it is queued as a copy.
 func arriveEager(eng *engine, src int, h header, payload []byte) {
-	m := &inMsg{src: src, ctx: h.ctx, tag: int(h.tag), size: len(payload)}
-	r := eng.arrive(m, func(m *inMsg) {
+	r, _ := eng.arrive(src, h.ctx, int(h.tag), len(payload), func(m *inMsg) {
 		m.data = append(make([]byte, 0, len(payload)), payload...)
 		m.ready = true
 	})
@@ -679,7 +679,7 @@ func (t *verbsTransport) peerFailed(rank int, cause error) {
 func (t *verbsTransport) poll(r *Request) {
 	nap := 10 * time.Microsecond
 	var timer *time.Timer
-	for spins := 0; !r.finished.Load() && !t.stopping.Load(); spins++ {
+	for spins := 0; !r.finished() && !t.stopping.Load(); spins++ {
 		if t.mu.TryLock() {
 			did := t.progressLocked()
 			t.mu.Unlock()
