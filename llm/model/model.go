@@ -169,23 +169,33 @@ func (m *Model) vector(name string, n, lo, hi int) ([]float32, error) {
 	if !quant.Supported(t.Type) || t.Type.BlockSize() != 1 {
 		return nil, fmt.Errorf("%s: tensor %s has type %s, want F32, F16 or BF16", m.file.Path, name, t.Type)
 	}
+	// pread, not the mapping: a fault would map the weights around the vector too.
 	es := int64(t.Type.TypeSize())
-	b, err := m.file.Bytes(t, int64(lo)*es, int64(hi-lo)*es)
-	if err != nil {
+	b := make([]byte, int64(hi-lo)*es)
+	if err := m.file.ReadAt(t, b, int64(lo)*es); err != nil {
 		return nil, err
 	}
 	v := make([]float32, hi-lo)
 	return v, quant.Dequantize(t.Type, b, v)
 }
 
-// rows binds rows [r0,r1) of a matrix of shape [cols, rows] to the mapping (no copy).
+// rows gives rows [r0,r1) of a matrix of shape [cols, rows]. With one rank they are bound to
+// the mapping (no copy). With several they are read with pread: a page fault maps the cached
+// pages around it too (fault-around, large folios), and at the edges of every shard those are
+// another rank's rows, which added up to a fifth more resident memory per rank at TP=2.
 func (m *Model) rows(name string, cols, rows, r0, r1 int) (*quant.Matrix, error) {
 	t, err := m.tensor(name, cols, rows)
 	if err != nil {
 		return nil, err
 	}
 	rb, _ := t.Type.RowBytes(int64(cols))
-	b, err := m.file.Bytes(t, int64(r0)*rb, int64(r1-r0)*rb)
+	var b []byte
+	if m.Shard.Size > 1 {
+		b = make([]byte, int64(r1-r0)*rb)
+		err = m.file.ReadAt(t, b, int64(r0)*rb)
+	} else {
+		b, err = m.file.Bytes(t, int64(r0)*rb, int64(r1-r0)*rb)
+	}
 	if err != nil {
 		return nil, err
 	}
