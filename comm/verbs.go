@@ -66,25 +66,21 @@ func wrID(kind, peer int, idx uint32) uint64 {
 type verbsTransport struct {
 	w       *world
 	tcp     *tcpTransport
-	dev     ibv.Device
-	pd      ibv.PD
-	cq      ibv.CQ
+	devs    []*verbsDev
 	typ     ibv.QPType
 	timeout time.Duration
 	peers   []*verbsPeer
 	active  []*verbsPeer
-	cache   *regCache
 
+	// Registered (with every device) as a whole; each peer uses its own slots and words.
 	recvBuf, sendBuf, ctrlBuf, credBuf []byte
-	recvMR, sendMR, ctrlMR, credMR     ibv.MR
-	writeChunk                         int
 
-	mu      sync.Mutex // the queue pairs, the CQ and everything below
-	wcs     []ibv.WC
-	accepts []verbsAccept // receives matched with a large message, waiting for a CTS
-	nextZC  uint32
+	mu     sync.Mutex // the queue pairs, the CQ and everything below
+	wcs    []ibv.WC
+	nextZC uint32
 
-	qmu      sync.Mutex // outgoing queues (senders do not wait for mu)
+	qmu      sync.Mutex    // outgoing queues (senders do not wait for mu)
+	accepts  []verbsAccept // receives matched with a large message, waiting for a CTS; under qmu
 	wake     chan struct{}
 	stop     chan struct{}
 	done     chan struct{}
@@ -92,8 +88,24 @@ type verbsTransport struct {
 	closed   bool
 }
 
+// verbsDev is one opened device with what hangs off it. Several serve a rank whose peers sit
+// behind different adapters or cables (a Thunderbolt mesh: one device per cable).
+type verbsDev struct {
+	dev                            ibv.Device
+	port                           int
+	pattr                          ibv.PortAttr
+	gids                           []ibv.GIDEntry
+	pd                             ibv.PD
+	cq                             ibv.CQ
+	cache                          *regCache
+	recvMR, sendMR, ctrlMR, credMR ibv.MR
+	writeChunk                     int
+	peers                          int
+}
+
 type verbsPeer struct {
 	t    *verbsTransport
+	d    *verbsDev
 	rank int
 	qp   ibv.QP
 	rendezvous
@@ -216,26 +228,28 @@ func (t *verbsTransport) progressLocked() bool {
 		return false
 	}
 	did := false
-	for {
-		n, err := t.cq.Poll(t.wcs)
-		if err != nil {
-			t.deviceFailed(fmt.Errorf("polling the completion queue of %s: %w", t.dev.Name(), err))
-			return true
+	for _, d := range t.devs {
+		for {
+			n, err := d.cq.Poll(t.wcs)
+			if err != nil {
+				t.deviceFailed(d, fmt.Errorf("polling the completion queue of %s: %w", d.dev.Name(), err))
+				return true
+			}
+			for i := range t.wcs[:n] {
+				t.complete(&t.wcs[i])
+			}
+			if n == 0 {
+				break
+			}
+			did = true
 		}
-		for i := range t.wcs[:n] {
-			t.complete(&t.wcs[i])
-		}
-		if n == 0 {
-			break
-		}
-		did = true
 	}
-	if len(t.accepts) > 0 {
-		acc := t.accepts
-		t.accepts = nil
-		for _, a := range acc {
-			a.p.accept(a)
-		}
+	t.qmu.Lock()
+	acc := t.accepts
+	t.accepts = nil
+	t.qmu.Unlock()
+	for _, a := range acc {
+		a.p.accept(a)
 		did = true
 	}
 	t.qmu.Lock()
@@ -255,10 +269,12 @@ func (t *verbsTransport) progressLocked() bool {
 	return did
 }
 
-// deviceFailed ends every link: the adapter or its completion queue is unusable.
-func (t *verbsTransport) deviceFailed(err error) {
+// deviceFailed ends every link through d: the adapter or its completion queue is unusable.
+func (t *verbsTransport) deviceFailed(d *verbsDev, err error) {
 	for _, p := range t.active {
-		p.fail(err)
+		if p.d == d {
+			p.fail(err)
+		}
 	}
 }
 
@@ -293,7 +309,7 @@ func (t *verbsTransport) complete(wc *ibv.WC) {
 				z.inflight--
 				if z.final && z.inflight == 0 {
 					p.zcs = append(p.zcs[:i], p.zcs[i+1:]...)
-					t.cache.release(z.reg)
+					p.d.cache.release(z.reg)
 					z.send.req.complete(Status{}, nil)
 				}
 				break
@@ -320,13 +336,13 @@ func (p *verbsPeer) received(idx uint32, wc *ibv.WC) {
 			return
 		}
 		delete(p.zcRecvs, wc.Imm)
-		t.cache.release(p.zcRegs[rid])
+		p.d.cache.release(p.zcRegs[rid])
 		delete(p.zcRegs, rid)
 		p.gotData(rid, pr, pr.size-pr.got)
 	} else if !p.handle(buf[:wc.ByteLen]) {
 		return
 	}
-	if err := p.qp.PostRecv(&ibv.RecvWR{WRID: wrID(wrRecv, p.rank, idx), SGE: ibv.SGE{Addr: t.recvMR.Addr() + uint64(p.rank*verbsCredits+int(idx))*verbsSlot, Length: verbsSlot, LKey: t.recvMR.LKey()}}); err != nil {
+	if err := p.qp.PostRecv(&ibv.RecvWR{WRID: wrID(wrRecv, p.rank, idx), SGE: ibv.SGE{Addr: p.d.recvMR.Addr() + uint64(p.rank*verbsCredits+int(idx))*verbsSlot, Length: verbsSlot, LKey: p.d.recvMR.LKey()}}); err != nil {
 		p.fail(fmt.Errorf("reposting a receive buffer: %w", err))
 	}
 }
@@ -359,16 +375,15 @@ func (p *verbsPeer) handle(b []byte) bool {
 		arriveEager(eng, p.rank, h, payload)
 	case frameRTS:
 		sendID, tag, size := h.id, int(h.tag), h.length
-		r, _ := eng.arrive(p.rank, h.ctx, tag, int(size), func(m *inMsg) {
-			m.fetch = func(r *recvOp) {
-				p.t.qmu.Lock()
-				p.t.accepts = append(p.t.accepts, verbsAccept{p: p, sendID: sendID, r: r, tag: tag, size: size})
-				p.t.qmu.Unlock()
-				p.t.nudge()
-			}
-		})
-		if r != nil {
+		// A receive matched now or later (by a user goroutine) is answered by the poller.
+		fetch := func(r *recvOp) {
+			p.t.qmu.Lock()
 			p.t.accepts = append(p.t.accepts, verbsAccept{p: p, sendID: sendID, r: r, tag: tag, size: size})
+			p.t.qmu.Unlock()
+			p.t.nudge()
+		}
+		if r, _ := eng.arrive(p.rank, h.ctx, tag, int(size), func(m *inMsg) { m.fetch = fetch }); r != nil {
+			fetch(r)
 		}
 	case frameCTS:
 		s := p.takeSend(h.id)
@@ -426,7 +441,7 @@ func (p *verbsPeer) accept(a verbsAccept) {
 	var reg *regEntry
 	if p.t.typ == ibv.RC && a.size >= verbsZCMin {
 		var err error
-		if reg, err = p.t.cache.acquire(dst, ibv.AccessLocalWrite|ibv.AccessRemoteWrite); err == nil {
+		if reg, err = p.d.cache.acquire(dst, ibv.AccessLocalWrite|ibv.AccessRemoteWrite); err == nil {
 			extra = make([]byte, verbsCtsZCLen)
 			binary.LittleEndian.PutUint64(extra, reg.addrOf(dst))
 			binary.LittleEndian.PutUint32(extra[8:], reg.mr.RKey())
@@ -435,7 +450,7 @@ func (p *verbsPeer) accept(a verbsAccept) {
 	}
 	rid, err := p.addRecv(pr)
 	if err != nil {
-		p.t.cache.release(reg)
+		p.d.cache.release(reg)
 		r.req.complete(Status{}, err)
 		return
 	}
@@ -446,7 +461,7 @@ func (p *verbsPeer) accept(a verbsAccept) {
 }
 
 func (p *verbsPeer) startZC(s *pendingSend, recv, raddr uint64, rkey uint32) {
-	reg, err := p.t.cache.acquire(s.payload, ibv.AccessLocalWrite)
+	reg, err := p.d.cache.acquire(s.payload, ibv.AccessLocalWrite)
 	if err != nil {
 		s.req.complete(Status{}, &PeerError{Rank: p.rank, Err: fmt.Errorf("registering a %d-byte send buffer: %w", len(s.payload), err)})
 		return
@@ -478,7 +493,7 @@ func (p *verbsPeer) postMessage(h *header, payload []byte) bool {
 	binary.LittleEndian.PutUint32(buf[headerSize+4:], 0)
 	n := copy(buf[verbsHdrSize:], payload)
 	wr := ibv.SendWR{WRID: wrID(wrSend, p.rank, idx), Op: ibv.OpSend, Signaled: true,
-		SGE: ibv.SGE{Addr: t.sendMR.Addr() + uint64(p.rank*verbsStaging+int(idx))*verbsSlot, Length: uint32(verbsHdrSize + n), LKey: t.sendMR.LKey()}}
+		SGE: ibv.SGE{Addr: p.d.sendMR.Addr() + uint64(p.rank*verbsStaging+int(idx))*verbsSlot, Length: uint32(verbsHdrSize + n), LKey: p.d.sendMR.LKey()}}
 	if !p.post(&wr) {
 		return false
 	}
@@ -540,7 +555,7 @@ func (p *verbsPeer) flush() bool {
 	}
 	for _, z := range p.zcs {
 		for !z.final && z.inflight < verbsMaxWrites && p.sqUsed < verbsSendDepth {
-			n := min(p.t.writeChunk, len(z.send.payload)-z.posted)
+			n := min(p.d.writeChunk, len(z.send.payload)-z.posted)
 			last := z.posted+n == len(z.send.payload)
 			wr := ibv.SendWR{WRID: wrID(wrWrite, p.rank, z.id), Op: ibv.OpWrite, Signaled: true,
 				SGE:        ibv.SGE{Addr: z.reg.addrOf(z.send.payload) + uint64(z.posted), Length: uint32(n), LKey: z.reg.mr.LKey()},
@@ -582,7 +597,7 @@ func (p *verbsPeer) returnCredits() {
 	}
 	binary.LittleEndian.PutUint64(word, p.taken)
 	wr := ibv.SendWR{WRID: wrID(wrCredit, p.rank, 0), Op: ibv.OpWrite, Signaled: true,
-		SGE:        ibv.SGE{Addr: t.credMR.Addr() + uint64(8*p.rank), Length: 8, LKey: t.credMR.LKey()},
+		SGE:        ibv.SGE{Addr: p.d.credMR.Addr() + uint64(8*p.rank), Length: 8, LKey: p.d.credMR.LKey()},
 		RemoteAddr: p.remoteCtrl, RKey: p.remoteKey}
 	if p.post(&wr) {
 		p.creditBusy, p.creditAt = true, time.Now()
@@ -650,11 +665,11 @@ func (p *verbsPeer) abandon(cause error) {
 		s.send.req.complete(Status{}, perr)
 	}
 	for _, z := range p.zcs {
-		p.t.cache.release(z.reg)
+		p.d.cache.release(z.reg)
 		z.send.req.complete(Status{}, perr)
 	}
 	for _, reg := range p.zcRegs {
-		p.t.cache.release(reg)
+		p.d.cache.release(reg)
 	}
 	p.pushes, p.zcs = nil, nil
 	clear(p.zcRecvs)
@@ -800,19 +815,25 @@ func (t *verbsTransport) release() {
 			p.qp.Close()
 		}
 	}
-	if t.cache != nil {
-		t.cache.close()
+	for _, d := range t.devs {
+		d.release()
 	}
-	for _, mr := range []ibv.MR{t.recvMR, t.sendMR, t.ctrlMR, t.credMR} {
+}
+
+func (d *verbsDev) release() {
+	if d.cache != nil {
+		d.cache.close()
+	}
+	for _, mr := range []ibv.MR{d.recvMR, d.sendMR, d.ctrlMR, d.credMR} {
 		if mr != nil {
 			mr.Close()
 		}
 	}
-	if t.cq != nil {
-		t.cq.Close()
+	if d.cq != nil {
+		d.cq.Close()
 	}
-	if t.pd != nil {
-		t.pd.Close()
+	if d.pd != nil {
+		d.pd.Close()
 	}
-	t.dev.Close()
+	d.dev.Close()
 }

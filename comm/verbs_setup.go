@@ -3,6 +3,7 @@ package comm
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -39,98 +40,83 @@ const verbsSetupCtx = worldCtx ^ 0x5642 // "VB"
 // useVerbs connects every pair of ranks with a queue pair, exchanging what each needs over the
 // TCP mesh, and makes the verbs transport the data plane of every peer.
 func useVerbs(w *world, t *tcpTransport, id identity) (err error) {
-	devName := os.Getenv(jobenv.RDMADevice)
-	dev, err := ibv.Open(devName)
+	spec := os.Getenv(jobenv.RDMADevice)
+	names, err := verbsDeviceNames(spec, w.rank, w.size)
 	if err != nil {
-		return fmt.Errorf("comm: rank %d: %s=verbs: %w", w.rank, jobenv.Transport, err)
+		return fmt.Errorf("comm: rank %d: %s=%s: %w", w.rank, jobenv.RDMADevice, spec, err)
 	}
-	vt := &verbsTransport{w: w, tcp: t, dev: dev, timeout: id.peerTimeout, peers: make([]*verbsPeer, w.size),
+	vt := &verbsTransport{w: w, tcp: t, timeout: id.peerTimeout, peers: make([]*verbsPeer, w.size),
 		wcs: make([]ibv.WC, 64), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			vt.release()
-			err = fmt.Errorf("comm: rank %d: RDMA setup on %s: %w", w.rank, dev.Name(), err)
+			err = fmt.Errorf("comm: rank %d: RDMA setup: %w", w.rank, err)
 		}
 	}()
-	port, err := ibv.ActivePort(dev)
-	if err != nil {
-		return err
+	vt.recvBuf = make([]byte, w.size*verbsCredits*verbsSlot)
+	vt.sendBuf = make([]byte, w.size*verbsStaging*verbsSlot)
+	vt.ctrlBuf = make([]byte, w.size*8)
+	vt.credBuf = make([]byte, w.size*8)
+	byName := map[string]*verbsDev{}
+	devOf := make([]*verbsDev, w.size)
+	for r, name := range names {
+		if r == w.rank {
+			continue
+		}
+		d := byName[name]
+		if d == nil {
+			if d, err = vt.openDev(name); err != nil {
+				return err
+			}
+			byName[name] = d
+		}
+		d.peers++
+		devOf[r] = d
 	}
-	pattr, err := dev.QueryPort(port)
-	if err != nil {
-		return err
+	for _, d := range vt.devs {
+		if err := d.setup(vt); err != nil {
+			return fmt.Errorf("%s: %w", d.dev.Name(), err)
+		}
 	}
-	gids, err := dev.GIDs(port)
-	if err != nil {
-		return err
-	}
-	if vt.pd, err = dev.AllocPD(); err != nil {
-		return fmt.Errorf("protection domain: %w", err)
-	}
-	npeers := w.size - 1
-	if vt.cq, err = dev.CreateCQ(npeers*(verbsCredits+verbsSendDepth+4) + 16); err != nil {
-		return fmt.Errorf("completion queue: %w", err)
-	}
-	vt.cache = newRegCache(vt.pd)
-	vt.writeChunk = min(dev.MaxMsg(), 1<<20)
 
-	// Queue pair type, the same for the whole job: RC where every rank's device offers it.
+	// Queue pair type, the same for the whole job: RC where every rank's devices offer it.
 	typ, err := verbsQPType(w, vt)
 	if err != nil {
 		return err
 	}
 	vt.typ = typ
 
-	// Registered memory: receive and staging buffers per peer, the control words peers write
-	// credits into, and the words this rank writes its credits from.
-	regs := []struct {
-		buf    *[]byte
-		mr     *ibv.MR
-		size   int
-		access ibv.Access
-	}{
-		{&vt.recvBuf, &vt.recvMR, w.size * verbsCredits * verbsSlot, ibv.AccessLocalWrite},
-		{&vt.sendBuf, &vt.sendMR, w.size * verbsStaging * verbsSlot, ibv.AccessLocalWrite},
-		{&vt.ctrlBuf, &vt.ctrlMR, w.size * 8, ibv.AccessLocalWrite | ibv.AccessRemoteWrite},
-		{&vt.credBuf, &vt.credMR, w.size * 8, ibv.AccessLocalWrite},
-	}
-	for _, r := range regs {
-		*r.buf = make([]byte, r.size)
-		if *r.mr, err = vt.pd.RegMR(*r.buf, r.access); err != nil {
-			return fmt.Errorf("registering %d bytes: %w", r.size, err)
-		}
-	}
-
-	mine := make([]verbsGID, 0, len(gids))
-	for _, g := range gids {
-		mine = append(mine, verbsGID{Index: g.Index, GID: append([]byte(nil), g.GID[:]...), Type: g.Type})
-	}
 	setup := newComm(w, verbsSetupCtx, nil)
 	var reqs []*Request
 	for r := 0; r < w.size; r++ {
 		if r == w.rank {
 			continue
 		}
-		p := &verbsPeer{t: vt, rank: r, rendezvous: newRendezvous(r), zcRecvs: map[uint32]uint64{}, zcRegs: map[uint64]*regEntry{}}
-		if p.qp, err = vt.pd.CreateQP(typ, vt.cq, verbsSendDepth+4, verbsCredits); err != nil {
-			return fmt.Errorf("%v queue pair for rank %d: %w", typ, r, err)
+		d := devOf[r]
+		p := &verbsPeer{t: vt, d: d, rank: r, rendezvous: newRendezvous(r), zcRecvs: map[uint32]uint64{}, zcRegs: map[uint64]*regEntry{}}
+		if p.qp, err = d.pd.CreateQP(typ, d.cq, verbsSendDepth+4, verbsCredits); err != nil {
+			return fmt.Errorf("%v queue pair on %s for rank %d: %w", typ, d.dev.Name(), r, err)
 		}
 		vt.peers[r] = p
 		vt.active = append(vt.active, p)
-		if err := p.qp.ToInit(port, ibv.AccessLocalWrite|ibv.AccessRemoteWrite); err != nil {
+		if err := p.qp.ToInit(d.port, ibv.AccessLocalWrite|ibv.AccessRemoteWrite); err != nil {
 			return fmt.Errorf("queue pair for rank %d: %w", r, err)
 		}
 		for i := uint32(0); i < verbsStaging; i++ {
 			p.freeSlots = append(p.freeSlots, i)
 		}
 		for i := uint32(0); i < verbsCredits; i++ {
-			wr := ibv.RecvWR{WRID: wrID(wrRecv, r, i), SGE: ibv.SGE{Addr: vt.recvMR.Addr() + uint64(r*verbsCredits+int(i))*verbsSlot, Length: verbsSlot, LKey: vt.recvMR.LKey()}}
+			wr := ibv.RecvWR{WRID: wrID(wrRecv, r, i), SGE: ibv.SGE{Addr: d.recvMR.Addr() + uint64(r*verbsCredits+int(i))*verbsSlot, Length: verbsSlot, LKey: d.recvMR.LKey()}}
 			if err := p.qp.PostRecv(&wr); err != nil {
 				return fmt.Errorf("posting receives for rank %d: %w", r, err)
 			}
 		}
-		info := verbsInfo{Device: dev.Name(), Port: port, LID: pattr.LID, MTU: pattr.ActiveMTU, IB: pattr.LinkLayer == "InfiniBand",
-			QPN: p.qp.Num(), PSN: randomPSN(), GIDs: mine, Ctrl: vt.ctrlMR.Addr(), CtrlKey: vt.ctrlMR.RKey()}
+		gids := make([]verbsGID, 0, len(d.gids))
+		for _, g := range d.gids {
+			gids = append(gids, verbsGID{Index: g.Index, GID: append([]byte(nil), g.GID[:]...), Type: g.Type})
+		}
+		info := verbsInfo{Device: d.dev.Name(), Port: d.port, LID: d.pattr.LID, MTU: d.pattr.ActiveMTU, IB: d.pattr.LinkLayer == "InfiniBand",
+			QPN: p.qp.Num(), PSN: randomPSN(), GIDs: gids, Ctrl: d.ctrlMR.Addr(), CtrlKey: d.ctrlMR.RKey()}
 		reqs = append(reqs, Go(func() error { return setup.SendValue(info, r, 1) }))
 		p.ackAt, p.localPSN = time.Now(), info.PSN
 	}
@@ -139,8 +125,8 @@ func useVerbs(w *world, t *tcpTransport, id identity) (err error) {
 		if _, err := setup.RecvValue(&info, p.rank, 1); err != nil {
 			return fmt.Errorf("exchanging queue pair attributes with rank %d: %w", p.rank, err)
 		}
-		if err := p.connect(port, pattr, gids, info); err != nil {
-			return fmt.Errorf("connecting to rank %d (%s port %d, QP %d): %w", p.rank, info.Device, info.Port, info.QPN, err)
+		if err := p.connect(info); err != nil {
+			return fmt.Errorf("connecting %s port %d to rank %d (%s port %d, QP %d): %w", p.d.dev.Name(), p.d.port, p.rank, info.Device, info.Port, info.QPN, err)
 		}
 	}
 	if err := WaitAll(reqs...); err != nil {
@@ -156,8 +142,110 @@ func useVerbs(w *world, t *tcpTransport, id identity) (err error) {
 	return nil
 }
 
+// openDev opens a device and finds its active port and GID table.
+func (vt *verbsTransport) openDev(name string) (*verbsDev, error) {
+	dev, err := ibv.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	d := &verbsDev{dev: dev}
+	vt.devs = append(vt.devs, d)
+	if d.port, err = ibv.ActivePort(dev); err != nil {
+		return nil, fmt.Errorf("%s: %w", dev.Name(), err)
+	}
+	if d.pattr, err = dev.QueryPort(d.port); err != nil {
+		return nil, err
+	}
+	if d.gids, err = dev.GIDs(d.port); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// setup allocates the device's protection domain and completion queue and registers the
+// transport's buffers with it.
+func (d *verbsDev) setup(vt *verbsTransport) (err error) {
+	if d.pd, err = d.dev.AllocPD(); err != nil {
+		return fmt.Errorf("protection domain: %w", err)
+	}
+	if d.cq, err = d.dev.CreateCQ(d.peers*(verbsCredits+verbsSendDepth+4) + 16); err != nil {
+		return fmt.Errorf("completion queue: %w", err)
+	}
+	d.cache = newRegCache(d.pd)
+	d.writeChunk = min(d.dev.MaxMsg(), 1<<20)
+	for _, r := range []struct {
+		buf    []byte
+		mr     *ibv.MR
+		access ibv.Access
+	}{
+		{vt.recvBuf, &d.recvMR, ibv.AccessLocalWrite},
+		{vt.sendBuf, &d.sendMR, ibv.AccessLocalWrite},
+		{vt.ctrlBuf, &d.ctrlMR, ibv.AccessLocalWrite | ibv.AccessRemoteWrite},
+		{vt.credBuf, &d.credMR, ibv.AccessLocalWrite},
+	} {
+		if *r.mr, err = d.pd.RegMR(r.buf, r.access); err != nil {
+			return fmt.Errorf("registering %d bytes: %w", len(r.buf), err)
+		}
+	}
+	return nil
+}
+
+// verbsDeviceNames returns the device this rank uses for each peer: spec names one device for
+// all (empty: the first with an active port), or is @FILE, a JSON matrix as MLX's jaccl takes
+// for a Thunderbolt mesh: row i, column j names the device rank i reaches rank j through
+// (null on the diagonal).
+func verbsDeviceNames(spec string, rank, size int) ([]string, error) {
+	names := make([]string, size)
+	if !strings.HasPrefix(spec, "@") {
+		for r := range names {
+			names[r] = spec
+		}
+		return names, nil
+	}
+	b, err := os.ReadFile(spec[1:])
+	if err != nil {
+		return nil, err
+	}
+	m, err := parseDeviceMatrix(b, size)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec[1:], err)
+	}
+	for r := range names {
+		if r != rank {
+			names[r] = *m[rank][r]
+		}
+	}
+	return names, nil
+}
+
+// parseDeviceMatrix checks a device matrix for a job of size ranks.
+func parseDeviceMatrix(b []byte, size int) ([][]*string, error) {
+	var m [][]*string
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("want a JSON matrix of device names: %w", err)
+	}
+	if len(m) != size {
+		return nil, fmt.Errorf("%d rows for a job of %d ranks", len(m), size)
+	}
+	for i, row := range m {
+		if len(row) != size {
+			return nil, fmt.Errorf("row %d has %d entries, want %d", i, len(row), size)
+		}
+		for j, name := range row {
+			switch {
+			case i == j && name != nil:
+				return nil, fmt.Errorf("row %d names a device (%q) for the rank itself; want null", i, *name)
+			case i != j && (name == nil || *name == ""):
+				return nil, fmt.Errorf("row %d, column %d: no device for rank %d to reach rank %d", i, j, i, j)
+			}
+		}
+	}
+	return m, nil
+}
+
 // connect moves the peer's queue pair to RTS against the peer's attributes.
-func (p *verbsPeer) connect(port int, pattr ibv.PortAttr, gids []ibv.GIDEntry, info verbsInfo) error {
+func (p *verbsPeer) connect(info verbsInfo) error {
+	port, pattr, gids := p.d.port, p.d.pattr, p.d.gids
 	var remote []ibv.GIDEntry
 	for _, g := range info.GIDs {
 		if len(g.GID) != 16 {
@@ -199,14 +287,18 @@ func verbsQPType(w *world, vt *verbsTransport) (ibv.QPType, error) {
 	switch mode {
 	case "uc":
 	case "", "auto", "rc":
-		qp, err := vt.pd.CreateQP(ibv.RC, vt.cq, 1, 1)
-		if err == nil {
+		rcOK = 1
+		for _, d := range vt.devs {
+			qp, err := d.pd.CreateQP(ibv.RC, d.cq, 1, 1)
+			if err != nil {
+				if mode == "rc" {
+					return 0, fmt.Errorf("%s=rc, but %s: %w", jobenv.VerbsQP, d.dev.Name(), err)
+				}
+				rcOK, rcErr = 0, fmt.Errorf("%s: %w", d.dev.Name(), err)
+				break
+			}
 			qp.Close()
-			rcOK = 1
-		} else if mode == "rc" {
-			return 0, fmt.Errorf("%s=rc, but %w", jobenv.VerbsQP, err)
 		}
-		rcErr = err
 	default:
 		return 0, fmt.Errorf("%s=%q: want rc, uc or auto", jobenv.VerbsQP, mode)
 	}
@@ -218,7 +310,7 @@ func verbsQPType(w *world, vt *verbsTransport) (ibv.QPType, error) {
 	for r := 0; r < w.size; r++ {
 		if all[2*r] == 0 {
 			if rcErr != nil {
-				logf("gorun: rank %d: %s offers no RC queue pairs (%v): using UC", w.rank, vt.dev.Name(), rcErr)
+				logf("gorun: rank %d: no RC queue pairs (%v): using UC", w.rank, rcErr)
 			}
 			return ibv.UC, nil
 		}

@@ -1,7 +1,9 @@
 package comm
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -170,4 +172,81 @@ func TestVerbsHardware(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVerbsMesh: every rank reaches each peer through its own software adapter (as a Mac in a
+// Thunderbolt mesh has one device per cable), named by a jaccl-style device matrix file.
+func TestVerbsMesh(t *testing.T) {
+	const n = 4
+	m := make([][]*string, n)
+	for i := range m {
+		m[i] = make([]*string, n)
+		for j := range m[i] {
+			if i != j {
+				name := fmt.Sprintf("%s%d", ibv.SoftName, j)
+				m[i][j] = &name
+			}
+		}
+	}
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "mesh.json")
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	procs := startJob(t, n, "checks", jobenv.Transport+"=verbs", jobenv.RDMADevice+"=@"+path, ibv.SoftNoRCEnv+"=1")
+	codes := waitJob(t, procs, 120*time.Second)
+	for r, code := range codes {
+		require.Equal(t, 0, code, "rank %d output:\n%s", r, procs[r].out.String())
+	}
+}
+
+func TestDeviceMatrix(t *testing.T) {
+	names, err := verbsDeviceNames("mlx5_0", 1, 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"mlx5_0", "mlx5_0", "mlx5_0"}, names)
+
+	dir := t.TempDir()
+	write := func(s string) string {
+		p := filepath.Join(dir, fmt.Sprintf("m%d.json", len(s)))
+		require.NoError(t, os.WriteFile(p, []byte(s), 0o600))
+		return "@" + p
+	}
+	names, err = verbsDeviceNames(write(`[[null,"rdma_en2","rdma_en3"],["rdma_en2",null,"rdma_en4"],["rdma_en3","rdma_en4",null]]`), 1, 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"rdma_en2", "", "rdma_en4"}, names)
+	for spec, want := range map[string]string{
+		`[[null]]`:                       "1 rows for a job of 3 ranks",
+		`[[null,"a"],["b",null],[null]]`: "row 0 has 2 entries, want 3",
+		`[["x","a","b"],["a",null,"c"],["b","c",null]]`: `row 0 names a device ("x") for the rank itself`,
+		`[[null,"","b"],["a",null,"c"],["b","c",null]]`: "row 0, column 1: no device for rank 0 to reach rank 1",
+		`{"rdma": 1}`: "want a JSON matrix of device names",
+	} {
+		_, err := verbsDeviceNames(write(spec), 0, 3)
+		require.ErrorContains(t, err, want, spec)
+	}
+	_, err = verbsDeviceNames("@"+filepath.Join(dir, "absent.json"), 0, 3)
+	require.ErrorContains(t, err, "absent.json")
+}
+
+// FuzzDeviceMatrix: a device matrix file never panics its parser, and what it accepts names a
+// device for every pair of distinct ranks.
+func FuzzDeviceMatrix(f *testing.F) {
+	f.Add([]byte(`[[null,"rdma_en2"],["rdma_en2",null]]`), 2)
+	f.Add([]byte(`[[null,"a","b"],["a",null,"c"],["b","c",null]]`), 3)
+	f.Add([]byte(`[[null]]`), 1)
+	f.Fuzz(func(t *testing.T, b []byte, size int) {
+		if size < 1 || size > 64 {
+			return
+		}
+		m, err := parseDeviceMatrix(b, size)
+		if err != nil {
+			return
+		}
+		for i := range size {
+			for j := range size {
+				if (i == j) != (m[i][j] == nil) || (i != j && *m[i][j] == "") {
+					t.Fatalf("accepted a bad entry at %d,%d", i, j)
+				}
+			}
+		}
+	})
 }

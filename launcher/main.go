@@ -15,6 +15,9 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
+
+	"github.com/gorun-hpc/gorun/comm"
+	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
 // UsageError is a bad command line; gorun exits ExitUsage on it.
@@ -36,6 +39,8 @@ type Command struct {
 	Timeout     time.Duration
 	PeerTimeout time.Duration
 	Transport   string
+	RDMADevice  string // exported to the ranks as GORUN_RDMA_DEVICE
+	ListDevices bool
 	KillGrace   time.Duration
 	StdinRank   int // -1: no rank reads gorun's stdin
 	Help        bool
@@ -81,7 +86,7 @@ func ParseArgs(args []string, environ func(string) (string, bool), warn io.Write
 		}
 		return nil, &UsageError{Msg: err.Error()}
 	}
-	if c.Help {
+	if c.Help || c.ListDevices {
 		return c, nil
 	}
 	if !fs.Changed("np") {
@@ -101,9 +106,12 @@ func ParseArgs(args []string, environ func(string) (string, bool), warn io.Write
 		}
 	}
 	switch c.Transport {
-	case "", "tcp", "shm", "auto":
+	case "", "tcp", "shm", "auto", "verbs":
 	default:
-		return nil, usageErrorf("--transport %q: want tcp, shm or auto", c.Transport)
+		return nil, usageErrorf("--transport %q: want tcp, shm, verbs or auto", c.Transport)
+	}
+	if c.RDMADevice != "" {
+		c.Export = append(c.Export, jobenv.RDMADevice+"="+c.RDMADevice)
 	}
 	switch stdinSpec {
 	case "none":
@@ -147,7 +155,9 @@ func newFlagSet(c *Command, exports *[]string, stdinSpec *string) *pflag.FlagSet
 	fs.StringVar(stdinSpec, "stdin", "0", "which rank reads gorun's stdin: a rank number, or \"none\"")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "terminate the job after this long (exit code 124); 0 = no limit")
 	fs.DurationVar(&c.PeerTimeout, "peer-timeout", 0, "how long a rank waits on a silent peer before it reports it lost (sets GORUN_PEER_TIMEOUT)")
-	fs.StringVar(&c.Transport, "transport", "", "data plane between ranks: tcp, shm (shared memory, ranks on one host) or auto (shm where ranks share a host); sets GORUN_TRANSPORT")
+	fs.StringVar(&c.Transport, "transport", "", "data plane between ranks: tcp, shm (shared memory, ranks on one host), verbs (RDMA: InfiniBand, RoCE, Thunderbolt) or auto (shm where ranks share a host); sets GORUN_TRANSPORT")
+	fs.StringVar(&c.RDMADevice, "rdma-device", "", "RDMA device of --transport verbs, as --list-devices names it (default: the first with an active port); sets GORUN_RDMA_DEVICE")
+	fs.BoolVar(&c.ListDevices, "list-devices", false, "list the RDMA devices (ports, states, GIDs) the verbs transport can use, and exit")
 	fs.DurationVar(&c.KillGrace, "kill-grace", DefaultKillGrace, "time between SIGTERM and SIGKILL when the job is torn down")
 	fs.BoolVarP(&c.Help, "help", "h", false, "show this help")
 	return fs
@@ -219,6 +229,13 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	}
 	if cmd.Help {
 		io.WriteString(stdout, Usage())
+		return 0
+	}
+	if cmd.ListDevices {
+		if err := comm.ListRDMADevices(stdout); err != nil {
+			fmt.Fprintf(stderr, "gorun: --list-devices: %v\n", err)
+			return ExitFailure
+		}
 		return 0
 	}
 	exe, err := Resolver{Log: stderr, Pin: true}.Resolve(cmd.Program)

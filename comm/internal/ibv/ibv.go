@@ -332,8 +332,10 @@ func HardwareNames() ([]string, error) {
 // Open opens a device by name: "softibv" is the software device; any other name is looked up
 // through libibverbs. An empty name picks the first hardware device with an active port.
 func Open(name string) (Device, error) {
-	if name == SoftName {
-		return openSoft()
+	if strings.HasPrefix(name, SoftName) && strings.Trim(name[len(SoftName):], "0123456789") == "" {
+		// softibv, softibv0, softibv1...: separate software adapters, as a host with one
+		// device per cable has.
+		return openSoft(name)
 	}
 	if hwOpen == nil {
 		if name == "" {
@@ -426,7 +428,7 @@ func Describe() ([]DeviceInfo, error) {
 		add(d)
 		d.Close()
 	}
-	if d, err := openSoft(); err == nil {
+	if d, err := openSoft(SoftName); err == nil {
 		add(d)
 		d.Close()
 	}

@@ -44,7 +44,8 @@ const (
 )
 
 type softDevice struct {
-	id uint64
+	id   uint64
+	name string
 
 	mu      sync.Mutex
 	qps     map[uint32]*softQP
@@ -59,8 +60,8 @@ type softDevice struct {
 	noRC              bool
 }
 
-func openSoft() (Device, error) {
-	d := &softDevice{qps: map[uint32]*softQP{}, mrs: map[uint32]*softMR{}, nextQPN: 0x100, nextKey: 0x1000}
+func openSoft(name string) (Device, error) {
+	d := &softDevice{name: name, qps: map[uint32]*softQP{}, mrs: map[uint32]*softMR{}, nextQPN: 0x100, nextKey: 0x1000}
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
@@ -82,7 +83,7 @@ func openSoft() (Device, error) {
 	return d, nil
 }
 
-func (d *softDevice) Name() string      { return SoftName }
+func (d *softDevice) Name() string      { return d.name }
 func (d *softDevice) Transport() string { return "Software (shared memory, one host)" }
 func (d *softDevice) Ports() int        { return 1 }
 func (d *softDevice) MaxMsg() int       { return softMaxMsg }

@@ -4,6 +4,6 @@ package ibv
 
 import "errors"
 
-func openSoft() (Device, error) {
+func openSoft(string) (Device, error) {
 	return nil, errors.New("the software RDMA device needs shared memory (Linux or macOS)")
 }

@@ -22,7 +22,7 @@ type end struct {
 }
 
 func newEnd(t *testing.T, typ QPType) *end {
-	d, err := openSoft()
+	d, err := openSoft(SoftName)
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 	pd, err := d.AllocPD()
@@ -188,7 +188,7 @@ func TestSoftRetryExceeded(t *testing.T) {
 }
 
 func TestSoftRules(t *testing.T) {
-	d, err := openSoft()
+	d, err := openSoft(SoftName)
 	require.NoError(t, err)
 	defer d.Close()
 	pd, _ := d.AllocPD()
@@ -199,7 +199,7 @@ func TestSoftRules(t *testing.T) {
 	require.ErrorIs(t, uc.PostSend(&SendWR{Op: OpSend}), syscall.EINVAL, "posting before RTS")
 
 	t.Setenv(SoftNoRCEnv, "1")
-	apple, err := openSoft()
+	apple, err := openSoft(SoftName)
 	require.NoError(t, err)
 	defer apple.Close()
 	pd2, _ := apple.AllocPD()
