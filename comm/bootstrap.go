@@ -42,15 +42,17 @@ func initTCP(id identity) (*Comm, error) {
 	host := hostname()
 	me := rankInfo{Rank: id.rank, Host: host, HostID: hostID(), PID: os.Getpid()}
 
-	// Rank 0 listens for the rendezvous before anything else, so early ranks find it.
+	// Rank 0 listens for the rendezvous before anything else, so early ranks find it, unless
+	// the launcher serves it.
+	serve := id.rank == 0 && !id.coordByLnch
 	var coordLn net.Listener
-	if id.rank == 0 {
+	if serve {
 		var err error
 		coordLn, err = net.Listen("tcp", id.coord)
 		if err != nil {
 			_, port, _ := net.SplitHostPort(id.coord)
 			if coordLn, err = net.Listen("tcp", ":"+port); err != nil {
-				return nil, fmt.Errorf("comm: rank 0: rendezvous listener on %s: %w", id.coord, err)
+				return nil, fmt.Errorf("comm: rank 0: rendezvous listener on %s (from %s's variables): %w", id.coord, id.source, err)
 			}
 		}
 		defer coordLn.Close()
@@ -59,7 +61,7 @@ func initTCP(id identity) (*Comm, error) {
 	var table []rankInfo
 	var dataLn net.Listener
 	var err error
-	if id.rank == 0 {
+	if serve {
 		advertise, aerr := advertiseHost(id, nil)
 		if aerr != nil {
 			return nil, aerr
@@ -67,12 +69,12 @@ func initTCP(id identity) (*Comm, error) {
 		if dataLn, me.Addr, err = listenData(advertise); err != nil {
 			return nil, err
 		}
-		table, err = serveRendezvous(coordLn, id, jobHash, me, deadline)
+		table, err = serveRendezvous(coordLn, id, jobHash, &me, deadline, nil)
 	} else {
 		var conn net.Conn
 		conn, err = dialRetry(id.coord, deadline)
 		if err != nil {
-			return nil, fmt.Errorf("comm: rank %d: rendezvous with rank 0 at %s: %w", id.rank, id.coord, err)
+			return nil, fmt.Errorf("comm: rank %d: rendezvous at %s: %w", id.rank, id.coord, err)
 		}
 		defer conn.Close()
 		advertise, aerr := advertiseHost(id, conn.LocalAddr())
@@ -316,11 +318,29 @@ func refuse(id identity, conn net.Conn, why error) {
 	conn.Close()
 }
 
-// serveRendezvous is rank 0's side: it collects every other rank's info, then sends the
-// whole table to each.
-func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me rankInfo, deadline time.Time) ([]rankInfo, error) {
+// ServeRendezvous hosts the rendezvous of a job for a launcher that set GORUN_COORD (the
+// address of ln), GORUN_COORD_LAUNCHER=1, GORUN_JOB_ID and GORUN_SECRET for its ranks: it
+// waits until all size ranks have registered, sends each the rank table, and returns. It gives
+// up at the bootstrap deadline the ranks use (from peerTimeout; 0 means the default), or when
+// stop is closed. It does not close ln.
+func ServeRendezvous(ln net.Listener, size int, jobID, secret string, peerTimeout time.Duration, stop <-chan struct{}) error {
+	if peerTimeout <= 0 {
+		peerTimeout = defaultPeerTimeout
+	}
+	id := identity{source: "launcher", size: size, coord: ln.Addr().String(), secret: []byte(secret), jobID: jobID, peerTimeout: peerTimeout}
+	_, err := serveRendezvous(ln, id, fnv64([]byte(jobID)), nil, time.Now().Add(bootstrapTimeout(id)), stop)
+	return err
+}
+
+// serveRendezvous collects every rank's info, then sends the whole table to each. Rank 0
+// calls it with its own info (me); a launcher with me == nil, and rank 0 then registers too.
+func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me *rankInfo, deadline time.Time, cancel <-chan struct{}) ([]rankInfo, error) {
 	table := make([]rankInfo, id.size)
-	table[0] = me
+	missing := id.size
+	if me != nil {
+		table[0] = *me
+		missing--
+	}
 	conns := make([]net.Conn, id.size)
 	defer func() {
 		for _, c := range conns {
@@ -366,10 +386,12 @@ func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me rankInfo, 
 	}()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
-	for missing := id.size - 1; missing > 0; {
+	for missing > 0 {
 		select {
+		case <-cancel:
+			return nil, errors.New("comm: rendezvous cancelled")
 		case a := <-arrivals:
-			if a.rank == 0 || conns[a.rank] != nil {
+			if (a.rank == 0 && me != nil) || conns[a.rank] != nil {
 				refuse(id, a.conn, fmt.Errorf("rank %d registered twice", a.rank))
 				continue
 			}
@@ -377,17 +399,20 @@ func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me rankInfo, 
 			missing--
 		case <-timer.C:
 			var absent []string
-			for r := 1; r < id.size; r++ {
-				if conns[r] == nil {
+			for r := range id.size {
+				if conns[r] == nil && (r > 0 || me == nil) {
 					absent = append(absent, fmt.Sprint(r))
 				}
 			}
-			return nil, fmt.Errorf("comm: rank 0: ranks %s did not reach the rendezvous at %s within %v", strings.Join(absent, ","), id.coord, bootstrapTimeout(id))
+			return nil, fmt.Errorf("comm: %s: ranks %s did not reach the rendezvous at %s within %v", serverName(me), strings.Join(absent, ","), id.coord, bootstrapTimeout(id))
 		}
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, id.size)
-	for r := 1; r < id.size; r++ {
+	for r := range id.size {
+		if conns[r] == nil {
+			continue // rank 0 serving
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -398,16 +423,23 @@ func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me rankInfo, 
 	wg.Wait()
 	for r, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("comm: rank 0: sending the rank table to rank %d: %w", r, err)
+			return nil, fmt.Errorf("comm: %s: sending the rank table to rank %d: %w", serverName(me), r, err)
 		}
 	}
 	return table, nil
 }
 
+func serverName(me *rankInfo) string {
+	if me == nil {
+		return "launcher"
+	}
+	return "rank 0"
+}
+
 // joinRendezvous registers with rank 0 and returns the table it sends.
 func joinRendezvous(conn net.Conn, id identity, jobHash uint64, me rankInfo, deadline time.Time) ([]rankInfo, error) {
 	if _, err := handshake(conn, id, jobHash, connRendezvous, deadline); err != nil {
-		return nil, fmt.Errorf("comm: rank %d: handshake with rank 0 at %s: %w", id.rank, id.coord, err)
+		return nil, fmt.Errorf("comm: rank %d: rendezvous handshake at %s: %w", id.rank, id.coord, err)
 	}
 	conn.SetDeadline(deadline)
 	if err := writeControl(conn, me); err != nil {
@@ -415,7 +447,7 @@ func joinRendezvous(conn net.Conn, id identity, jobHash uint64, me rankInfo, dea
 	}
 	var table []rankInfo
 	if err := readControl(conn, &table); err != nil {
-		return nil, fmt.Errorf("comm: rank %d: waiting for the rank table from rank 0 at %s: %w", id.rank, id.coord, err)
+		return nil, fmt.Errorf("comm: rank %d: waiting for the rank table from the rendezvous at %s: %w", id.rank, id.coord, err)
 	}
 	if len(table) != id.size {
 		return nil, fmt.Errorf("comm: rank %d: rank table has %d entries, want %d", id.rank, len(table), id.size)

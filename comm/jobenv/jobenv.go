@@ -14,6 +14,10 @@ const (
 	LocalSize = "GORUN_LOCAL_SIZE" // number of the job's processes on this host
 	// Coord is host:port where rank 0 listens for the rendezvous. Rank 0 binds it; the others dial it.
 	Coord = "GORUN_COORD"
+	// CoordByLauncher, when "1", says the launcher itself serves the rendezvous at Coord, so
+	// rank 0 dials it like every other rank instead of binding it (gorun does this: it holds
+	// the listener from before the ranks start, so no other process can take the port).
+	CoordByLauncher = "GORUN_COORD_LAUNCHER"
 	// JobID names the job (hex); it appears in error messages and shared-memory segment names.
 	JobID = "GORUN_JOB_ID"
 	// Secret is the per-job key (hex) every connection proves it knows before it is accepted.

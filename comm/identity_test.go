@@ -1,0 +1,172 @@
+package comm
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func envMap(kv ...string) func(string) string {
+	m := map[string]string{}
+	for _, s := range kv {
+		k, v, _ := strings.Cut(s, "=")
+		m[k] = v
+	}
+	return func(k string) string { return m[k] }
+}
+
+// slurmStepEnv is what srun -n 4 gives task rank on one node (see RECIPES.md).
+func slurmStepEnv(rank int, extra ...string) []string {
+	return append([]string{"SLURM_PROCID=" + strconv.Itoa(rank), "SLURM_LOCALID=" + strconv.Itoa(rank), "SLURM_NODEID=0",
+		"SLURM_NTASKS=4", "SLURM_STEP_NUM_TASKS=4", "SLURM_JOB_ID=42", "SLURM_STEP_ID=0",
+		"SLURM_STEP_NODELIST=node[07-08]", "SLURM_JOB_NODELIST=node[07-08]"}, extra...)
+}
+
+func TestIdentityFromEnv(t *testing.T) {
+	slurmPortOf42 := strconv.Itoa(derivedPort("slurm:42.0"))
+	for _, tc := range []struct {
+		name              string
+		env               []string
+		source            string
+		rank, size, local int
+		coord             string
+		byLauncher        bool
+	}{
+		{"nothing", nil, "singleton", 0, 1, 0, "", false},
+		{"gorun", []string{"GORUN_RANK=2", "GORUN_SIZE=3", "GORUN_LOCAL_RANK=1", "GORUN_COORD=10.0.0.1:5000"}, "gorun", 2, 3, 1, "10.0.0.1:5000", false},
+		{"gorun serving", []string{"GORUN_RANK=0", "GORUN_SIZE=3", "GORUN_COORD=10.0.0.1:5000", "GORUN_COORD_LAUNCHER=1"}, "gorun", 0, 3, 0, "10.0.0.1:5000", true},
+		{"slurm step", slurmStepEnv(3), "Slurm", 3, 4, 3, "node07:" + slurmPortOf42, false},
+		{"slurm reserved ports", slurmStepEnv(1, "SLURM_STEP_RESV_PORTS=12021-12025"), "Slurm", 1, 4, 1, "node07:12021", false},
+		{"slurm old names", []string{"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_JOBID=42", "SLURM_STEPID=0", "SLURM_JOB_NODELIST=a,b"}, "Slurm", 1, 2, 0, "a:" + slurmPortOf42, false},
+		{"slurm with gorun's coordinator", slurmStepEnv(2, "GORUN_COORD=h:1"), "Slurm", 2, 4, 2, "h:1", false},
+		// A batch script has SLURM_PROCID=0 and SLURM_NTASKS of the allocation, but is no step.
+		{"sbatch script", []string{"SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_JOB_ID=42"}, "singleton", 0, 1, 0, "", false},
+		{"salloc shell", []string{"SLURM_NTASKS=4", "SLURM_JOB_ID=42"}, "singleton", 0, 1, 0, "", false},
+		{"torchrun", []string{"RANK=5", "WORLD_SIZE=8", "LOCAL_RANK=1", "MASTER_ADDR=master-0", "MASTER_PORT=23456"}, "torchrun", 5, 8, 1, "master-0:23456", false},
+		{"torchrun in a slurm step", slurmStepEnv(0, "RANK=5", "WORLD_SIZE=8", "MASTER_ADDR=m", "MASTER_PORT=1"), "torchrun", 5, 8, 0, "m:1", false},
+		{"mpirun one host", []string{"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK=1", "OMPI_COMM_WORLD_LOCAL_SIZE=2", "OMPI_MCA_ess_base_jobid=77"}, "Open MPI", 1, 2, 1, "127.0.0.1:" + strconv.Itoa(derivedPort("ompi:77")), false},
+		{"mpirun in a slurm step", slurmStepEnv(0, "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2", "MASTER_ADDR=m", "MASTER_PORT=2"), "Open MPI", 1, 2, 0, "m:2", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := identityFromEnv(envMap(tc.env...))
+			require.NoError(t, err)
+			assert.Equal(t, tc.source, id.source)
+			assert.Equal(t, [3]int{tc.rank, tc.size, tc.local}, [3]int{id.rank, id.size, id.localRank})
+			assert.Equal(t, tc.coord, id.coord)
+			assert.Equal(t, tc.byLauncher, id.coordByLnch)
+			if tc.size > 1 {
+				assert.NotEmpty(t, id.secret)
+				assert.NotEmpty(t, id.jobID)
+			}
+		})
+	}
+}
+
+func TestIdentityFromEnvErrors(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"GORUN_RANK=x", "GORUN_SIZE=2"}, `GORUN_RANK="x" is not an integer`},
+		{[]string{"GORUN_RANK=2", "GORUN_SIZE=2", "GORUN_COORD=h:1"}, "do not describe a rank"},
+		{[]string{"GORUN_RANK=1", "GORUN_SIZE=2"}, "no rendezvous address"},
+		{[]string{"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=m", "MASTER_PORT=http"}, `MASTER_PORT="http"`},
+		{[]string{"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=m"}, `MASTER_PORT=""`},
+		{slurmStepEnv(1, "SLURM_STEP_NODELIST=node[1-"), "SLURM_STEP_NODELIST"},
+		{slurmStepEnv(1, "SLURM_STEP_RESV_PORTS=none"), `SLURM_STEP_RESV_PORTS="none"`},
+		{[]string{"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_STEP_ID=0", "SLURM_STEP_NODELIST=a"}, "SLURM_JOB_ID"},
+		{[]string{"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_STEP_ID=0", "SLURM_JOB_ID=1"}, "SLURM_STEP_NODELIST"},
+		// mpirun across hosts tells a rank nothing about rank 0's host.
+		{[]string{"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=4", "OMPI_COMM_WORLD_LOCAL_SIZE=2", "OMPI_MCA_ess_base_jobid=7"}, "MASTER_ADDR"},
+		{[]string{"GORUN_PEER_TIMEOUT=-1s"}, "not a positive duration"},
+	} {
+		_, err := identityFromEnv(envMap(tc.env...))
+		if assert.Error(t, err, "%v", tc.env) {
+			assert.Contains(t, err.Error(), tc.want)
+		}
+	}
+}
+
+// Jobs whose ranks learn their identity from other launchers' variables, and a job whose
+// rendezvous a launcher serves, run the check suite with real processes.
+func TestLaunchersOtherThanGorun(t *testing.T) {
+	base := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GORUN_") && !strings.HasPrefix(kv, "SLURM_") && !strings.HasPrefix(kv, "OMPI_") {
+			base = append(base, kv)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		n      int
+		env    func(r int, port string) []string
+		server bool
+	}{
+		{"slurm", 3, func(r int, port string) []string {
+			return []string{"SLURM_PROCID=" + strconv.Itoa(r), "SLURM_LOCALID=" + strconv.Itoa(r), "SLURM_STEP_NUM_TASKS=3",
+				"SLURM_JOB_ID=9", "SLURM_STEP_ID=1", "SLURM_STEP_NODELIST=127.0.0.1", "SLURM_STEP_RESV_PORTS=" + port + "-" + port}
+		}, false},
+		{"torchrun", 2, func(r int, port string) []string {
+			return []string{"RANK=" + strconv.Itoa(r), "WORLD_SIZE=2", "LOCAL_RANK=" + strconv.Itoa(r), "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port}
+		}, false},
+		{"launcher serves", 3, func(r int, port string) []string {
+			return []string{"GORUN_RANK=" + strconv.Itoa(r), "GORUN_SIZE=3", "GORUN_COORD=127.0.0.1:" + port, "GORUN_COORD_LAUNCHER=1",
+				"GORUN_JOB_ID=served", "GORUN_SECRET=s3cret"}
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var port string
+			stop := make(chan struct{})
+			served := make(chan error, 1)
+			if tc.server {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				require.NoError(t, err)
+				defer ln.Close()
+				_, port, _ = net.SplitHostPort(ln.Addr().String())
+				go func() { served <- ServeRendezvous(ln, tc.n, "served", "s3cret", 0, stop) }()
+			} else {
+				_, port, _ = net.SplitHostPort(freePort(t))
+			}
+			defer close(stop)
+			procs := make([]*proc, tc.n)
+			for r := range procs {
+				p := &proc{cmd: exec.Command(os.Args[0], "-test.run=^$")}
+				p.cmd.Env = append(append(append([]string{}, base...), roleVar+"=checks"), tc.env(r, port)...)
+				p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+				require.NoError(t, p.cmd.Start())
+				procs[r] = p
+			}
+			for r, code := range waitJob(t, procs, 120*time.Second) {
+				require.Equal(t, 0, code, "rank %d output:\n%s", r, procs[r].out.String())
+			}
+			if tc.server {
+				require.NoError(t, <-served)
+			}
+		})
+	}
+}
+
+// A launcher's rendezvous that a rank never reaches names the missing ranks at its deadline,
+// and a stop ends it early.
+func TestServeRendezvousStops(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- ServeRendezvous(ln, 2, "j", "s", 0, stop) }()
+	close(stop)
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "cancelled")
+	case <-time.After(5 * time.Second):
+		t.Fatal("ServeRendezvous did not stop")
+	}
+}
