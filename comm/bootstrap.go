@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -170,7 +169,7 @@ func hostID() string {
 // (the network the job evidently shares), else rank 0's own rendezvous host.
 func advertiseHost(id identity, toCoord net.Addr) (string, error) {
 	if iface := os.Getenv(jobenv.Iface); iface != "" {
-		ip, err := addrOnIface(iface)
+		ip, err := jobenv.IfaceAddr(iface)
 		if err != nil {
 			return "", fmt.Errorf("comm: rank %d: %s=%s: %w", id.rank, jobenv.Iface, iface, err)
 		}
@@ -184,38 +183,6 @@ func advertiseHost(id identity, toCoord net.Addr) (string, error) {
 		return "", fmt.Errorf("comm: rendezvous address %q: %w", id.coord, err)
 	}
 	return h, nil
-}
-
-// addrOnIface finds this host's IPv4 (else IPv6) address on an interface given by name, or
-// inside a CIDR.
-func addrOnIface(spec string) (net.IP, error) {
-	var want *net.IPNet
-	if _, n, err := net.ParseCIDR(spec); err == nil {
-		want = n
-	}
-	ifaces, err := net.Interfaces()
-	if err != nil {
-		return nil, err
-	}
-	var found []net.IP
-	for _, ifc := range ifaces {
-		if want == nil && ifc.Name != spec {
-			continue
-		}
-		addrs, _ := ifc.Addrs()
-		for _, a := range addrs {
-			ipn, ok := a.(*net.IPNet)
-			if !ok || (want != nil && !want.Contains(ipn.IP)) {
-				continue
-			}
-			found = append(found, ipn.IP)
-		}
-	}
-	sort.SliceStable(found, func(i, j int) bool { return found[i].To4() != nil && found[j].To4() == nil })
-	if len(found) == 0 {
-		return nil, errors.New("no address on that interface or in that network")
-	}
-	return found[0], nil
 }
 
 func listenData(host string) (net.Listener, string, error) {

@@ -3,9 +3,17 @@
 //
 // A job is N processes of one program. Each rank gets the bootstrap contract of package
 // comm/jobenv in its environment (GORUN_RANK, GORUN_SIZE, GORUN_LOCAL_RANK, GORUN_LOCAL_SIZE,
-// GORUN_COORD, GORUN_JOB_ID, GORUN_SECRET, and GORUN_PEER_TIMEOUT and GORUN_TRANSPORT when
-// set), on top of gorun's own environment and the -x exports. The job id and the 32-byte secret are fresh per job from
-// crypto/rand; GORUN_COORD is a free loopback port that rank 0 binds for the rendezvous.
+// GORUN_COORD, GORUN_COORD_LAUNCHER, GORUN_JOB_ID, GORUN_SECRET, and GORUN_PEER_TIMEOUT,
+// GORUN_TRANSPORT and GORUN_IFACE when set), on top of gorun's own environment and the -x
+// exports. The job id and the 32-byte secret are fresh per job from crypto/rand. gorun opens
+// the rendezvous listener (GORUN_COORD) before the ranks start and serves it itself
+// (comm.ServeRendezvous): loopback when all ranks are local, else the address on --iface or the
+// one that routes to the hosts.
+//
+// Where ranks run: this host; the hosts of a hostfile or -H list (Host, ParseHostfile, Map),
+// those that are not this machine reached over ssh, one session per rank (see remote.go); or,
+// inside a Slurm allocation, a job step that srun starts (runSrun), whose tasks bootstrap from
+// Slurm's variables.
 //
 // Supervision follows mpirun and srun:
 //   - every rank runs in its own process group, so a signal reaches the processes it started;
@@ -19,15 +27,14 @@
 //     makes every Go rank print its goroutine stacks;
 //   - when a rank exits non-zero or dies by a signal, gorun names it ("rank 2 (pid 1234)
 //     exited with code 3; terminating 3 other ranks"), sends SIGTERM to the others and exits
-//     with that rank's code (128+signal when a signal killed it). When a rank's death makes
-//     its peers fail too, a rank killed by a signal, else the rank that exited first, is named,
-//     and the others that failed in the same moment are listed on a second line ("gorun: also
-//     failed: ...").
+//     with the highest code of the ranks that failed (128+signal for one a signal killed), as
+//     srun does. When a rank's death makes its peers fail too, a host lost to ssh, else a rank
+//     killed by a signal, else the rank that exited first, is named, and the others that failed
+//     in the same moment are listed on a second line ("gorun: also failed: ...");
+//   - a remote rank whose ssh fails or loses its connection (ssh exits 255 before the rank's
+//     status arrives) makes gorun name the host, tear down the job and exit 255.
 //
 // PROGRAM may be a path, a Go main package directory (built with go build into a per-user
 // cache), a name on PATH, a program beside the gorun executable, or a command cmd/NAME of the
 // module around the working directory or of this project's module (see Resolver.Resolve).
-//
-// The placement of ranks (Placement) and their start (Job) are kept apart so that hostfiles,
-// ssh and Slurm job steps can place ranks on other hosts later.
 package launcher

@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	case "rank":
 		os.Exit(rankMain(os.Args[1:]))
+	case "ssh":
+		os.Exit(fakeSSH(os.Args[1:]))
 	}
 	// One build cache for the package's tests: each program is linked once, not once a test.
 	cache, err := os.MkdirTemp("", "launcher-test-cache-")

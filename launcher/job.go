@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -66,6 +67,16 @@ type Job struct {
 	Stdout    io.Writer // forwarded stdout of all ranks; nil = discard
 	Stderr    io.Writer // forwarded stderr of all ranks and gorun's own messages; nil = discard
 
+	// Hosts, when set, are the machines the ranks run on (see Map); a host that is not this
+	// machine gets its ranks over ssh. nil = every rank on this host.
+	Hosts         []Host
+	MapByNode     bool     // place ranks round-robin over the hosts instead of filling each in turn
+	Oversubscribe bool     // allow more ranks than slots
+	SSH           []string // ssh command and arguments for remote hosts; nil = ["ssh"]
+	// Iface picks the network (interface name or CIDR) the ranks' data plane and gorun's
+	// rendezvous use; written to GORUN_IFACE.
+	Iface string
+
 	// Signals delivers signals received by gorun: SIGINT, SIGTERM and SIGHUP tear the job down
 	// (SIGTERM to every rank, SIGKILL after KillGrace, at once on a second signal); SIGQUIT,
 	// SIGUSR1 and SIGUSR2 are passed to every rank as they are.
@@ -76,12 +87,27 @@ type Job struct {
 type Identity struct {
 	ID     string // 8 random bytes, hex
 	Secret string // 32 random bytes, hex
-	Coord  string // host:port where rank 0 hosts the rendezvous
+	Coord  string // host:port where gorun serves the rendezvous
 }
 
-// NewIdentity draws a job id and secret from crypto/rand and picks a free port on coordHost
-// for rank 0's rendezvous (bind port 0, read it, close: rank 0 binds it again moments later).
-func NewIdentity(coordHost string) (Identity, error) {
+// newIdentity draws a job id and secret from crypto/rand and opens the rendezvous listener on
+// coordHost, which gorun holds and serves itself (comm.ServeRendezvous) for the whole job: no
+// port is picked, closed and bound again, so no other process can take it in between.
+func newIdentity(coordHost string) (Identity, net.Listener, error) {
+	id, err := newJobSecret()
+	if err != nil {
+		return Identity{}, nil, err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(coordHost, "0"))
+	if err != nil {
+		return Identity{}, nil, fmt.Errorf("rendezvous listener on %s: %w", coordHost, err)
+	}
+	id.Coord = ln.Addr().String()
+	return id, ln, nil
+}
+
+// newJobSecret draws a job id and secret.
+func newJobSecret() (Identity, error) {
 	var id [8]byte
 	var secret [32]byte
 	if _, err := rand.Read(id[:]); err != nil {
@@ -90,17 +116,10 @@ func NewIdentity(coordHost string) (Identity, error) {
 	if _, err := rand.Read(secret[:]); err != nil {
 		return Identity{}, err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(coordHost, "0"))
-	if err != nil {
-		return Identity{}, fmt.Errorf("pick a rendezvous port on %s: %w", coordHost, err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return Identity{ID: hex.EncodeToString(id[:]), Secret: hex.EncodeToString(secret[:]), Coord: addr}, nil
+	return Identity{ID: hex.EncodeToString(id[:]), Secret: hex.EncodeToString(secret[:])}, nil
 }
 
-// Placement says where one rank runs. All ranks are local for now; a hostfile or Slurm
-// allocation will fill Host and the local numbering per host.
+// Placement says where one rank runs.
 type Placement struct {
 	Rank, LocalRank, LocalSize int
 	Host                       string // "" = this host
@@ -115,6 +134,56 @@ func placeLocal(np int) []Placement {
 	return p
 }
 
+// placements maps the ranks onto the job's hosts; ranks on this machine get Host "".
+func (j *Job) placements() ([]Placement, error) {
+	if len(j.Hosts) == 0 {
+		return placeLocal(j.NP), nil
+	}
+	p, err := Map(j.Hosts, j.NP, j.MapByNode, j.Oversubscribe)
+	if err != nil {
+		return nil, err
+	}
+	local := map[string]bool{}
+	for _, h := range j.Hosts {
+		local[h.Name] = isLocalHost(h.Name)
+	}
+	for i := range p {
+		if local[p[i].Host] {
+			p[i].Host = ""
+		}
+	}
+	return p, nil
+}
+
+// coordHost is the address gorun serves the rendezvous on: loopback when every rank is local,
+// else its address on --iface, else the address this machine reaches the first remote host from.
+func (j *Job) coordHost(places []Placement) (string, error) {
+	remote := ""
+	for _, p := range places {
+		if p.Host != "" {
+			remote = p.Host
+			break
+		}
+	}
+	if remote == "" {
+		return "127.0.0.1", nil
+	}
+	if j.Iface != "" {
+		ip, err := jobenv.IfaceAddr(j.Iface)
+		if err != nil {
+			return "", fmt.Errorf("--iface %s on this host: %w", j.Iface, err)
+		}
+		return ip.String(), nil
+	}
+	// A UDP "connection" sends nothing: it only asks the kernel for the route's source address.
+	c, err := net.Dial("udp", net.JoinHostPort(remote, "9"))
+	if err != nil {
+		return "", fmt.Errorf("no route from this host to %s: %w", remote, err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
+
 // RankEnv returns the environment of one rank: base, then the -x exports, then the bootstrap
 // contract of package jobenv (later entries win, as exec.Cmd applies them).
 func (j *Job) RankEnv(base []string, id Identity, p Placement, np int) []string {
@@ -127,23 +196,36 @@ func (j *Job) RankEnv(base []string, id Identity, p Placement, np int) []string 
 		jobenv.LocalRank+"="+strconv.Itoa(p.LocalRank),
 		jobenv.LocalSize+"="+strconv.Itoa(p.LocalSize),
 		jobenv.Coord+"="+id.Coord,
+		jobenv.CoordByLauncher+"=1",
 		jobenv.JobID+"="+id.ID,
 		jobenv.Secret+"="+id.Secret,
 	)
-	if j.PeerTimeout > 0 {
-		env = append(env, jobenv.PeerTimeout+"="+j.PeerTimeout.String())
+	return append(env, settingsEnv(j.PeerTimeout, j.Transport, j.Iface)...)
+}
+
+// settingsEnv is the part of the contract that gorun's flags set for the whole job, written
+// only when set so that a rank's defaults apply otherwise.
+func settingsEnv(peerTimeout time.Duration, transport, iface string) []string {
+	var env []string
+	if peerTimeout > 0 {
+		env = append(env, jobenv.PeerTimeout+"="+peerTimeout.String())
 	}
-	if j.Transport != "" {
-		env = append(env, jobenv.Transport+"="+j.Transport)
+	if transport != "" {
+		env = append(env, jobenv.Transport+"="+transport)
+	}
+	if iface != "" {
+		env = append(env, jobenv.Iface+"="+iface)
 	}
 	return env
 }
 
-// rankProc is one started rank.
+// rankProc is one started rank: the rank's process, or for a remote rank the ssh that runs it.
 type rankProc struct {
 	rank int
 	cmd  *exec.Cmd
 	pid  int
+	host string         // remote host; "" = this one
+	ctl  *remoteControl // a remote rank's signal channel
 
 	mu     sync.Mutex
 	exited bool // set, under mu, before the rank is reaped: its group may no longer be signalled
@@ -160,22 +242,54 @@ type rankProc struct {
 	done bool // reaped, output drained
 }
 
-// signalGroup sends sig to the rank's process group unless the rank was already reaped.
+// remoteKillDelay is how long a remote rank's ssh may take to report the rank killed before
+// gorun kills the ssh itself (its host may be unreachable).
+const remoteKillDelay = 3 * time.Second
+
+// signalGroup sends sig to the rank's process group unless the rank was already reaped. A
+// remote rank gets it through its ssh session.
 func (r *rankProc) signalGroup(sig syscall.Signal) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.exited {
-		_ = syscall.Kill(-r.pid, sig)
+	if r.ctl != nil {
+		r.ctl.send(sig)
+		if sig == syscall.SIGKILL {
+			time.AfterFunc(remoteKillDelay, func() { r.signalLocal(-r.pid, syscall.SIGKILL) })
+		}
+		return
 	}
+	r.signalLocal(-r.pid, sig)
 }
 
 // signalLeader sends sig to the rank process alone (not its children).
 func (r *rankProc) signalLeader(sig syscall.Signal) {
+	if r.ctl != nil {
+		r.ctl.send(sig)
+		return
+	}
+	r.signalLocal(r.pid, sig)
+}
+
+func (r *rankProc) signalLocal(pid int, sig syscall.Signal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.exited {
-		_ = syscall.Kill(r.pid, sig)
+		_ = syscall.Kill(pid, sig)
 	}
+}
+
+// status is the exit status a remote rank's script reported (-1: none, or a local rank).
+func (r *rankProc) status() int {
+	if r.host == "" {
+		return -1
+	}
+	return r.fwds[1].exitStatus()
+}
+
+// name is how messages refer to the rank.
+func (r *rankProc) name() string {
+	if r.host != "" {
+		return fmt.Sprintf("rank %d on %s", r.rank, r.host)
+	}
+	return fmt.Sprintf("rank %d (pid %d)", r.rank, r.pid)
 }
 
 // exitEvent reports a rank reaped and its output drained.
@@ -195,19 +309,28 @@ const (
 )
 
 // Run starts the job's ranks, forwards their output, stdin and signals, and waits for all of
-// them. It returns the exit code gorun should exit with: 0 when every rank exited 0; the code of
-// the first rank that failed (128+signal for a rank killed by a signal), after tearing down the
-// others; ExitTimeout when Timeout expired; 128+signal when gorun was interrupted. The error is
+// them. It returns the exit code gorun should exit with: 0 when every rank exited 0; the highest
+// code of the ranks that failed together (128+signal for a rank killed by a signal; 255 for a
+// remote rank whose ssh failed), after tearing down the others; ExitTimeout when Timeout expired; 128+signal when gorun was interrupted. The error is
 // non-nil when the job could not be started (the code is then ExitFailure). Messages about the
 // job go to Stderr prefixed with "gorun: ".
 func (j *Job) Run(ctx context.Context) (int, error) {
 	if j.NP <= 0 {
 		return ExitUsage, fmt.Errorf("number of ranks must be positive, got %d", j.NP)
 	}
-	id, err := NewIdentity("127.0.0.1")
+	places, err := j.placements()
+	if err != nil {
+		return ExitUsage, err
+	}
+	coordHost, err := j.coordHost(places)
 	if err != nil {
 		return ExitFailure, err
 	}
+	id, coordLn, err := newIdentity(coordHost)
+	if err != nil {
+		return ExitFailure, err
+	}
+	defer coordLn.Close()
 	base := j.Env
 	if base == nil {
 		base = os.Environ()
@@ -220,16 +343,24 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 		exits:   make(chan exitEvent, j.NP),
 		notices: make(chan int, j.NP),
 	}
-	s.grace = j.KillGrace
-	if s.grace == 0 {
-		s.grace = DefaultKillGrace
-	}
-	s.grace = max(s.grace, 0)
+	s.grace = j.killGrace()
 	order := newExitOrder(s.notices)
 	defer order.stop()
+	stopServing := make(chan struct{})
+	defer close(stopServing)
+	go func() {
+		err := comm.ServeRendezvous(coordLn, j.NP, id.ID, id.Secret, j.PeerTimeout, stopServing)
+		select {
+		case <-stopServing:
+		default:
+			if err != nil {
+				s.logf("%v", err) // the ranks report it too; this names the missing ones
+			}
+		}
+	}()
 
-	for _, p := range placeLocal(j.NP) {
-		r, err := j.start(p, j.RankEnv(base, id, p, j.NP), stdout, stderr, order, s.exits, s.notices)
+	for _, p := range places {
+		r, err := j.start(p, j.RankEnv(base, id, p, j.NP), id, stdout, stderr, order, s.exits, s.notices)
 		if err != nil {
 			// Take down what already runs; they cannot form the job without this rank.
 			for _, q := range s.procs {
@@ -238,7 +369,11 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 			for range s.procs {
 				<-s.exits
 			}
-			return ExitFailure, fmt.Errorf("start rank %d (%s): %w", p.Rank, j.Program, err)
+			where := ""
+			if p.Host != "" {
+				where = " on " + p.Host
+			}
+			return ExitFailure, fmt.Errorf("start rank %d%s (%s): %w", p.Rank, where, j.Program, err)
 		}
 		s.procs = append(s.procs, r)
 	}
@@ -246,6 +381,14 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 	// the moment between leaves its segment behind, which the job's end removes.
 	defer removeSegments(id.ID)
 	return s.loop(ctx), nil
+}
+
+// killGrace is the delay between SIGTERM and SIGKILL on teardown.
+func (j *Job) killGrace() time.Duration {
+	if j.KillGrace == 0 {
+		return DefaultKillGrace
+	}
+	return max(j.KillGrace, 0)
 }
 
 // removeSegments deletes what is left of a job's shared-memory segments.
@@ -307,9 +450,9 @@ func (s *supervisor) loop(ctx context.Context) int {
 			s.running--
 			ev.r.done = true
 			if ev.err != nil {
-				s.logf("rank %d (pid %d): wait: %v", ev.r.rank, ev.r.pid, ev.err)
+				s.logf("%s: wait: %v", ev.r.name(), ev.err)
 			}
-			if _, failed, _ := describeExit(ev.state, ev.err); failed && !s.terminating {
+			if _, failed, _ := ev.describe(); failed && !s.terminating {
 				if len(s.failures) == 0 {
 					s.firstFailure = time.Now()
 					s.settleC = time.After(settle)
@@ -377,6 +520,12 @@ func (s *supervisor) loop(ctx context.Context) int {
 		}
 	}
 	s.blame(true)
+	if lost := lostHosts(s.procs); len(lost) > 0 {
+		s.logf("lost contact with %s: no exit status came over ssh; ranks still running there stop when they find their peers gone", strings.Join(lost, "; "))
+		if s.code == 0 {
+			s.code = sshFailed
+		}
+	}
 	return s.code
 }
 
@@ -394,6 +543,11 @@ func (s *supervisor) blame(force bool) {
 	force = force || time.Since(s.firstFailure) >= maxSettle
 	var first *exitEvent
 	before := func(a, b *exitEvent) bool {
+		// A host lost to ssh explains everything after it; a signal (a crash, kill -9)
+		// explains the peers that exited with a code when their connection to it closed.
+		if la, lb := a.lost(), b.lost(); la != lb {
+			return la
+		}
 		if sa, sb := signaled(a.state), signaled(b.state); sa != sb {
 			return sa
 		}
@@ -427,22 +581,24 @@ func (s *supervisor) blame(force bool) {
 	ev := *first
 	// The others that failed in the same moment are named too: when the order cannot tell a
 	// cause from its consequences (see epollOrder), the user still sees every candidate.
+	// The job's code is the highest of the ranks that failed together (DESIGN.md: as srun).
+	code, _, how := ev.describe()
 	var also []string
 	sort.SliceStable(s.failures, func(a, b int) bool { return before(&s.failures[a], &s.failures[b]) })
 	for _, o := range s.failures {
 		if o.r != ev.r {
-			_, _, h := describeExit(o.state, o.err)
-			also = append(also, fmt.Sprintf("rank %d (pid %d) %s", o.r.rank, o.r.pid, h))
+			oc, _, h := o.describe()
+			also = append(also, o.r.name()+" "+h)
+			code = max(code, oc)
 		}
 	}
 	s.failures = nil
-	rc, _, how := describeExit(ev.state, ev.err)
-	s.code = rc
+	s.code = code
 	if s.running == 0 {
-		s.logf("rank %d (pid %d) %s", ev.r.rank, ev.r.pid, how)
+		s.logf("%s %s", ev.r.name(), how)
 		s.terminating = true
 	} else {
-		s.logf("rank %d (pid %d) %s; terminating %d other %s", ev.r.rank, ev.r.pid, how, s.running, plural(s.running, "rank", "ranks"))
+		s.logf("%s %s; terminating %d other %s", ev.r.name(), how, s.running, plural(s.running, "rank", "ranks"))
 		s.terminate()
 	}
 	if len(also) > 0 {
@@ -473,12 +629,27 @@ func (s *supervisor) killAll() {
 }
 
 // start launches one rank and the goroutines that pump its output and wait for it.
-func (j *Job) start(p Placement, env []string, stdout, stderr *sink, order exitOrder, exits chan<- exitEvent, notices chan<- int) (*rankProc, error) {
-	cmd := exec.Command(j.Program, j.Args...)
-	cmd.Env = env
-	cmd.Dir = j.Dir
+func (j *Job) start(p Placement, env []string, id Identity, stdout, stderr *sink, order exitOrder, exits chan<- exitEvent, notices chan<- int) (*rankProc, error) {
+	var cmd *exec.Cmd
+	if p.Host == "" {
+		cmd = exec.Command(j.Program, j.Args...)
+		cmd.Env = env
+		cmd.Dir = j.Dir
+	} else {
+		ssh := j.SSH
+		if len(ssh) == 0 {
+			ssh = []string{"ssh"}
+		}
+		script := remoteScript(workDir(j.Dir), j.Program, j.Args, remoteEnv(env, j.Export), statusMark(id.ID), j.killGrace())
+		argv := sshCommand(ssh, p.Host, script)
+		cmd = exec.Command(argv[0], argv[1:]...)
+		cmd.Env = j.Env
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+	}
 	cmd.SysProcAttr = sysProcAttr()
-	r := &rankProc{rank: p.Rank, cmd: cmd}
+	r := &rankProc{rank: p.Rank, cmd: cmd, host: p.Host}
 	tag := ""
 	if j.TagOutput {
 		tag = TagFor(p.Rank)
@@ -508,7 +679,15 @@ func (j *Job) start(p Placement, env []string, stdout, stderr *sink, order exitO
 		r.fwds = append(r.fwds, newLineForwarder(dst, tag, flush))
 	}
 	cmd.Stdout, cmd.Stderr = childEnds[0], childEnds[1]
-	if j.Stdin != nil && p.Rank == j.StdinRank {
+	if p.Host != "" {
+		r.fwds[1].mark = []byte(statusMark(id.ID))
+		w, err := cmd.StdinPipe()
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		r.ctl = &remoteControl{w: w}
+	} else if j.Stdin != nil && p.Rank == j.StdinRank {
 		w, err := cmd.StdinPipe()
 		if err != nil {
 			closeAll()
@@ -574,6 +753,9 @@ func (r *rankProc) wait(exits chan<- exitEvent, notices chan<- int) {
 	for _, fw := range r.fwds {
 		fw.Close()
 	}
+	if r.ctl != nil {
+		r.ctl.close()
+	}
 	exits <- exitEvent{r: r, state: r.cmd.ProcessState, err: err}
 }
 
@@ -618,18 +800,42 @@ func pump(src *os.File, fw *lineForwarder, idle *atomic.Int64) {
 	}
 }
 
-// describeExit returns the exit code gorun passes on for a rank (128+signal when a signal
-// killed it), whether it counts as a failure, and a phrase for messages.
-func describeExit(st *os.ProcessState, err error) (int, bool, string) {
+// describe returns the exit code gorun passes on for a rank (128+signal when a signal killed
+// it; for a remote rank the status its script reported), whether it counts as a failure, and
+// a phrase for messages.
+func (ev *exitEvent) describe() (int, bool, string) {
+	st, r := ev.state, ev.r
 	if st == nil {
-		return ExitFailure, true, fmt.Sprintf("could not be waited for (%v)", err)
+		return ExitFailure, true, fmt.Sprintf("could not be waited for (%v)", ev.err)
+	}
+	if r.host != "" {
+		if c := r.status(); c >= 0 {
+			return c, c != 0, fmt.Sprintf("exited with code %d", c)
+		}
+		if ev.lost() {
+			return sshFailed, true, fmt.Sprintf("is lost: ssh to %s failed or lost the connection (ssh exited with code %d) before the rank reported an exit status", r.host, sshFailed)
+		}
 	}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		sig := ws.Signal()
+		if r.host != "" {
+			return 128 + int(sig), true, fmt.Sprintf("was cut off: its ssh was killed by signal %d (%v) before the rank reported an exit status", int(sig), sig)
+		}
 		return 128 + int(sig), true, fmt.Sprintf("was killed by signal %d (%v)", int(sig), sig)
 	}
 	c := st.ExitCode()
+	if r.host != "" {
+		return c, true, fmt.Sprintf("ended without an exit status (ssh exited with code %d)", c)
+	}
 	return c, c != 0, fmt.Sprintf("exited with code %d", c)
+}
+
+// sshFailed is ssh's exit code for its own failures (connection refused, lost, authentication).
+const sshFailed = 255
+
+// lost tells whether a remote rank's ssh failed: code 255 and no status from the rank.
+func (ev *exitEvent) lost() bool {
+	return ev.r.host != "" && ev.state != nil && ev.state.ExitCode() == sshFailed && ev.r.status() < 0
 }
 
 func plural(n int, one, many string) string {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,11 +45,31 @@ type Command struct {
 	KillGrace   time.Duration
 	StdinRank   int // -1: no rank reads gorun's stdin
 	Help        bool
+
+	// Where the ranks run: Hosts (from --hostfile, -H, or a hostfile named by
+	// OMPI_MCA_orte_default_hostfile or HYDRA_HOST_FILE), else a Slurm job step when gorun
+	// runs inside an allocation (Srun), else this host.
+	Hostfile      string
+	HostList      string
+	Hosts         []Host
+	MapBy         string // "slot" (default) or "node"
+	Oversubscribe bool
+	SSH           string // ssh command (default "ssh", or OMPI_MCA_plm_rsh_agent)
+	SSHArgs       string // extra ssh arguments (or OMPI_MCA_plm_rsh_args)
+	Iface         string
+	NoSrun        bool
+	Srun          bool
 }
 
-const usageHead = `gorun starts an SPMD program as N ranks on this host, as mpirun does.
+// Transports lists the values --transport accepts (a transport package adds its own name).
+var Transports = []string{"tcp", "shm", "verbs", "auto"}
+
+const usageHead = `gorun starts an SPMD program as N ranks, as mpirun does: on this host, on the
+hosts of a hostfile (over ssh), or as a Slurm job step inside an allocation.
 
 Usage: gorun -n N [flags] PROGRAM [ARGS...]
+       gorun --hostfile FILE [-n N] [flags] PROGRAM [ARGS...]
+       gorun -H host1:2,host2:2 [flags] PROGRAM [ARGS...]
 
 PROGRAM is, in order of precedence:
   a path (it contains a '/'): an executable, or a directory holding a Go main
@@ -63,10 +84,21 @@ Each rank gets GORUN_RANK, GORUN_SIZE, GORUN_LOCAL_RANK, GORUN_LOCAL_SIZE, GORUN
 GORUN_JOB_ID and GORUN_SECRET (and GORUN_PEER_TIMEOUT with --peer-timeout, GORUN_TRANSPORT
 with --transport), on top of gorun's own environment and the -x exports.
 
+Hosts: a hostfile has Open MPI's lines "host slots=N [max_slots=M]" or MPICH's "host:N"
+('#' comments). Without --hostfile or -H, OMPI_MCA_orte_default_hostfile or HYDRA_HOST_FILE
+names one (as the Kubeflow MPI Operator sets them). -n defaults to the total slots. Ranks
+fill each host's slots in turn (--map-by slot) or go round-robin (--map-by node). A host
+that is not this machine gets its ranks over ssh (BatchMode; --ssh-args or
+OMPI_MCA_plm_rsh_args add options), with the -x exports and gorun's GORUN_* variables; the
+program must exist at the same path there, and remote ranks read no stdin. Inside a Slurm
+allocation (SLURM_JOB_ID set, not in a job step) gorun hands the job to srun unless
+--no-srun or hosts are given.
+
 Output is forwarded line by line (lines of different ranks never mix). SIGINT, SIGTERM
 and SIGHUP send SIGTERM to every rank (SIGKILL after --kill-grace, or at once on a second
 signal); SIGQUIT, SIGUSR1 and SIGUSR2 are passed on to every rank. When a rank fails the
-others are terminated and gorun exits with its code (128+signal if a signal killed it);
+others are terminated and gorun exits with the highest code of the ranks that failed
+(128+signal if a signal killed one; 255 if ssh to a host failed or lost its connection);
 124 when --timeout expires; 2 on a usage error.
 
 Flags:
@@ -89,11 +121,8 @@ func ParseArgs(args []string, environ func(string) (string, bool), warn io.Write
 	if c.Help || c.ListDevices {
 		return c, nil
 	}
-	if !fs.Changed("np") {
-		return nil, usageErrorf("the number of ranks is required: -n N")
-	}
-	if c.NP <= 0 {
-		return nil, usageErrorf("-n must be a positive number of ranks, got %d", c.NP)
+	if err := c.placeRanks(fs.Changed("np"), environ); err != nil {
+		return nil, err
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
@@ -105,10 +134,8 @@ func ParseArgs(args []string, environ func(string) (string, bool), warn io.Write
 			return nil, usageErrorf("%s must not be negative, got %v", name, d)
 		}
 	}
-	switch c.Transport {
-	case "", "tcp", "shm", "auto", "verbs":
-	default:
-		return nil, usageErrorf("--transport %q: want tcp, shm, verbs or auto", c.Transport)
+	if c.Transport != "" && !slices.Contains(Transports, c.Transport) {
+		return nil, usageErrorf("--transport %q: want %s", c.Transport, strings.Join(Transports, ", "))
 	}
 	if c.RDMADevice != "" {
 		c.Export = append(c.Export, jobenv.RDMADevice+"="+c.RDMADevice)
@@ -144,6 +171,101 @@ func ParseArgs(args []string, environ func(string) (string, bool), warn io.Write
 	return c, nil
 }
 
+// placeRanks decides where the ranks run (see Command) and how many there are.
+func (c *Command) placeRanks(npGiven bool, environ func(string) (string, bool)) error {
+	switch c.MapBy {
+	case "", "slot", "core":
+	case "node":
+	default:
+		return usageErrorf("--map-by %q: want slot or node", c.MapBy)
+	}
+	if c.Hostfile != "" && c.HostList != "" {
+		return usageErrorf("--hostfile and -H exclude each other")
+	}
+	var err error
+	switch {
+	case c.HostList != "":
+		if c.Hosts, err = ParseHostList(c.HostList); err != nil {
+			return usageErrorf("%v", err)
+		}
+	case c.Hostfile != "":
+		if c.Hosts, err = readHostfile(c.Hostfile); err != nil {
+			return usageErrorf("%v", err)
+		}
+	default:
+		for _, v := range []string{"OMPI_MCA_orte_default_hostfile", "HYDRA_HOST_FILE"} {
+			if f, ok := environ(v); ok && f != "" {
+				if c.Hosts, err = readHostfile(f); err != nil {
+					return usageErrorf("%s: %v", v, err)
+				}
+				c.Hostfile = f
+				break
+			}
+		}
+	}
+	if c.Hosts == nil && !c.NoSrun {
+		_, inJob := environ("SLURM_JOB_ID")
+		_, inStep := environ("SLURM_STEP_ID")
+		c.Srun = inJob && !inStep
+	}
+	if !npGiven {
+		switch {
+		case c.Hosts != nil:
+			c.NP = TotalSlots(c.Hosts)
+		case c.Srun:
+			v, _ := environ("SLURM_NTASKS")
+			if c.NP, err = strconv.Atoi(v); err != nil {
+				return usageErrorf("the number of ranks is required: -n N (SLURM_NTASKS=%q)", v)
+			}
+		default:
+			return usageErrorf("the number of ranks is required: -n N")
+		}
+	}
+	if c.NP <= 0 {
+		return usageErrorf("-n must be a positive number of ranks, got %d", c.NP)
+	}
+	if c.Hosts != nil {
+		if _, err := Map(c.Hosts, c.NP, c.MapBy == "node", c.Oversubscribe); err != nil {
+			return usageErrorf("%v", err)
+		}
+		if c.SSH == "" {
+			// Open MPI's agent list ("ssh : rsh") names alternatives: take the first.
+			agent, _ := environ("OMPI_MCA_plm_rsh_agent")
+			c.SSH, _, _ = strings.Cut(agent, ":")
+			c.SSH = strings.TrimSpace(c.SSH)
+		}
+		if c.SSHArgs == "" {
+			c.SSHArgs, _ = environ("OMPI_MCA_plm_rsh_args")
+		}
+		if _, err := c.sshCommand(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sshCommand is the ssh agent and its arguments as words.
+func (c *Command) sshCommand() ([]string, error) {
+	agent := c.SSH
+	if agent == "" {
+		agent = "ssh"
+	}
+	words, err := SplitShellWords(agent + " " + c.SSHArgs)
+	if err != nil {
+		return nil, usageErrorf("ssh command: %v", err)
+	}
+	return words, nil
+}
+
+func readHostfile(path string) ([]Host, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("hostfile: %w", err)
+	}
+	defer f.Close()
+	return ParseHostfile(f, path)
+}
+
 func newFlagSet(c *Command, exports *[]string, stdinSpec *string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("gorun", pflag.ContinueOnError)
 	fs.SetInterspersed(false) // everything after PROGRAM belongs to PROGRAM
@@ -159,12 +281,22 @@ func newFlagSet(c *Command, exports *[]string, stdinSpec *string) *pflag.FlagSet
 	fs.StringVar(&c.RDMADevice, "rdma-device", "", "RDMA device of --transport verbs, as --list-devices names it (default: the first with an active port); sets GORUN_RDMA_DEVICE")
 	fs.BoolVar(&c.ListDevices, "list-devices", false, "list the RDMA devices (ports, states, GIDs) the verbs transport can use, and exit")
 	fs.DurationVar(&c.KillGrace, "kill-grace", DefaultKillGrace, "time between SIGTERM and SIGKILL when the job is torn down")
+	fs.StringVar(&c.Hostfile, "hostfile", "", "run on the hosts of `FILE` (\"host slots=N\" or \"host:N\" lines); also --machinefile")
+	fs.StringVar(&c.Hostfile, "machinefile", "", "same as --hostfile")
+	fs.StringVarP(&c.HostList, "host", "H", "", "run on these hosts: `host1:2,host2:2` (a host without :N has one slot per mention)")
+	fs.StringVar(&c.MapBy, "map-by", "", "rank placement on the hosts: slot (fill each host in turn; the default) or node (round-robin)")
+	fs.BoolVar(&c.Oversubscribe, "oversubscribe", false, "allow more ranks than the hosts have slots")
+	fs.StringVar(&c.SSH, "ssh", "", "command that reaches a remote host (default: OMPI_MCA_plm_rsh_agent, else ssh)")
+	fs.StringVar(&c.SSHArgs, "ssh-args", "", "extra arguments for ssh, e.g. \"-i key -p 2222\" (default: OMPI_MCA_plm_rsh_args)")
+	fs.StringVar(&c.Iface, "iface", "", "network for the ranks' data and gorun's rendezvous: interface `NAME` or CIDR (sets GORUN_IFACE)")
+	fs.BoolVar(&c.NoSrun, "no-srun", false, "inside a Slurm allocation, run the ranks on this host rather than with srun")
 	fs.BoolVarP(&c.Help, "help", "h", false, "show this help")
 	return fs
 }
 
-// mpirunCompat rewrites mpirun's single-dash -np N (which pflag would read as -n "p") into
-// --np N, in the flags before PROGRAM only.
+// mpirunCompat rewrites mpirun's single-dash long flags (-np N, -hostfile F, -host H, -map-by
+// node; pflag would read -np as -n "p") into their double-dash form, in the flags before
+// PROGRAM only.
 func mpirunCompat(fs *pflag.FlagSet, args []string) []string {
 	out := append([]string(nil), args...)
 	for i := 0; i < len(out); i++ {
@@ -172,11 +304,12 @@ func mpirunCompat(fs *pflag.FlagSet, args []string) []string {
 		switch {
 		case a == "--":
 			return out
-		case a == "-np" || strings.HasPrefix(a, "-np="):
-			out[i] = "-" + a
-			continue
 		case !strings.HasPrefix(a, "-") || a == "-":
 			return out // PROGRAM
+		}
+		if name, _, _ := strings.Cut(a[1:], "="); !strings.HasPrefix(a, "--") && len(name) > 1 && fs.Lookup(name) != nil {
+			a = "-" + a
+			out[i] = a
 		}
 		// Skip the separate value of a flag that takes one, so it is never taken for PROGRAM.
 		if strings.Contains(a, "=") {
@@ -238,7 +371,7 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	exe, err := Resolver{Log: stderr, Pin: true}.Resolve(cmd.Program)
+	exe, err := Resolver{Log: stderr, Pin: !cmd.Srun}.Resolve(cmd.Program)
 	if err != nil {
 		fmt.Fprintf(stderr, "gorun: %v\n", err)
 		var nf *NotFoundError
@@ -252,20 +385,29 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(sigs)
 
+	if cmd.Srun {
+		return runSrun(cmd, exe, sigs, stdout, stderr)
+	}
+	ssh, _ := cmd.sshCommand()
 	job := &Job{
-		NP:          cmd.NP,
-		Program:     exe,
-		Args:        cmd.Args,
-		Export:      cmd.Export,
-		TagOutput:   cmd.TagOutput,
-		Timeout:     cmd.Timeout,
-		PeerTimeout: cmd.PeerTimeout,
-		Transport:   cmd.Transport,
-		KillGrace:   cmd.KillGrace,
-		StdinRank:   cmd.StdinRank,
-		Stdout:      stdout,
-		Stderr:      stderr,
-		Signals:     sigs,
+		Hosts:         cmd.Hosts,
+		MapByNode:     cmd.MapBy == "node",
+		Oversubscribe: cmd.Oversubscribe,
+		SSH:           ssh,
+		Iface:         cmd.Iface,
+		NP:            cmd.NP,
+		Program:       exe,
+		Args:          cmd.Args,
+		Export:        cmd.Export,
+		TagOutput:     cmd.TagOutput,
+		Timeout:       cmd.Timeout,
+		PeerTimeout:   cmd.PeerTimeout,
+		Transport:     cmd.Transport,
+		KillGrace:     cmd.KillGrace,
+		StdinRank:     cmd.StdinRank,
+		Stdout:        stdout,
+		Stderr:        stderr,
+		Signals:       sigs,
 	}
 	if cmd.KillGrace == 0 {
 		job.KillGrace = -1 // --kill-grace 0: SIGKILL right after SIGTERM

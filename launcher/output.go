@@ -111,10 +111,15 @@ type lineForwarder struct {
 	mu      sync.Mutex
 	pending []byte // the current unfinished line (the bytes after the last newline seen)
 	timer   *time.Timer
+
+	// mark, when set, starts the status line of a remote rank's script (see statusMark): the
+	// line is taken out of the output and its number kept in status (-1 until seen).
+	mark   []byte
+	status int
 }
 
 func newLineForwarder(dst *sink, tag string, flush time.Duration) *lineForwarder {
-	f := &lineForwarder{dst: dst, flush: flush}
+	f := &lineForwarder{dst: dst, flush: flush, status: -1}
 	if tag != "" {
 		f.tag = []byte(tag)
 	}
@@ -129,7 +134,13 @@ func (f *lineForwarder) Write(p []byte) (int, error) {
 	defer f.mu.Unlock()
 	f.pending = append(f.pending, p...)
 	if last := bytes.LastIndexByte(f.pending, '\n'); last >= 0 {
-		f.dst.emit(f, f.pending[:last+1])
+		lines := f.pending[:last+1]
+		if f.mark != nil {
+			lines = f.takeStatus(lines)
+		}
+		if len(lines) > 0 {
+			f.dst.emit(f, lines)
+		}
 		f.pending = append(f.pending[:0], f.pending[last+1:]...)
 	}
 	if len(f.pending) >= maxLine {
@@ -157,6 +168,30 @@ func (f *lineForwarder) Close() error {
 		f.dst.endLine(f)
 	}
 	return nil
+}
+
+// takeStatus removes the status line from complete lines and records its number. Text the
+// program wrote before it without a newline stays, ended by the status line's newline.
+func (f *lineForwarder) takeStatus(lines []byte) []byte {
+	i := bytes.Index(lines, f.mark)
+	if i < 0 {
+		return lines
+	}
+	end := i + bytes.IndexByte(lines[i:], '\n')
+	if n, err := strconv.Atoi(string(lines[i+len(f.mark) : end])); err == nil && n >= 0 {
+		f.status = n
+	}
+	if i > 0 && lines[i-1] != '\n' {
+		end-- // keep the newline for the unfinished text before the mark
+	}
+	return append(lines[:i:i], lines[end+1:]...)
+}
+
+// exitStatus is the status a remote rank's script reported, or -1. Valid once closed.
+func (f *lineForwarder) exitStatus() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status
 }
 
 func (f *lineForwarder) armTimer() {

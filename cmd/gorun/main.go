@@ -1,7 +1,10 @@
-// Command gorun starts an SPMD program as N ranks on this host, as mpirun does:
+// Command gorun starts an SPMD program as N ranks, as mpirun does: on this host, on the hosts
+// of a hostfile over ssh, or as a Slurm job step inside an allocation:
 //
 //	gorun -n 4 ./examples/ring
 //	go run ./cmd/gorun -n 4 hpl
+//	gorun --hostfile hosts ./hpl
+//	gorun -H node1:2,node2:2 --iface 10.0.0.0/24 ./examples/ring
 //
 // Run gorun --help for the flags; package launcher holds the logic.
 package main

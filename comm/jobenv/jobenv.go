@@ -4,7 +4,12 @@
 // where the names live.
 package jobenv
 
-import "os"
+import (
+	"errors"
+	"net"
+	"os"
+	"sort"
+)
 
 // Variables written by gorun's launcher for every rank.
 const (
@@ -48,4 +53,36 @@ func SegmentDir() string {
 		return "/dev/shm"
 	}
 	return os.TempDir()
+}
+
+// IfaceAddr finds this host's IPv4 (else IPv6) address on an interface given by name, or
+// inside a CIDR (GORUN_IFACE, gorun --iface): the address a rank advertises for its data plane.
+func IfaceAddr(spec string) (net.IP, error) {
+	var want *net.IPNet
+	if _, n, err := net.ParseCIDR(spec); err == nil {
+		want = n
+	}
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	var found []net.IP
+	for _, ifc := range ifaces {
+		if want == nil && ifc.Name != spec {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || (want != nil && !want.Contains(ipn.IP)) {
+				continue
+			}
+			found = append(found, ipn.IP)
+		}
+	}
+	sort.SliceStable(found, func(i, j int) bool { return found[i].To4() != nil && found[j].To4() == nil })
+	if len(found) == 0 {
+		return nil, errors.New("no address on that interface or in that network")
+	}
+	return found[0], nil
 }
