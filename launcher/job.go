@@ -529,10 +529,14 @@ func (s *supervisor) loop(ctx context.Context) int {
 	return s.code
 }
 
-// blame judges the reported failures and names one: a rank killed by a signal (gorun sent none
-// yet) before any that exited with a code, since peers that lose a connection exit with a code
-// while a crash or kill -9 is a signal; then the one that exited first in exit order. Its exit
-// code becomes the job's and the remaining ranks are terminated. Unless forced, it waits (up to
+// blame judges the reported failures and names one: a remote rank whose host was lost; then a
+// rank killed by a signal (gorun sent none yet), since peers that lose a connection exit with
+// a code while a crash or kill -9 is a signal; then the highest exit code, since those peers
+// exit with their program's usual error code (1) while the rank that caused it usually chose
+// its own, and the job exits with the highest code anyway (the order of exits cannot tell
+// cause from consequence on a loaded machine: see epollOrder); then the one that exited first.
+// The highest code of those that failed together becomes the job's and the remaining ranks are
+// terminated. Unless forced, it waits (up to
 // maxSettle after the first report) while the order is not yet known or a rank known to have
 // exited has not been reported.
 func (s *supervisor) blame(force bool) {
@@ -550,6 +554,9 @@ func (s *supervisor) blame(force bool) {
 		}
 		if sa, sb := signaled(a.state), signaled(b.state); sa != sb {
 			return sa
+		}
+		if ca, cb := a.code(), b.code(); ca != cb {
+			return ca > cb
 		}
 		return a.r.seq < b.r.seq
 	}
@@ -828,6 +835,11 @@ func (ev *exitEvent) describe() (int, bool, string) {
 		return c, true, fmt.Sprintf("ended without an exit status (ssh exited with code %d)", c)
 	}
 	return c, c != 0, fmt.Sprintf("exited with code %d", c)
+}
+
+func (ev *exitEvent) code() int {
+	c, _, _ := ev.describe()
+	return c
 }
 
 // sshFailed is ssh's exit code for its own failures (connection refused, lost, authentication).
