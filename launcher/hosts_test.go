@@ -142,7 +142,7 @@ func TestParseArgsHosts(t *testing.T) {
 		{[]string{"--hostfile", "/nonexistent", "prog"}, "/nonexistent"},
 		{[]string{"-H", "a", "--map-by", "socket", "prog"}, `--map-by "socket"`},
 		{[]string{"-H", "a", "--ssh-args", "'unterminated", "prog"}, "unterminated single quote"},
-		{[]string{"-n", "2", "--transport", "carrier-pigeon", "prog"}, "want tcp, shm, auto"},
+		{[]string{"-n", "2", "--transport", "carrier-pigeon", "prog"}, `--transport "carrier-pigeon": want tcp, shm, verbs or auto`},
 	} {
 		_, err := ParseArgs(tc.args, func(string) (string, bool) { return "", false }, nil)
 		var ue *UsageError

@@ -135,7 +135,8 @@ func ParseArgs(args []string, environ func(string) (string, bool), warn io.Write
 		}
 	}
 	if c.Transport != "" && !slices.Contains(Transports, c.Transport) {
-		return nil, usageErrorf("--transport %q: want %s", c.Transport, strings.Join(Transports, ", "))
+		n := len(Transports)
+		return nil, usageErrorf("--transport %q: want %s or %s", c.Transport, strings.Join(Transports[:n-1], ", "), Transports[n-1])
 	}
 	if c.RDMADevice != "" {
 		c.Export = append(c.Export, jobenv.RDMADevice+"="+c.RDMADevice)
