@@ -11,12 +11,13 @@ import (
 // len(recv) = p*n. send == nil is the in-place form: this rank's block is already in recv.
 // Recursive doubling (power-of-two rank counts, small results) or a ring.
 func Allgather[T comm.Elem](c *comm.Comm, send, recv []T) error {
-	return wrap("Allgather", c, allgather(c.Coll(), c.NextCollTag(), send, recv))
+	cc, tag := begin(c)
+	return wrap("Allgather", c, allgather(cc, tag, send, recv))
 }
 
 // Iallgather starts an Allgather.
 func Iallgather[T comm.Elem](c *comm.Comm, send, recv []T) *comm.Request {
-	cc, tag := c.Coll(), c.NextCollTag()
+	cc, tag := begin(c)
 	return comm.Go(func() error { return wrap("Iallgather", c, allgather(cc, tag, send, recv)) })
 }
 
@@ -78,7 +79,8 @@ func ringAllgather[T comm.Elem](cc *comm.Comm, tag int, recv []T, off []int) err
 // at recv[displs[i]:]. counts must be the same on every rank; displs nil means packed in rank
 // order. send == nil is the in-place form. Ring algorithm.
 func Allgatherv[T comm.Elem](c *comm.Comm, send, recv []T, counts, displs []int) error {
-	return wrap("Allgatherv", c, allgatherv(c.Coll(), c.NextCollTag(), send, recv, counts, displs))
+	cc, tag := begin(c)
+	return wrap("Allgatherv", c, allgatherv(cc, tag, send, recv, counts, displs))
 }
 
 // checkCounts validates counts/displs against a buffer of length n and returns the

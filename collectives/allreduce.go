@@ -15,14 +15,15 @@ import (
 // pipelined ring for large ones; non-commutative ops always use recursive doubling, which
 // combines in rank order. Every rank gets bitwise the same result.
 func Allreduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) error {
-	return wrap("Allreduce", c, allreduce(c.Coll(), c.NextCollTag(), send, recv, op))
+	cc, tag := begin(c)
+	return wrap("Allreduce", c, allreduce(cc, tag, send, recv, op))
 }
 
 // Iallreduce starts an Allreduce and returns at once; the buffers must not be touched until the
 // request completes. Non-blocking collectives on one communicator must be started in the same
 // order on every rank (as in MPI); they may overlap each other and point-to-point traffic.
 func Iallreduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) *comm.Request {
-	cc, tag := c.Coll(), c.NextCollTag()
+	cc, tag := begin(c)
 	return comm.Go(func() error { return wrap("Iallreduce", c, allreduce(cc, tag, send, recv, op)) })
 }
 
@@ -49,7 +50,7 @@ func allreduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T]) er
 	t := current()
 	p := cc.Size()
 	nbytes := n * elemSize[T]()
-	alg := t.allreduceAlg(nbytes, p, op.commute)
+	alg := t.allreduceAlg(nbytes, p, op.commute, layoutOf(cc).hier)
 	s := sig{coll: "allreduce", n: n, typ: typeName[T](), op: op.id}
 	if alg == AlgRecursiveDoubling && nbytes <= t.fuseLimit() && (t.Check || lerr == nil) {
 		return rdCheck(cc, tag, recv, op.fn, op.commute, -1, s, lerr, t.fuseLimit())
@@ -60,17 +61,30 @@ func allreduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T]) er
 	if p == 1 || n == 0 {
 		return nil
 	}
+	if alg == AlgHierarchical && op.commute {
+		return hierAllreduce(cc, tag, recv, op, t)
+	}
+	return allreduceWith(cc, tag, recv, op, alg, t)
+}
+
+// allreduceWith runs one flat algorithm, after the check (recursive doubling where the named
+// one does not apply).
+func allreduceWith[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T], alg string, t *Tuning) error {
 	switch alg {
 	case AlgRabenseifner:
-		if op.commute && n >= newFold(p).pof2*op.unit {
-			return rabenseifner(cc, tag, recv, op)
+		if op.commute && len(data) >= newFold(cc.Size()).pof2*op.unit {
+			return rabenseifner(cc, tag, data, op)
 		}
 	case AlgRing:
 		if op.commute {
-			return ringAllreduce(cc, tag, recv, op, t.RingSegment)
+			return ringAllreduce(cc, tag, data, op, t.RingSegment)
+		}
+	case AlgDirect:
+		if op.commute {
+			return directAllreduce(cc, tag, data, op, t.RingSegment)
 		}
 	}
-	return rdAllreduce(cc, tag, recv, op)
+	return rdAllreduce(cc, tag, data, op)
 }
 
 // rdAllreduce is recursive doubling over the whole vector: log2(p) exchanges of n elements
@@ -271,4 +285,106 @@ func ringAllreduce[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T], seg 
 		sends, nextSends = nextSends, sends
 	}
 	return comm.WaitAll(sends...)
+}
+
+// directAllreduce is for a small, fully connected set of ranks (a full mesh of links, as four
+// Mac Studios cabled pairwise by Thunderbolt): rank r owns block r of the vector; every rank
+// sends each other block straight to its owner and receives its own block from every peer, all
+// posted at once, so all p(p-1) directed links carry data simultaneously; the owner reduces
+// what arrived; then every rank sends its reduced block to every peer (a direct allgather). Two
+// steps whatever p, moving 2n(p-1)/p elements per rank as the ring does, but over p-1 links at
+// a time instead of one, where the ring leaves all but two of each rank's links idle.
+// Reduce-scatter traffic moves in segments (seg bytes across all peers, double-buffered), so
+// reducing one overlaps receiving the next. The owner combines in a fixed order, so results are
+// reproducible and bitwise the same on every rank. Commutative ops only.
+func directAllreduce[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T], seg int) error {
+	p, r := cc.Size(), cc.Rank()
+	off := offsets(p)
+	partition(len(data), p, op.unit, off)
+	block := func(b int) []T { return data[off[b]:off[b+1]] }
+	mine := block(r)
+	// Segment per peer: seg bytes spread over the p-1 incoming streams.
+	segElems := max(seg/elemSize[T]()/(p-1)/op.unit, 1) * op.unit
+	nsegs := max((off[1]-off[0]+segElems-1)/segElems, 1) // block 0 is the largest
+	tmp, ts := scratchOf[T](2 * (p - 1) * segElems)
+	defer ts.release()
+	segOf := func(b []T, k int) []T { return b[min(k*segElems, len(b)):min((k+1)*segElems, len(b))] }
+	// slot is where peer q's contribution to segment k of our block lands.
+	slot := func(k, q int) []T {
+		i := (k%2)*(p-1) + (q-r-1+p)%p
+		return tmp[i*segElems : i*segElems+len(segOf(mine, k))]
+	}
+	recvs := make([][]*comm.Request, 2)
+	var sends []*comm.Request
+	fail := func(err error) error {
+		comm.WaitAll(sends...)
+		comm.WaitAll(recvs[0]...)
+		comm.WaitAll(recvs[1]...)
+		return err
+	}
+	post := func(k int) {
+		rq := recvs[k%2][:0]
+		if len(segOf(mine, k)) > 0 {
+			for i := 1; i < p; i++ {
+				q := (r + i) % p
+				rq = append(rq, comm.Irecv(cc, slot(k, q), q, tag))
+			}
+		}
+		recvs[k%2] = rq
+		for i := 1; i < p; i++ {
+			q := (r + i) % p
+			if s := segOf(block(q), k); len(s) > 0 {
+				sends = append(sends, comm.Isend(cc, s, q, tag))
+			}
+		}
+	}
+	post(0)
+	for k := 0; k < nsegs; k++ {
+		if k+1 < nsegs {
+			post(k + 1)
+		}
+		dst := segOf(mine, k)
+		for i, q := range recvs[k%2] {
+			peer := (r + i + 1) % p
+			st, err := q.Wait()
+			if err := recvErr(st, err, len(dst)*elemSize[T](), peer); err != nil {
+				recvs[k%2][i] = nil
+				return fail(err)
+			}
+			recvs[k%2][i] = nil
+			op.fn(slot(k, peer), dst)
+		}
+		recvs[k%2] = recvs[k%2][:0]
+	}
+	if err := comm.WaitAll(sends...); err != nil {
+		return fail(err)
+	}
+	sends = sends[:0]
+
+	// Allgather: our reduced block to everyone, theirs straight into place.
+	in := recvs[0][:0]
+	for i := 1; i < p; i++ {
+		q := (r + i) % p
+		if len(mine) > 0 {
+			sends = append(sends, comm.Isend(cc, mine, q, tag))
+		}
+		if b := block(q); len(b) > 0 {
+			in = append(in, comm.Irecv(cc, b, q, tag))
+		}
+	}
+	var first error
+	for i, k := 1, 0; i < p; i++ {
+		q := (r + i) % p
+		if b := block(q); len(b) > 0 {
+			st, err := in[k].Wait()
+			if err := recvErr(st, err, len(b)*elemSize[T](), q); err != nil && first == nil {
+				first = err
+			}
+			k++
+		}
+	}
+	if err := comm.WaitAll(sends...); first == nil {
+		first = err
+	}
+	return first
 }

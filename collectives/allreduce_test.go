@@ -9,7 +9,7 @@ import (
 	"github.com/gorun-hpc/gorun/comm"
 )
 
-var allreduceAlgs = []string{AlgRecursiveDoubling, AlgRabenseifner, AlgRing}
+var allreduceAlgs = []string{AlgRecursiveDoubling, AlgRabenseifner, AlgRing, AlgDirect, AlgHierarchical}
 
 // TestAllreduceAlgorithms forces each algorithm on every rank count 1-8 and sizes 0, 1, odd,
 // unit-sized blocks and a few segments' worth, against the naive reference.

@@ -13,12 +13,13 @@ import (
 // with a ring allgather (van de Geijn), so the root sends each byte about once instead of
 // log2(p) times.
 func Bcast[T comm.Elem](c *comm.Comm, buf []T, root int) error {
-	return wrap("Bcast", c, bcast(c.Coll(), c.NextCollTag(), buf, root))
+	cc, tag := begin(c)
+	return wrap("Bcast", c, bcast(cc, tag, buf, root))
 }
 
 // Ibcast starts a Bcast; buf must not be touched until the request completes.
 func Ibcast[T comm.Elem](c *comm.Comm, buf []T, root int) *comm.Request {
-	cc, tag := c.Coll(), c.NextCollTag()
+	cc, tag := begin(c)
 	return comm.Go(func() error { return wrap("Ibcast", c, bcast(cc, tag, buf, root)) })
 }
 
@@ -34,7 +35,7 @@ func bcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int) error {
 	t := current()
 	lerr := checkRoot(root, p)
 	s := sig{coll: "bcast", n: len(buf), typ: typeName[T](), root: root}
-	alg := t.bcastAlg(len(buf)*elemSize[T](), p)
+	alg := t.bcastAlg(len(buf)*elemSize[T](), p, layoutOf(cc).hier)
 	if alg == AlgRecursiveDoubling && len(buf) > 0 && (t.Check || lerr == nil) {
 		return rdCheck(cc, tag, buf, nil, true, root, s, lerr, 0)
 	}
@@ -44,10 +45,19 @@ func bcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int) error {
 	if p == 1 {
 		return nil
 	}
+	if alg == AlgHierarchical {
+		return hierBcast(cc, tag, buf, root, t)
+	}
+	return bcastWith(cc, tag, buf, root, alg)
+}
+
+// bcastWith runs one flat algorithm, after the check.
+func bcastWith[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int, alg string) error {
 	switch alg {
 	case AlgScatterAllgather:
 		return scatterAllgatherBcast(cc, tag, buf, root)
 	case AlgRecursiveDoubling: // forced, with the check off: a plain exchange of the data
+		s := sig{coll: "bcast", n: len(buf), typ: typeName[T](), root: root}
 		return rdCheck(cc, tag, buf, nil, true, root, s, nil, 0)
 	}
 	return binomialBcast(cc, tag, buf, root)
@@ -121,12 +131,13 @@ func scatterAllgatherBcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root in
 // dissemination algorithm: in round k each rank signals rank+2^k and waits for rank-2^k, so
 // ceil(log2 p) rounds suffice for any p.
 func Barrier(c *comm.Comm) error {
-	return wrap("Barrier", c, barrier(c.Coll(), c.NextCollTag()))
+	cc, tag := begin(c)
+	return wrap("Barrier", c, barrier(cc, tag))
 }
 
 // Ibarrier starts a Barrier.
 func Ibarrier(c *comm.Comm) *comm.Request {
-	cc, tag := c.Coll(), c.NextCollTag()
+	cc, tag := begin(c)
 	return comm.Go(func() error { return wrap("Ibarrier", c, barrier(cc, tag)) })
 }
 

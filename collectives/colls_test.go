@@ -18,7 +18,7 @@ func roots(p int) []int {
 }
 
 func TestBcast(t *testing.T) {
-	for _, alg := range []string{AlgRecursiveDoubling, AlgBinomial, AlgScatterAllgather} {
+	for _, alg := range []string{AlgRecursiveDoubling, AlgBinomial, AlgScatterAllgather, AlgHierarchical} {
 		withTuning(t, func(tu *Tuning) { tu.BcastAlgorithm = alg })
 		for p := 1; p <= 8; p++ {
 			for _, n := range append(testSizes, 3*p+1) {

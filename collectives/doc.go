@@ -43,9 +43,11 @@
 // # Algorithms
 //
 //	Allreduce      recursive doubling (small; also every non-commutative op), Rabenseifner's
-//	               reduce-scatter + allgather (medium, 2^k ranks), pipelined ring (large)
+//	               reduce-scatter + allgather (medium, 2^k ranks), pipelined ring (large), direct
+//	               (full mesh: every pair exchanges at once; for a small, fully connected set of
+//	               nodes), hierarchical (several hosts: inside each host, then among leaders)
 //	Bcast          recursive doubling in the check (small), binomial tree, binomial scatter +
-//	               ring allgather (large)
+//	               ring allgather (large), hierarchical (several hosts)
 //	Reduce         binomial tree; recursive-halving reduce-scatter + gather (large, commutative)
 //	Allgather      recursive doubling (2^k ranks, small), ring; Allgatherv: ring
 //	ReduceScatter  ring or pairwise exchange (commutative); reduce + scatter in rank order
@@ -53,6 +55,12 @@
 //	Barrier        dissemination
 //	Scan, Exscan   recursive doubling
 //	Gather(v), Scatter(v)  direct to and from the root
+//
+// Host awareness: a communicator's host layout comes from comm's bootstrap (Comm.HostID, which
+// GORUN_HOST_ID overrides). Where it spans several hosts with several ranks on some host, the
+// first collective on it splits it into per-host and leader communicators (once, in the calling
+// goroutine, also for the non-blocking forms), and medium and large allreduces and broadcasts go
+// through them: shared memory inside hosts, the network only between leaders.
 //
 // All of them handle any rank count (non-powers of two fold the extra ranks in) and any vector
 // length; every rank gets bitwise the same result from Allreduce. The thresholds live in one

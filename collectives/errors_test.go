@@ -254,24 +254,43 @@ func TestTuningFromEnv(t *testing.T) {
 
 func TestAlgorithmSelection(t *testing.T) {
 	d := DefaultTuning()
+	// hier: over hosts with several ranks on some, hierarchical from the small threshold on, for
+	// commutative ops.
 	for _, tc := range []struct {
-		nbytes, p int
-		commute   bool
-		want      string
+		nbytes, p     int
+		commute, hier bool
+		want          string
 	}{
-		{8, 2, true, AlgRecursiveDoubling},
-		{32 << 10, 2, true, AlgRecursiveDoubling},
-		{32 << 10, 4, true, AlgRabenseifner},
-		{32 << 10, 6, true, AlgRing},
-		{16 << 20, 4, true, AlgRing},
-		{16 << 20, 4, false, AlgRecursiveDoubling},
+		{8, 2, true, false, AlgRecursiveDoubling},
+		{32 << 10, 2, true, false, AlgRecursiveDoubling},
+		{32 << 10, 4, true, false, AlgRabenseifner},
+		{32 << 10, 6, true, false, AlgRing},
+		{16 << 20, 4, true, false, AlgRing},
+		{16 << 20, 4, false, false, AlgRecursiveDoubling},
+		{8, 4, true, true, AlgRecursiveDoubling},
+		{32 << 10, 4, true, true, AlgHierarchical},
+		{16 << 20, 6, true, true, AlgHierarchical},
+		{16 << 20, 6, false, true, AlgRecursiveDoubling},
 	} {
-		if got := d.allreduceAlg(tc.nbytes, tc.p, tc.commute); got != tc.want {
-			t.Errorf("allreduce %d bytes on %d ranks: %s, want %s", tc.nbytes, tc.p, got, tc.want)
+		if got := d.allreduceAlg(tc.nbytes, tc.p, tc.commute, tc.hier); got != tc.want {
+			t.Errorf("allreduce %d bytes on %d ranks (hierarchical layout %v): %s, want %s", tc.nbytes, tc.p, tc.hier, got, tc.want)
 		}
 	}
-	if d.bcastAlg(8, 4) != AlgRecursiveDoubling || d.bcastAlg(64<<10, 4) != AlgBinomial || d.bcastAlg(1<<20, 4) != AlgScatterAllgather {
+	direct := d
+	direct.AllreduceDirectMaxRanks = 4
+	if direct.allreduceAlg(1<<20, 4, true, false) != AlgDirect || direct.allreduceAlg(1<<20, 5, true, false) != AlgRing || direct.allreduceAlg(8, 4, true, false) != AlgRecursiveDoubling {
+		t.Error("direct choice")
+	}
+	forced := d
+	forced.AllreduceAlgorithm, forced.BcastAlgorithm = AlgHierarchical, AlgHierarchical
+	if forced.innerAllreduceAlg(16<<20, 4) != AlgRing || forced.innerBcastAlg(1<<20, 4) != AlgScatterAllgather {
+		t.Error("forced hierarchical: the steps inside must use the flat table")
+	}
+	if d.bcastAlg(8, 4, false) != AlgRecursiveDoubling || d.bcastAlg(64<<10, 4, false) != AlgBinomial || d.bcastAlg(1<<20, 4, false) != AlgScatterAllgather {
 		t.Error("bcast choice")
+	}
+	if d.bcastAlg(8, 4, true) != AlgRecursiveDoubling || d.bcastAlg(64<<10, 4, true) != AlgHierarchical {
+		t.Error("bcast choice on a hierarchical layout")
 	}
 	if d.allgatherAlg(100, 6) != AlgRing || d.allgatherAlg(100, 8) != AlgRecursiveDoubling {
 		t.Error("allgather choice")

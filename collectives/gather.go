@@ -11,7 +11,8 @@ import (
 // len(send) = n must be the same everywhere; root's len(recv) = p*n (recv is ignored
 // elsewhere). On root send == nil is the in-place form. Root receives from all ranks at once.
 func Gather[T comm.Elem](c *comm.Comm, send, recv []T, root int) error {
-	return wrap("Gather", c, gather(c.Coll(), c.NextCollTag(), send, recv, root))
+	cc, tag := begin(c)
+	return wrap("Gather", c, gather(cc, tag, send, recv, root))
 }
 
 func gather[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, root int) error {
@@ -74,7 +75,8 @@ func gatherRecv[T comm.Elem](cc *comm.Comm, tag int, recv []T, counts, displs []
 // elsewhere. A rank whose len(send) differs from root's counts entry makes every rank return an
 // error.
 func Gatherv[T comm.Elem](c *comm.Comm, send, recv []T, counts, displs []int, root int) error {
-	return wrap("Gatherv", c, gatherv(c.Coll(), c.NextCollTag(), send, recv, counts, displs, root))
+	cc, tag := begin(c)
+	return wrap("Gatherv", c, gatherv(cc, tag, send, recv, counts, displs, root))
 }
 
 func gatherv[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, counts, displs []int, root int) error {
@@ -119,7 +121,8 @@ func postCheck(t *Tuning, cc *comm.Comm, tag int, s sig, derr error) error {
 // len(recv) = n must be the same everywhere; root's len(send) = p*n (send is ignored
 // elsewhere). On root recv == nil is the in-place form (root's block stays in send).
 func Scatter[T comm.Elem](c *comm.Comm, send, recv []T, root int) error {
-	return wrap("Scatter", c, scatter(c.Coll(), c.NextCollTag(), send, recv, root))
+	cc, tag := begin(c)
+	return wrap("Scatter", c, scatter(cc, tag, send, recv, root))
 }
 
 func scatter[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, root int) error {
@@ -169,7 +172,8 @@ func scatterSend[T comm.Elem](cc *comm.Comm, tag int, send []T, counts, displs [
 // rank i, whose len(recv) must equal counts[i]. counts, displs and send are read on root only;
 // on root recv == nil is the in-place form.
 func Scatterv[T comm.Elem](c *comm.Comm, send []T, counts, displs []int, recv []T, root int) error {
-	return wrap("Scatterv", c, scatterv(c.Coll(), c.NextCollTag(), send, counts, displs, recv, root))
+	cc, tag := begin(c)
+	return wrap("Scatterv", c, scatterv(cc, tag, send, counts, displs, recv, root))
 }
 
 func scatterv[T comm.Elem](cc *comm.Comm, tag int, sendBuf []T, counts, displs []int, recv []T, root int) error {

@@ -14,12 +14,13 @@ import (
 // recursive halving and the blocks gathered at root (Rabenseifner's reduce). Non-commutative
 // ops are combined in rank order.
 func Reduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T], root int) error {
-	return wrap("Reduce", c, reduce(c.Coll(), c.NextCollTag(), send, recv, op, root))
+	cc, tag := begin(c)
+	return wrap("Reduce", c, reduce(cc, tag, send, recv, op, root))
 }
 
 // Ireduce starts a Reduce.
 func Ireduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T], root int) *comm.Request {
-	cc, tag := c.Coll(), c.NextCollTag()
+	cc, tag := begin(c)
 	return comm.Go(func() error { return wrap("Ireduce", c, reduce(cc, tag, send, recv, op, root)) })
 }
 

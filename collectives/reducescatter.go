@@ -15,7 +15,8 @@ import (
 // passes) or pairwise exchange (each rank sends every other rank its contribution to that
 // rank's block); non-commutative ops reduce in rank order to rank 0 and scatter.
 func ReduceScatter[T comm.Elem](c *comm.Comm, send, recv []T, counts []int, op Op[T]) error {
-	return wrap("ReduceScatter", c, reduceScatter(c.Coll(), c.NextCollTag(), send, recv, counts, op))
+	cc, tag := begin(c)
+	return wrap("ReduceScatter", c, reduceScatter(cc, tag, send, recv, counts, op))
 }
 
 // ReduceScatterBlock is ReduceScatter with every block n = len(recv) elements: len(send) = p*n
@@ -31,7 +32,8 @@ func ReduceScatterBlock[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) err
 	for i := range counts {
 		counts[i] = n
 	}
-	return wrap("ReduceScatterBlock", c, reduceScatter(c.Coll(), c.NextCollTag(), send, recv, counts, op))
+	cc, tag := begin(c)
+	return wrap("ReduceScatterBlock", c, reduceScatter(cc, tag, send, recv, counts, op))
 }
 
 func reduceScatter[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, counts []int, op Op[T]) error {

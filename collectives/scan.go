@@ -10,13 +10,15 @@ import (
 // (MPI_Scan, an inclusive prefix reduction). Lengths must match everywhere; send == nil is the
 // in-place form. Recursive doubling: ceil(log2 p) exchanges.
 func Scan[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) error {
-	return wrap("Scan", c, scan(c.Coll(), c.NextCollTag(), send, recv, op, false))
+	cc, tag := begin(c)
+	return wrap("Scan", c, scan(cc, tag, send, recv, op, false))
 }
 
 // Exscan is the exclusive prefix reduction (MPI_Exscan): rank r > 0 gets the reduction over
 // ranks 0..r-1; rank 0's recv is left unchanged.
 func Exscan[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) error {
-	return wrap("Exscan", c, scan(c.Coll(), c.NextCollTag(), send, recv, op, true))
+	cc, tag := begin(c)
+	return wrap("Exscan", c, scan(cc, tag, send, recv, op, true))
 }
 
 func scan[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T], exclusive bool) error {

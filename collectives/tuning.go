@@ -19,21 +19,29 @@ const (
 	AlgScatterAllgather  = "scatter_allgather"
 	AlgReduceScatterGath = "reduce_scatter_gather"
 	AlgPairwise          = "pairwise"
+	AlgDirect            = "direct"
+	AlgHierarchical      = "hierarchical"
 )
 
 // Tuning is the one table of algorithm choices and thresholds (in bytes of the whole vector a
 // rank contributes; for allgather, of the gathered result). Like Open MPI's coll_tuned, every
 // entry can be overridden with an environment variable, read at first use:
 //
-//	GORUN_COLL_ALLREDUCE_ALGORITHM      auto | recursive_doubling | rabenseifner | ring
+//	GORUN_COLL_ALLREDUCE_ALGORITHM      auto | recursive_doubling | rabenseifner | ring | direct | hierarchical
 //	GORUN_COLL_ALLREDUCE_SMALL_MSG      below: recursive doubling (default 64 KiB for 2-3 ranks, 8 KiB beyond)
 //	GORUN_COLL_ALLREDUCE_LARGE_MSG      from: pipelined ring (default 1 MiB); between: Rabenseifner
 //	                                    (Rabenseifner only for power-of-two rank counts; ring otherwise)
+//	GORUN_COLL_ALLREDUCE_DIRECT_MAX_RANKS  up to this many ranks, from the small threshold on: direct
+//	                                    (full mesh: every pair of ranks exchanges at once; default 0, off)
+//	                                    From the small threshold on, a communicator spanning several hosts
+//	                                    with several ranks on some host uses hierarchical (inside hosts,
+//	                                    then among one leader per host, by this table) before all of these.
 //	GORUN_COLL_RING_SEGMENT             pipeline segment of the ring algorithms (default 4 MiB: over TCP every
 //	                                    segment pays a rendezvous, and smaller ones measured slower)
-//	GORUN_COLL_BCAST_ALGORITHM          auto | recursive_doubling | binomial | scatter_allgather
+//	GORUN_COLL_BCAST_ALGORITHM          auto | recursive_doubling | binomial | scatter_allgather | hierarchical
 //	GORUN_COLL_BCAST_SMALL_MSG          up to: recursive doubling inside the argument check (8 KiB)
 //	GORUN_COLL_BCAST_LARGE_MSG          from: scatter + allgather (default 512 KiB); between: binomial
+//	                                    (above the small threshold, hierarchical where the hosts ask for it)
 //	GORUN_COLL_REDUCE_ALGORITHM         auto | binomial | reduce_scatter_gather
 //	GORUN_COLL_REDUCE_LARGE_MSG         from: reduce-scatter + gather (default 512 KiB)
 //	GORUN_COLL_ALLGATHER_ALGORITHM      auto | recursive_doubling | ring
@@ -47,16 +55,19 @@ type Tuning struct {
 	AllreduceSmallMsg   int // used when the rank count is 4 or more
 	AllreduceSmallMsgLo int // used for 2-3 ranks (GORUN_COLL_ALLREDUCE_SMALL_MSG sets both)
 	AllreduceLargeMsg   int
-	RingSegment         int
-	BcastAlgorithm      string
-	BcastSmallMsg       int
-	BcastLargeMsg       int
-	ReduceAlgorithm     string
-	ReduceLargeMsg      int
-	AllgatherAlgorithm  string
-	AllgatherLargeMsg   int
-	ReduceScatterAlg    string
-	Check               bool
+	// AllreduceDirectMaxRanks: up to this many ranks, medium and large vectors use the direct
+	// full-mesh algorithm (0: never chosen automatically).
+	AllreduceDirectMaxRanks int
+	RingSegment             int
+	BcastAlgorithm          string
+	BcastSmallMsg           int
+	BcastLargeMsg           int
+	ReduceAlgorithm         string
+	ReduceLargeMsg          int
+	AllgatherAlgorithm      string
+	AllgatherLargeMsg       int
+	ReduceScatterAlg        string
+	Check                   bool
 }
 
 // DefaultTuning is the table before environment overrides. The thresholds follow Open MPI's
@@ -155,11 +166,18 @@ func TuningFromEnv(getenv func(string) string) (Tuning, error) {
 		}
 	}
 	const p = "GORUN_COLL_"
-	alg(p+"ALLREDUCE_ALGORITHM", &t.AllreduceAlgorithm, AlgRecursiveDoubling, AlgRabenseifner, AlgRing)
+	alg(p+"ALLREDUCE_ALGORITHM", &t.AllreduceAlgorithm, AlgRecursiveDoubling, AlgRabenseifner, AlgRing, AlgDirect, AlgHierarchical)
 	size(p+"ALLREDUCE_SMALL_MSG", &t.AllreduceSmallMsg, &t.AllreduceSmallMsgLo)
 	size(p+"ALLREDUCE_LARGE_MSG", &t.AllreduceLargeMsg)
 	size(p+"RING_SEGMENT", &t.RingSegment)
-	alg(p+"BCAST_ALGORITHM", &t.BcastAlgorithm, AlgRecursiveDoubling, AlgBinomial, AlgScatterAllgather)
+	if v := strings.TrimSpace(getenv(p + "ALLREDUCE_DIRECT_MAX_RANKS")); v != "" {
+		if n, err := strconv.Atoi(v); err != nil || n < 0 {
+			fail(p+"ALLREDUCE_DIRECT_MAX_RANKS", v, fmt.Errorf("want a rank count"))
+		} else {
+			t.AllreduceDirectMaxRanks = n
+		}
+	}
+	alg(p+"BCAST_ALGORITHM", &t.BcastAlgorithm, AlgRecursiveDoubling, AlgBinomial, AlgScatterAllgather, AlgHierarchical)
 	size(p+"BCAST_SMALL_MSG", &t.BcastSmallMsg)
 	size(p+"BCAST_LARGE_MSG", &t.BcastLargeMsg)
 	alg(p+"REDUCE_ALGORITHM", &t.ReduceAlgorithm, AlgBinomial, AlgReduceScatterGath)
@@ -225,8 +243,9 @@ func ParseSize(s string) (int, error) {
 	return n * mult, nil
 }
 
-// allreduceAlg picks the allreduce algorithm for a vector of nbytes over p ranks.
-func (t *Tuning) allreduceAlg(nbytes, p int, commute bool) string {
+// allreduceAlg picks the allreduce algorithm for a vector of nbytes over p ranks; hier says
+// the communicator's host layout is hierarchical (see hostLayout).
+func (t *Tuning) allreduceAlg(nbytes, p int, commute, hier bool) string {
 	alg := t.AllreduceAlgorithm
 	if alg == AlgAuto {
 		small := t.AllreduceSmallMsg
@@ -236,6 +255,10 @@ func (t *Tuning) allreduceAlg(nbytes, p int, commute bool) string {
 		switch {
 		case nbytes < small:
 			alg = AlgRecursiveDoubling
+		case hier:
+			alg = AlgHierarchical
+		case p <= t.AllreduceDirectMaxRanks:
+			alg = AlgDirect
 		case nbytes >= t.AllreduceLargeMsg || !isPow2(p):
 			alg = AlgRing
 		default:
@@ -249,10 +272,20 @@ func (t *Tuning) allreduceAlg(nbytes, p int, commute bool) string {
 	return alg
 }
 
+// innerAllreduceAlg is the choice among the leaders of a hierarchical allreduce: the flat table.
+func (t *Tuning) innerAllreduceAlg(nbytes, p int) string {
+	if t.AllreduceAlgorithm == AlgHierarchical {
+		u := *t
+		u.AllreduceAlgorithm = AlgAuto
+		return u.allreduceAlg(nbytes, p, true, false)
+	}
+	return t.allreduceAlg(nbytes, p, true, false)
+}
+
 // fuseLimit is the largest vector recursive doubling carries inside the argument-check messages.
 func (t *Tuning) fuseLimit() int { return max(t.AllreduceSmallMsg, t.AllreduceSmallMsgLo) }
 
-func (t *Tuning) bcastAlg(nbytes, p int) string {
+func (t *Tuning) bcastAlg(nbytes, p int, hier bool) string {
 	if t.BcastAlgorithm != AlgAuto {
 		return t.BcastAlgorithm
 	}
@@ -260,7 +293,22 @@ func (t *Tuning) bcastAlg(nbytes, p int) string {
 	case nbytes <= t.BcastSmallMsg && t.Check:
 		// The check needs a recursive-doubling exchange anyway: the data rides along.
 		return AlgRecursiveDoubling
-	case nbytes >= t.BcastLargeMsg && p > 2:
+	case hier:
+		return AlgHierarchical
+	}
+	return t.sizedBcastAlg(nbytes, p)
+}
+
+// innerBcastAlg is the choice for a step of a hierarchical algorithm: flat, no check.
+func (t *Tuning) innerBcastAlg(nbytes, p int) string {
+	if a := t.BcastAlgorithm; a != AlgAuto && a != AlgHierarchical {
+		return a
+	}
+	return t.sizedBcastAlg(nbytes, p)
+}
+
+func (t *Tuning) sizedBcastAlg(nbytes, p int) string {
+	if nbytes >= t.BcastLargeMsg && p > 2 {
 		return AlgScatterAllgather
 	}
 	return AlgBinomial

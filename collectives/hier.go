@@ -1,0 +1,181 @@
+package collectives
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"weak"
+
+	"github.com/gorun-hpc/gorun/comm"
+)
+
+// Host-aware (hierarchical) algorithms. A communicator spanning several hosts, with several ranks
+// on some host, reduces inside each host first (shared memory), runs the inter-host algorithm
+// among one leader per host (the network), and broadcasts inside each host: the slow links carry
+// each vector once per host instead of once per rank, and a ring's steps over them drop from
+// 2(p-1) to 2(h-1) for h hosts.
+
+// hostLayout is how a communicator's ranks sit on hosts, learned once per communicator from
+// comm's bootstrap table (no messages) and kept while the communicator lives.
+type hostLayout struct {
+	hostOf   []int // host index of each rank (hosts numbered by their lowest rank)
+	leaderOf []int // leader (lowest rank) of each host
+	hier     bool  // more than one host, and more than one rank on some host
+	// local is this host's ranks (by rank), leaders the leaders (by host index; nil on other
+	// ranks). On a layout that is not hierarchical they are c itself or nil, so a forced
+	// hierarchical algorithm still runs; only a hierarchical layout needs comm.Split.
+	local, leaders *comm.Comm
+	err            error // from the splits; returned by the algorithms that need them
+}
+
+// localRank is rank r's rank inside its host's communicator.
+func (l *hostLayout) localRank(r int) int {
+	n := 0
+	for x := 0; x < r; x++ {
+		if l.hostOf[x] == l.hostOf[r] {
+			n++
+		}
+	}
+	return n
+}
+
+// hostIDOf is where the layout learns rank r's host; tests replace it to fake hosts for
+// goroutine ranks.
+var hostIDOf = func(c *comm.Comm, r int) string { return c.HostID(r) }
+
+var layouts sync.Map // weak.Pointer[comm.Comm] -> *hostLayout
+
+// begin is how every collective starts: the layout of cc (its collective twin) is ready, then
+// the operation's tag. On a hierarchical layout the first call splits the communicator (twice);
+// doing it here, in the caller's goroutine and in every collective, keeps the ranks' sequence of
+// communicator operations identical even when they call different collectives by mistake or
+// start non-blocking ones.
+func begin(c *comm.Comm) (*comm.Comm, int) {
+	cc := c.Coll()
+	layoutOf(cc)
+	return cc, c.NextCollTag()
+}
+
+func layoutOf(cc *comm.Comm) *hostLayout {
+	key := weak.Make(cc)
+	if l, ok := layouts.Load(key); ok {
+		return l.(*hostLayout)
+	}
+	l := newLayout(cc)
+	layouts.Store(key, l)
+	runtime.AddCleanup(cc, func(k weak.Pointer[comm.Comm]) { layouts.Delete(k) }, key)
+	return l
+}
+
+func newLayout(cc *comm.Comm) *hostLayout {
+	p, r := cc.Size(), cc.Rank()
+	l := &hostLayout{hostOf: make([]int, p)}
+	index := map[string]int{}
+	perHost := []int{}
+	for x := range p {
+		id := hostIDOf(cc, x)
+		h, ok := index[id]
+		if !ok {
+			h = len(l.leaderOf)
+			index[id] = h
+			l.leaderOf = append(l.leaderOf, x)
+			perHost = append(perHost, 0)
+		}
+		l.hostOf[x] = h
+		perHost[h]++
+	}
+	hosts := len(l.leaderOf)
+	l.hier = hosts > 1 && hosts < p
+	switch {
+	case hosts == 1:
+		l.local = cc
+	case hosts == p:
+		l.leaders = cc
+	default:
+		var err error
+		if l.local, err = cc.Split(l.hostOf[r], r); err != nil {
+			l.err = fmt.Errorf("host layout: %w", err)
+			return l
+		}
+		color := comm.Undefined
+		if l.leaderOf[l.hostOf[r]] == r {
+			color = 0
+		}
+		if l.leaders, err = cc.Split(color, r); err != nil {
+			l.err = fmt.Errorf("host layout: %w", err)
+		}
+	}
+	return l
+}
+
+// hierAllreduce: reduce to the leader inside each host, allreduce among the leaders (by the
+// table, as for any communicator of that size), broadcast inside each host. Commutative ops
+// only; every rank gets the leaders' result, so bitwise the same everywhere.
+func hierAllreduce[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T], t *Tuning) error {
+	l := layoutOf(cc)
+	if l.err != nil {
+		return l.err
+	}
+	nbytes := len(data) * elemSize[T]()
+	if l.local != nil && l.local.Size() > 1 {
+		local := l.local.Coll()
+		var err error
+		if t.reduceAlg(nbytes, true) == AlgReduceScatterGath && len(data) >= newFold(local.Size()).pof2*op.unit {
+			err = reduceScatterGather(local, tag, data, op, 0)
+		} else {
+			err = binomialReduce(local, tag, data, op, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("inside the host: %w", err)
+		}
+	}
+	if l.leaders != nil && l.leaders.Size() > 1 {
+		lc := l.leaders.Coll()
+		if err := allreduceWith(lc, tag, data, op, t.innerAllreduceAlg(nbytes, lc.Size()), t); err != nil {
+			return fmt.Errorf("among host leaders: %w", err)
+		}
+	}
+	if l.local != nil && l.local.Size() > 1 {
+		if err := bcastWith(l.local.Coll(), tag, data, 0, t.innerBcastAlg(nbytes, l.local.Size())); err != nil {
+			return fmt.Errorf("inside the host: %w", err)
+		}
+	}
+	return nil
+}
+
+// hierBcast: root hands the data to its host's leader, the leaders broadcast it among
+// themselves, each leader inside its host.
+func hierBcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int, t *Tuning) error {
+	l := layoutOf(cc)
+	if l.err != nil {
+		return l.err
+	}
+	r := cc.Rank()
+	nbytes := len(buf) * elemSize[T]()
+	rootHost := l.hostOf[root]
+	rootLeader := l.leaderOf[rootHost]
+	if root != rootLeader && l.hostOf[r] == rootHost {
+		local := l.local.Coll()
+		switch r {
+		case root:
+			if err := sendTo(local, buf, 0, tag); err != nil {
+				return fmt.Errorf("to the host leader: %w", err)
+			}
+		case rootLeader:
+			if err := recvExact(local, buf, l.localRank(root), tag); err != nil {
+				return fmt.Errorf("from the root: %w", err)
+			}
+		}
+	}
+	if l.leaders != nil && l.leaders.Size() > 1 {
+		if err := bcastWith(l.leaders.Coll(), tag, buf, rootHost, t.innerBcastAlg(nbytes, l.leaders.Size())); err != nil {
+			return fmt.Errorf("among host leaders: %w", err)
+		}
+	}
+	if l.local != nil && l.local.Size() > 1 {
+		if err := bcastWith(l.local.Coll(), tag, buf, 0, t.innerBcastAlg(nbytes, l.local.Size())); err != nil {
+			return fmt.Errorf("inside the host: %w", err)
+		}
+	}
+	return nil
+}
