@@ -235,18 +235,17 @@ func attend(out, q, kc, vc []float32, stride, off, n int, sc []float32, scale fl
 func attendHalf(out, q []float32, kc, vc []uint16, stride, off, n int, sc []float32, scale float32) {
 	hd := len(q)
 	var qbuf [256]uint16
-	qh := qbuf[:0]
+	qh := qbuf[:]
 	if hd > len(qbuf) {
-		qh = make([]uint16, 0, hd)
+		qh = make([]uint16, hd)
 	}
-	for _, x := range q {
-		qh = append(qh, quant.F32ToF16(x))
-	}
+	qh = qh[:hd]
+	quant.F32ToF16s(qh, q)
+	quant.DotF16Rows(sc[:n], qh, kc, stride, off)
 	mx := float32(math.Inf(-1))
-	for p := 0; p < n; p++ {
-		d := quant.DotF16(qh, kc[p*stride+off:p*stride+off+hd]) * scale
-		sc[p] = d
-		mx = max(mx, d)
+	for p := range sc[:n] {
+		sc[p] *= scale
+		mx = max(mx, sc[p])
 	}
 	var sum float64
 	for p := 0; p < n; p++ {
@@ -255,18 +254,15 @@ func attendHalf(out, q []float32, kc, vc []uint16, stride, off, n int, sc []floa
 		sum += e
 	}
 	inv := float32(1 / sum)
-	clear(out)
-	for p := 0; p < n; p++ {
-		w := quant.F16ToF32(quant.F32ToF16(sc[p] * inv))
-		quant.AxpyF16(out, w, vc[p*stride+off:p*stride+off+hd])
+	for p := range sc[:n] {
+		sc[p] *= inv
 	}
+	quant.RoundF16s(sc[:n])
+	clear(out)
+	quant.AxpyF16Rows(out, sc[:n], vc, stride, off)
 }
 
-func toHalf(dst []uint16, src []float32) {
-	for i, v := range src {
-		dst[i] = quant.F32ToF16(v)
-	}
-}
+func toHalf(dst []uint16, src []float32) { quant.F32ToF16s(dst, src) }
 
 func addTo(dst, src []float32) {
 	src = src[:len(dst)]

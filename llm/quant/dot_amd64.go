@@ -145,6 +145,81 @@ func matVecRows(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 }
 
 //go:noescape
+func quantizeQ8_0AVX2(src *float32, dst *byte, nb int)
+
+func quantizeQ8_0(src []float32, dst []byte) {
+	nb := len(src) / QK8_0
+	if !useAVX2 || nb == 0 {
+		quantizeQ8_0Generic(src, dst)
+		return
+	}
+	_ = dst[nb*BlockQ8_0-1]
+	quantizeQ8_0AVX2(&src[0], &dst[0], nb)
+}
+
+//go:noescape
+func f32ToF16AVX2(dst *uint16, src *float32, n int)
+
+// F32ToF16s converts src to IEEE halves in dst (F32ToF16 of each).
+func F32ToF16s(dst []uint16, src []float32) {
+	n := len(src)
+	m := n &^ 7
+	dst = dst[:n]
+	if useAVX2 && m > 0 {
+		f32ToF16AVX2(&dst[0], &src[0], m)
+	}
+	f32ToF16sGeneric(dst[m:], src[m:])
+}
+
+//go:noescape
+func roundF16AVX2(x *float32, n int)
+
+// RoundF16s rounds each value of x to the nearest IEEE half (F16ToF32(F32ToF16(v))), in place.
+func RoundF16s(x []float32) {
+	n := len(x)
+	m := n &^ 7
+	if useAVX2 && m > 0 {
+		roundF16AVX2(&x[0], m)
+	}
+	roundF16sGeneric(x[m:])
+}
+
+//go:noescape
+func dotF16RowsAVX2(q, k *uint16, stride, n, hd int, out *float32)
+
+//go:noescape
+func axpyF16RowsAVX2(out, w *float32, v *uint16, stride, n, hd int)
+
+// DotF16Rows sets out[p] = DotF16(q, k[p*stride+off : p*stride+off+len(q)]) for p < len(out).
+func DotF16Rows(out []float32, q, k []uint16, stride, off int) {
+	n, hd := len(out), len(q)
+	if n == 0 {
+		return
+	}
+	_ = k[(n-1)*stride+off+hd-1]
+	if !useAVX2 || hd%16 != 0 || hd == 0 {
+		dotF16RowsGeneric(out, q, k, stride, off)
+		return
+	}
+	dotF16RowsAVX2(&q[0], &k[off], 2*stride, n, hd, &out[0])
+}
+
+// AxpyF16Rows adds w[p] times v[p*stride+off : p*stride+off+len(out)] to out for p < len(w),
+// as AxpyF16 once per p in order.
+func AxpyF16Rows(out, w []float32, v []uint16, stride, off int) {
+	n, hd := len(w), len(out)
+	if n == 0 {
+		return
+	}
+	_ = v[(n-1)*stride+off+hd-1]
+	if !useAVX2 || hd%32 != 0 || hd == 0 {
+		axpyF16RowsGeneric(out, w, v, stride, off)
+		return
+	}
+	axpyF16RowsAVX2(&out[0], &w[0], &v[off], 2*stride, n, hd)
+}
+
+//go:noescape
 func axpyF16AVX2(out *float32, a float32, v *byte, n int)
 
 // DotF16 returns the dot product of two F16 vectors, accumulated in float32.

@@ -19,3 +19,22 @@ func AxpyF16(out []float32, a float32, v []uint16) { axpyU16Generic(out, a, v[:l
 func dot4x2(m *Matrix, i int, a, b *Vec, ya, yb []float32) bool { return false }
 
 func matMulPacked(p *Pool, m *Matrix, xs []Vec, ys [][]float32) bool { return false }
+
+func quantizeQ8_0(src []float32, dst []byte) { quantizeQ8_0Generic(src, dst) }
+
+// F32ToF16s converts src to IEEE halves in dst (F32ToF16 of each).
+func F32ToF16s(dst []uint16, src []float32) { f32ToF16sGeneric(dst, src) }
+
+// RoundF16s rounds each value of x to the nearest IEEE half (F16ToF32(F32ToF16(v))), in place.
+func RoundF16s(x []float32) { roundF16sGeneric(x) }
+
+// DotF16Rows sets out[p] = DotF16(q, k[p*stride+off : p*stride+off+len(q)]) for p < len(out).
+func DotF16Rows(out []float32, q, k []uint16, stride, off int) {
+	dotF16RowsGeneric(out, q, k, stride, off)
+}
+
+// AxpyF16Rows adds w[p] times v[p*stride+off : p*stride+off+len(out)] to out for p < len(w),
+// as AxpyF16 once per p in order.
+func AxpyF16Rows(out, w []float32, v []uint16, stride, off int) {
+	axpyF16RowsGeneric(out, w, v, stride, off)
+}

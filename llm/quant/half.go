@@ -25,3 +25,28 @@ func BF16ToF32(h uint16) float32 { return half.BF16ToF32(h) }
 // F32ToBF16 converts float32 to bfloat16 with round-to-nearest-even (ggml's rule); NaN stays
 // NaN.
 func F32ToBF16(f float32) uint16 { return half.F32ToBF16(f) }
+
+func f32ToF16sGeneric(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i, f := range src {
+		dst[i] = F32ToF16(f)
+	}
+}
+
+func roundF16sGeneric(x []float32) {
+	for i, f := range x {
+		x[i] = F16ToF32(F32ToF16(f))
+	}
+}
+
+func dotF16RowsGeneric(out []float32, q, k []uint16, stride, off int) {
+	for p := range out {
+		out[p] = DotF16(q, k[p*stride+off:p*stride+off+len(q)])
+	}
+}
+
+func axpyF16RowsGeneric(out, w []float32, v []uint16, stride, off int) {
+	for p, a := range w {
+		AxpyF16(out, a, v[p*stride+off:p*stride+off+len(out)])
+	}
+}

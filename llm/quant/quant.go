@@ -235,9 +235,9 @@ func Quantize(t gguf.Type, src []float32, dst []byte) error {
 	return nil
 }
 
-// quantizeQ8_0 is the x86 (AVX2) rule of llama.cpp's quantize_row_q8_0, which is what its CPU
+// quantizeQ8_0Generic is the x86 (AVX2) rule of llama.cpp's quantize_row_q8_0, which is what its CPU
 // backend applies to activations: d = amax/127, q = round-half-even(x * 127/amax).
-func quantizeQ8_0(src []float32, dst []byte) {
+func quantizeQ8_0Generic(src []float32, dst []byte) {
 	for b := 0; b < len(src)/QK8_0; b++ {
 		x := src[b*QK8_0 : (b+1)*QK8_0]
 		y := dst[b*BlockQ8_0 : (b+1)*BlockQ8_0]

@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
@@ -471,5 +472,89 @@ func BenchmarkMatVec(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The activation conversions in use (assembly where the CPU has it) produce the bytes of the
+// pure-Go ones: blocks of zeros, tiny and huge values, ties of the rounding, NaN-free specials.
+func TestConversionsMatchGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, n := range []int{0, 7, 8, 9, 32, 64, 96, 1024, 1040} {
+		x := randVec(r, n)
+		for i := range x {
+			switch r.IntN(8) {
+			case 0:
+				x[i] = 0
+			case 1:
+				x[i] *= 1e-6 // F16 subnormals
+			case 2:
+				x[i] *= 7e4 // beyond F16's range
+			case 3:
+				x[i] = float32(r.IntN(64)-32) + 0.5 // exact ties
+			}
+		}
+		if n >= 64 {
+			clear(x[32:64]) // an all-zero Q8_0 block
+		}
+		got, want := make([]uint16, n), make([]uint16, n)
+		F32ToF16s(got, x)
+		f32ToF16sGeneric(want, x)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("F32ToF16s n=%d [%d] of %g: %#04x, generic %#04x", n, i, x[i], got[i], want[i])
+			}
+		}
+		rounded := append([]float32(nil), x...)
+		RoundF16s(rounded)
+		for i := range rounded {
+			if rounded[i] != F16ToF32(want[i]) {
+				t.Fatalf("RoundF16s n=%d [%d] of %g: %g, want %g", n, i, x[i], rounded[i], F16ToF32(want[i]))
+			}
+		}
+		if n%QK8_0 == 0 {
+			nb := n / QK8_0
+			gq, wq := make([]byte, nb*BlockQ8_0), make([]byte, nb*BlockQ8_0)
+			quantizeQ8_0(x, gq)
+			quantizeQ8_0Generic(x, wq)
+			if !bytes.Equal(gq, wq) {
+				t.Fatalf("quantizeQ8_0 n=%d (kernel %s): differs from the generic one", n, Kernel())
+			}
+		}
+	}
+}
+
+// The all-positions attention kernels equal DotF16 and AxpyF16 called per position, bit for
+// bit (the model's greedy tokens depend on it), for head sizes with and without a fast path.
+func TestHalfRowsMatchPerRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, hd := range []int{8, 16, 32, 48, 64, 128} {
+		for _, n := range []int{0, 1, 5, 33} {
+			stride, off := 3*hd+16, hd+8
+			cache := make([]uint16, max(n, 1)*stride)
+			for i := range cache {
+				cache[i] = F32ToF16(float32(r.NormFloat64()))
+			}
+			q := make([]uint16, hd)
+			for i := range q {
+				q[i] = F32ToF16(float32(r.NormFloat64()))
+			}
+			got := make([]float32, n)
+			DotF16Rows(got, q, cache, stride, off)
+			w := randVec(r, n)
+			acc, want := randVec(r, hd), make([]float32, hd)
+			copy(want, acc)
+			AxpyF16Rows(acc, w, cache, stride, off)
+			for p := 0; p < n; p++ {
+				if d := DotF16(q, cache[p*stride+off:p*stride+off+hd]); got[p] != d {
+					t.Fatalf("hd=%d n=%d: DotF16Rows[%d] = %v, DotF16 %v", hd, n, p, got[p], d)
+				}
+				AxpyF16(want, w[p], cache[p*stride+off:p*stride+off+hd])
+			}
+			for j := range acc {
+				if acc[j] != want[j] {
+					t.Fatalf("hd=%d n=%d: AxpyF16Rows[%d] = %v, AxpyF16 per row %v", hd, n, j, acc[j], want[j])
+				}
+			}
+		}
 	}
 }
