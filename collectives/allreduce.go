@@ -50,7 +50,7 @@ func allreduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T]) er
 	t := current()
 	p := cc.Size()
 	nbytes := n * elemSize[T]()
-	alg := t.allreduceAlg(nbytes, p, op.commute, layoutOf(cc).hier)
+	alg := t.allreduceAlg(nbytes, p, op.commute, layoutOf(cc).shape)
 	s := sig{coll: "allreduce", n: n, typ: typeName[T](), op: op.id}
 	if alg == AlgRecursiveDoubling && nbytes <= t.fuseLimit() && (t.Check || lerr == nil) {
 		return rdCheck(cc, tag, recv, op.fn, op.commute, -1, s, lerr, t.fuseLimit())

@@ -35,7 +35,7 @@ func bcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int) error {
 	t := current()
 	lerr := checkRoot(root, p)
 	s := sig{coll: "bcast", n: len(buf), typ: typeName[T](), root: root}
-	alg := t.bcastAlg(len(buf)*elemSize[T](), p, layoutOf(cc).hier)
+	alg := t.bcastAlg(len(buf)*elemSize[T](), p, layoutOf(cc).shape)
 	if alg == AlgRecursiveDoubling && len(buf) > 0 && (t.Check || lerr == nil) {
 		return rdCheck(cc, tag, buf, nil, true, root, s, lerr, 0)
 	}

@@ -254,42 +254,41 @@ func TestTuningFromEnv(t *testing.T) {
 
 func TestAlgorithmSelection(t *testing.T) {
 	d := DefaultTuning()
-	// hier: over hosts with several ranks on some, hierarchical from the small threshold on, for
-	// commutative ops.
+	// Over hosts with several ranks on some, hierarchical from the small threshold on; one rank
+	// on each of up to 4 hosts, direct (commutative ops only, both).
 	for _, tc := range []struct {
-		nbytes, p     int
-		commute, hier bool
-		want          string
+		nbytes, p int
+		commute   bool
+		shape     hostShape
+		want      string
 	}{
-		{8, 2, true, false, AlgRecursiveDoubling},
-		{32 << 10, 2, true, false, AlgRecursiveDoubling},
-		{32 << 10, 4, true, false, AlgRabenseifner},
-		{32 << 10, 6, true, false, AlgRing},
-		{16 << 20, 4, true, false, AlgRing},
-		{16 << 20, 4, false, false, AlgRecursiveDoubling},
-		{8, 4, true, true, AlgRecursiveDoubling},
-		{32 << 10, 4, true, true, AlgHierarchical},
-		{16 << 20, 6, true, true, AlgHierarchical},
-		{16 << 20, 6, false, true, AlgRecursiveDoubling},
+		{8, 2, true, oneHost, AlgRecursiveDoubling},
+		{32 << 10, 2, true, oneHost, AlgRecursiveDoubling},
+		{32 << 10, 4, true, oneHost, AlgRabenseifner},
+		{32 << 10, 6, true, oneHost, AlgRing},
+		{16 << 20, 4, true, oneHost, AlgRing},
+		{16 << 20, 4, false, oneHost, AlgRecursiveDoubling},
+		{8, 4, true, hierHosts, AlgRecursiveDoubling},
+		{32 << 10, 4, true, hierHosts, AlgHierarchical},
+		{16 << 20, 6, true, hierHosts, AlgHierarchical},
+		{16 << 20, 6, false, hierHosts, AlgRecursiveDoubling},
+		{1 << 20, 4, true, meshHosts, AlgDirect},
+		{1 << 20, 5, true, meshHosts, AlgRing},
+		{8, 4, true, meshHosts, AlgRecursiveDoubling},
 	} {
-		if got := d.allreduceAlg(tc.nbytes, tc.p, tc.commute, tc.hier); got != tc.want {
-			t.Errorf("allreduce %d bytes on %d ranks (hierarchical layout %v): %s, want %s", tc.nbytes, tc.p, tc.hier, got, tc.want)
+		if got := d.allreduceAlg(tc.nbytes, tc.p, tc.commute, tc.shape); got != tc.want {
+			t.Errorf("allreduce %d bytes on %d ranks (host shape %v): %s, want %s", tc.nbytes, tc.p, tc.shape, got, tc.want)
 		}
-	}
-	direct := d
-	direct.AllreduceDirectMaxRanks = 4
-	if direct.allreduceAlg(1<<20, 4, true, false) != AlgDirect || direct.allreduceAlg(1<<20, 5, true, false) != AlgRing || direct.allreduceAlg(8, 4, true, false) != AlgRecursiveDoubling {
-		t.Error("direct choice")
 	}
 	forced := d
 	forced.AllreduceAlgorithm, forced.BcastAlgorithm = AlgHierarchical, AlgHierarchical
-	if forced.innerAllreduceAlg(16<<20, 4) != AlgRing || forced.innerBcastAlg(1<<20, 4) != AlgScatterAllgather {
+	if forced.innerAllreduceAlg(16<<20, 4) != AlgDirect || forced.innerAllreduceAlg(16<<20, 5) != AlgRing || forced.innerBcastAlg(1<<20, 4) != AlgScatterAllgather {
 		t.Error("forced hierarchical: the steps inside must use the flat table")
 	}
-	if d.bcastAlg(8, 4, false) != AlgRecursiveDoubling || d.bcastAlg(64<<10, 4, false) != AlgBinomial || d.bcastAlg(1<<20, 4, false) != AlgScatterAllgather {
+	if d.bcastAlg(8, 4, oneHost) != AlgRecursiveDoubling || d.bcastAlg(64<<10, 4, oneHost) != AlgBinomial || d.bcastAlg(1<<20, 4, meshHosts) != AlgScatterAllgather {
 		t.Error("bcast choice")
 	}
-	if d.bcastAlg(8, 4, true) != AlgRecursiveDoubling || d.bcastAlg(64<<10, 4, true) != AlgHierarchical {
+	if d.bcastAlg(8, 4, hierHosts) != AlgRecursiveDoubling || d.bcastAlg(64<<10, 4, hierHosts) != AlgHierarchical {
 		t.Error("bcast choice on a hierarchical layout")
 	}
 	if d.allgatherAlg(100, 6) != AlgRing || d.allgatherAlg(100, 8) != AlgRecursiveDoubling {

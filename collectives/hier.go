@@ -20,7 +20,7 @@ import (
 type hostLayout struct {
 	hostOf   []int // host index of each rank (hosts numbered by their lowest rank)
 	leaderOf []int // leader (lowest rank) of each host
-	hier     bool  // more than one host, and more than one rank on some host
+	shape    hostShape
 	// local is this host's ranks (by rank), leaders the leaders (by host index; nil on other
 	// ranks). On a layout that is not hierarchical they are c itself or nil, so a forced
 	// hierarchical algorithm still runs; only a hierarchical layout needs comm.Split.
@@ -85,13 +85,13 @@ func newLayout(cc *comm.Comm) *hostLayout {
 		perHost[h]++
 	}
 	hosts := len(l.leaderOf)
-	l.hier = hosts > 1 && hosts < p
 	switch {
 	case hosts == 1:
-		l.local = cc
+		l.local, l.shape = cc, oneHost
 	case hosts == p:
-		l.leaders = cc
+		l.leaders, l.shape = cc, meshHosts
 	default:
+		l.shape = hierHosts
 		var err error
 		if l.local, err = cc.Split(l.hostOf[r], r); err != nil {
 			l.err = fmt.Errorf("host layout: %w", err)

@@ -50,13 +50,13 @@ func eachLayout(t *testing.T, p int, fn func(t *testing.T, layout string)) {
 func TestHostLayout(t *testing.T) {
 	for _, tc := range []struct {
 		hosts          []int
-		hier           bool
+		shape          hostShape
 		local, leaders []int // sizes of this rank's local and leaders communicators (0: nil)
 	}{
-		{[]int{0, 0, 1, 1}, true, []int{2, 2, 2, 2}, []int{2, 0, 2, 0}},
-		{[]int{0, 1, 0, 2, 1, 0}, true, []int{3, 2, 3, 1, 2, 3}, []int{3, 3, 0, 3, 0, 0}},
-		{[]int{0, 0, 0}, false, []int{3, 3, 3}, []int{0, 0, 0}},
-		{[]int{0, 1, 2}, false, []int{0, 0, 0}, []int{3, 3, 3}},
+		{[]int{0, 0, 1, 1}, hierHosts, []int{2, 2, 2, 2}, []int{2, 0, 2, 0}},
+		{[]int{0, 1, 0, 2, 1, 0}, hierHosts, []int{3, 2, 3, 1, 2, 3}, []int{3, 3, 0, 3, 0, 0}},
+		{[]int{0, 0, 0}, oneHost, []int{3, 3, 3}, []int{0, 0, 0}},
+		{[]int{0, 1, 2}, meshHosts, []int{0, 0, 0}, []int{3, 3, 3}},
 	} {
 		p := len(tc.hosts)
 		withFakeHosts(t, p, func(r, p int) int { return tc.hosts[r] })
@@ -69,8 +69,8 @@ func TestHostLayout(t *testing.T) {
 				}
 				return c.Size()
 			}
-			if l.err != nil || l.hier != tc.hier || size(l.local) != tc.local[r] || size(l.leaders) != tc.leaders[r] {
-				return fmt.Errorf("hosts %v rank %d: hier %v, local %d, leaders %d, err %v; want %v %d %d", tc.hosts, r, l.hier, size(l.local), size(l.leaders), l.err, tc.hier, tc.local[r], tc.leaders[r])
+			if l.err != nil || l.shape != tc.shape || size(l.local) != tc.local[r] || size(l.leaders) != tc.leaders[r] {
+				return fmt.Errorf("hosts %v rank %d: shape %v, local %d, leaders %d, err %v; want %v %d %d", tc.hosts, r, l.shape, size(l.local), size(l.leaders), l.err, tc.shape, tc.local[r], tc.leaders[r])
 			}
 			if layoutOf(c.Coll()) != l {
 				return fmt.Errorf("layout not cached")

@@ -31,8 +31,10 @@ const (
 //	GORUN_COLL_ALLREDUCE_SMALL_MSG      below: recursive doubling (default 64 KiB for 2-3 ranks, 8 KiB beyond)
 //	GORUN_COLL_ALLREDUCE_LARGE_MSG      from: pipelined ring (default 1 MiB); between: Rabenseifner
 //	                                    (Rabenseifner only for power-of-two rank counts; ring otherwise)
-//	GORUN_COLL_ALLREDUCE_DIRECT_MAX_RANKS  up to this many ranks, from the small threshold on: direct
-//	                                    (full mesh: every pair of ranks exchanges at once; default 0, off)
+//	GORUN_COLL_ALLREDUCE_DIRECT_MAX_HOSTS  a communicator of one rank per host, up to this many hosts, uses
+//	                                    direct from the small threshold on (every pair exchanges at once
+//	                                    over its own link, as in a Thunderbolt full mesh; default 4, 0: off);
+//	                                    so do the leaders of a hierarchical allreduce
 //	                                    From the small threshold on, a communicator spanning several hosts
 //	                                    with several ranks on some host uses hierarchical (inside hosts,
 //	                                    then among one leader per host, by this table) before all of these.
@@ -55,9 +57,9 @@ type Tuning struct {
 	AllreduceSmallMsg   int // used when the rank count is 4 or more
 	AllreduceSmallMsgLo int // used for 2-3 ranks (GORUN_COLL_ALLREDUCE_SMALL_MSG sets both)
 	AllreduceLargeMsg   int
-	// AllreduceDirectMaxRanks: up to this many ranks, medium and large vectors use the direct
-	// full-mesh algorithm (0: never chosen automatically).
-	AllreduceDirectMaxRanks int
+	// AllreduceDirectMaxHosts: one rank per host on up to this many hosts, medium and large
+	// vectors use the direct full-mesh algorithm (0: never chosen automatically).
+	AllreduceDirectMaxHosts int
 	RingSegment             int
 	BcastAlgorithm          string
 	BcastSmallMsg           int
@@ -75,20 +77,21 @@ type Tuning struct {
 // message is bandwidth-bound, then the bandwidth-optimal algorithms.
 func DefaultTuning() Tuning {
 	return Tuning{
-		AllreduceAlgorithm:  AlgAuto,
-		AllreduceSmallMsg:   8 << 10,
-		AllreduceSmallMsgLo: 64 << 10,
-		AllreduceLargeMsg:   1 << 20,
-		RingSegment:         4 << 20,
-		BcastAlgorithm:      AlgAuto,
-		BcastSmallMsg:       8 << 10,
-		BcastLargeMsg:       512 << 10,
-		ReduceAlgorithm:     AlgAuto,
-		ReduceLargeMsg:      512 << 10,
-		AllgatherAlgorithm:  AlgAuto,
-		AllgatherLargeMsg:   512 << 10,
-		ReduceScatterAlg:    AlgAuto,
-		Check:               true,
+		AllreduceAlgorithm:      AlgAuto,
+		AllreduceSmallMsg:       8 << 10,
+		AllreduceSmallMsgLo:     64 << 10,
+		AllreduceLargeMsg:       1 << 20,
+		AllreduceDirectMaxHosts: 4,
+		RingSegment:             4 << 20,
+		BcastAlgorithm:          AlgAuto,
+		BcastSmallMsg:           8 << 10,
+		BcastLargeMsg:           512 << 10,
+		ReduceAlgorithm:         AlgAuto,
+		ReduceLargeMsg:          512 << 10,
+		AllgatherAlgorithm:      AlgAuto,
+		AllgatherLargeMsg:       512 << 10,
+		ReduceScatterAlg:        AlgAuto,
+		Check:                   true,
 	}
 }
 
@@ -170,11 +173,11 @@ func TuningFromEnv(getenv func(string) string) (Tuning, error) {
 	size(p+"ALLREDUCE_SMALL_MSG", &t.AllreduceSmallMsg, &t.AllreduceSmallMsgLo)
 	size(p+"ALLREDUCE_LARGE_MSG", &t.AllreduceLargeMsg)
 	size(p+"RING_SEGMENT", &t.RingSegment)
-	if v := strings.TrimSpace(getenv(p + "ALLREDUCE_DIRECT_MAX_RANKS")); v != "" {
+	if v := strings.TrimSpace(getenv(p + "ALLREDUCE_DIRECT_MAX_HOSTS")); v != "" {
 		if n, err := strconv.Atoi(v); err != nil || n < 0 {
-			fail(p+"ALLREDUCE_DIRECT_MAX_RANKS", v, fmt.Errorf("want a rank count"))
+			fail(p+"ALLREDUCE_DIRECT_MAX_HOSTS", v, fmt.Errorf("want a host count"))
 		} else {
-			t.AllreduceDirectMaxRanks = n
+			t.AllreduceDirectMaxHosts = n
 		}
 	}
 	alg(p+"BCAST_ALGORITHM", &t.BcastAlgorithm, AlgRecursiveDoubling, AlgBinomial, AlgScatterAllgather, AlgHierarchical)
@@ -243,9 +246,18 @@ func ParseSize(s string) (int, error) {
 	return n * mult, nil
 }
 
-// allreduceAlg picks the allreduce algorithm for a vector of nbytes over p ranks; hier says
-// the communicator's host layout is hierarchical (see hostLayout).
-func (t *Tuning) allreduceAlg(nbytes, p int, commute, hier bool) string {
+// hostShape is what the algorithm table needs to know of a communicator's host layout.
+type hostShape int
+
+const (
+	oneHost   hostShape = iota // every rank on one host (or nothing known)
+	hierHosts                  // several hosts, several ranks on some: hierarchical algorithms
+	meshHosts                  // one rank per host, several hosts: the full-mesh algorithm
+)
+
+// allreduceAlg picks the allreduce algorithm for a vector of nbytes over p ranks laid out on
+// hosts as shape says.
+func (t *Tuning) allreduceAlg(nbytes, p int, commute bool, shape hostShape) string {
 	alg := t.AllreduceAlgorithm
 	if alg == AlgAuto {
 		small := t.AllreduceSmallMsg
@@ -255,9 +267,9 @@ func (t *Tuning) allreduceAlg(nbytes, p int, commute, hier bool) string {
 		switch {
 		case nbytes < small:
 			alg = AlgRecursiveDoubling
-		case hier:
+		case shape == hierHosts:
 			alg = AlgHierarchical
-		case p <= t.AllreduceDirectMaxRanks:
+		case shape == meshHosts && p <= t.AllreduceDirectMaxHosts:
 			alg = AlgDirect
 		case nbytes >= t.AllreduceLargeMsg || !isPow2(p):
 			alg = AlgRing
@@ -272,20 +284,20 @@ func (t *Tuning) allreduceAlg(nbytes, p int, commute, hier bool) string {
 	return alg
 }
 
-// innerAllreduceAlg is the choice among the leaders of a hierarchical allreduce: the flat table.
+// innerAllreduceAlg is the choice among the leaders (one per host) of a hierarchical allreduce.
 func (t *Tuning) innerAllreduceAlg(nbytes, p int) string {
 	if t.AllreduceAlgorithm == AlgHierarchical {
 		u := *t
 		u.AllreduceAlgorithm = AlgAuto
-		return u.allreduceAlg(nbytes, p, true, false)
+		return u.allreduceAlg(nbytes, p, true, meshHosts)
 	}
-	return t.allreduceAlg(nbytes, p, true, false)
+	return t.allreduceAlg(nbytes, p, true, meshHosts)
 }
 
 // fuseLimit is the largest vector recursive doubling carries inside the argument-check messages.
 func (t *Tuning) fuseLimit() int { return max(t.AllreduceSmallMsg, t.AllreduceSmallMsgLo) }
 
-func (t *Tuning) bcastAlg(nbytes, p int, hier bool) string {
+func (t *Tuning) bcastAlg(nbytes, p int, shape hostShape) string {
 	if t.BcastAlgorithm != AlgAuto {
 		return t.BcastAlgorithm
 	}
@@ -293,7 +305,7 @@ func (t *Tuning) bcastAlg(nbytes, p int, hier bool) string {
 	case nbytes <= t.BcastSmallMsg && t.Check:
 		// The check needs a recursive-doubling exchange anyway: the data rides along.
 		return AlgRecursiveDoubling
-	case hier:
+	case shape == hierHosts:
 		return AlgHierarchical
 	}
 	return t.sizedBcastAlg(nbytes, p)
