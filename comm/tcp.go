@@ -38,8 +38,13 @@ type tcpPeer struct {
 	br   *bufio.Reader
 
 	wmu       sync.Mutex // one writer at a time on the connection
-	whdr      [headerSize]byte
-	lastWrite atomic.Int64 // unix nanos, for heartbeats
+	wbuf      [headerSize + tcpSmallWrite]byte
+	lastWrite atomic.Int64 // p.t.clock() at the last write, for heartbeats
+
+	// The read deadline is pushed forward only when a quarter of the timeout has passed since
+	// it was last set (setting it costs a timer update): every read still has at least three
+	// quarters of the timeout, and a live peer writes at least every half (heartbeats).
+	deadlineSet time.Duration // p.t.clock() when the deadline was last set
 
 	qmu   sync.Mutex
 	queue []writeJob
@@ -58,6 +63,15 @@ type writeJob struct {
 	send *pendingSend
 }
 
+// tcpSmallWrite: payloads up to this size are copied behind the header and written in one go.
+const tcpSmallWrite = 4 << 10
+
+// clock is the time since the process started: one monotonic clock read, cheaper than
+// time.Now.
+func (t *tcpTransport) clock() time.Duration { return time.Since(clockStart) }
+
+var clockStart = time.Now()
+
 func newTCPPeer(t *tcpTransport, rank int, addr string, conn *net.TCPConn) *tcpPeer {
 	p := &tcpPeer{
 		t: t, rank: rank, addr: addr, conn: conn,
@@ -67,7 +81,7 @@ func newTCPPeer(t *tcpTransport, rank int, addr string, conn *net.TCPConn) *tcpP
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
-	p.lastWrite.Store(time.Now().UnixNano())
+	p.lastWrite.Store(int64(t.clock()))
 	return p
 }
 
@@ -110,15 +124,17 @@ func (p *tcpPeer) write(h *header, payload []byte) error {
 		return p.linkError()
 	default:
 	}
-	h.put(p.whdr[:])
+	h.put(p.wbuf[:headerSize])
 	var err error
-	if len(payload) == 0 {
-		_, err = p.conn.Write(p.whdr[:])
+	if len(payload) <= tcpSmallWrite {
+		// One copy is cheaper than a vectored write for a small payload.
+		n := copy(p.wbuf[headerSize:], payload)
+		_, err = p.conn.Write(p.wbuf[:headerSize+n])
 	} else {
-		bufs := net.Buffers{p.whdr[:], payload}
+		bufs := net.Buffers{p.wbuf[:headerSize], payload}
 		_, err = bufs.WriteTo(p.conn)
 	}
-	p.lastWrite.Store(time.Now().UnixNano())
+	p.lastWrite.Store(int64(p.t.clock()))
 	p.wmu.Unlock()
 	if err != nil {
 		p.fail(fmt.Errorf("write to %s: %w", p.addr, err))
@@ -158,7 +174,7 @@ func (p *tcpPeer) writeLoop() {
 		case <-p.done:
 			return
 		case <-tick.C:
-			if time.Since(time.Unix(0, p.lastWrite.Load())) >= interval {
+			if p.t.clock()-time.Duration(p.lastWrite.Load()) >= interval {
 				if p.write(&header{typ: framePing}, nil) != nil {
 					return
 				}
@@ -292,7 +308,10 @@ func (p *tcpPeer) acceptRTS(sendID uint64, r *recvOp, tag int, size uint64) {
 
 func (p *tcpPeer) readFull(b []byte) error {
 	if p.t.timeout > 0 {
-		p.conn.SetReadDeadline(time.Now().Add(p.t.timeout))
+		if now := p.t.clock(); now-p.deadlineSet >= p.t.timeout/4 || p.deadlineSet == 0 {
+			p.conn.SetReadDeadline(time.Now().Add(p.t.timeout))
+			p.deadlineSet = now
+		}
 	}
 	_, err := io.ReadFull(p.br, b)
 	return err
