@@ -694,6 +694,7 @@ func (t *verbsTransport) peerFailed(rank int, cause error) {
 func (t *verbsTransport) poll(r *Request) {
 	nap := 10 * time.Microsecond
 	var timer *time.Timer
+	var done <-chan struct{}
 	for spins := 0; !r.finished() && !t.stopping.Load(); spins++ {
 		if t.mu.TryLock() {
 			did := t.progressLocked()
@@ -708,13 +709,14 @@ func (t *verbsTransport) poll(r *Request) {
 			continue
 		}
 		if timer == nil {
+			done = r.Done()
 			timer = time.NewTimer(nap)
 			defer timer.Stop()
 		} else {
 			timer.Reset(nap)
 		}
 		select {
-		case <-r.done:
+		case <-done:
 			return
 		case <-timer.C:
 		}

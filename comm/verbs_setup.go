@@ -4,10 +4,12 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gorun-hpc/gorun/comm/internal/ibv"
@@ -95,6 +97,10 @@ func useVerbs(w *world, t *tcpTransport, id identity) (err error) {
 		d := devOf[r]
 		p := &verbsPeer{t: vt, d: d, rank: r, rendezvous: newRendezvous(r), zcRecvs: map[uint32]uint64{}, zcRegs: map[uint64]*regEntry{}}
 		if p.qp, err = d.pd.CreateQP(typ, d.cq, verbsSendDepth+4, verbsCredits); err != nil {
+			if errors.Is(err, syscall.EBUSY) {
+				// Seen on Thunderbolt RDMA: about ten queue pairs per device (ml-explore/mlx #4209).
+				err = fmt.Errorf("%w; the device's queue pairs are exhausted: fewer ranks per device, or other jobs using it", err)
+			}
 			return fmt.Errorf("%v queue pair on %s for rank %d: %w", typ, d.dev.Name(), r, err)
 		}
 		vt.peers[r] = p

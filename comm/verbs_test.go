@@ -250,3 +250,35 @@ func FuzzDeviceMatrix(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkVerbsPingPong: BenchmarkPingPong over the software verbs device.
+//
+//	go test -run '^$' -bench VerbsPingPong ./comm/
+func BenchmarkVerbsPingPong(b *testing.B) {
+	b.Setenv(jobenv.RDMADevice, ibv.SoftName)
+	for _, qp := range []string{"rc", "uc"} {
+		b.Run(qp, func(b *testing.B) {
+			b.Setenv(jobenv.VerbsQP, qp)
+			benchPingPong(b, "verbs")
+		})
+	}
+}
+
+// TestVerbsStress: the stress role (random destinations, tags and sizes up to 200 KiB, every
+// message checksummed and sequenced) among 3 processes over softibv: UC, and RC with every
+// 97th packet dropped (and retransmitted by the emulated adapter).
+func TestVerbsStress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: runs in .ci/steps/60-verbs.sh")
+	}
+	for qp, faults := range map[string][]string{"uc": nil, "rc": {ibv.SoftDropEnv + "=97"}} {
+		t.Run(qp, func(t *testing.T) {
+			procs := startJob(t, 3, "stress", verbsEnv(qp, faults...)...)
+			codes := waitJob(t, procs, 300*time.Second)
+			for r, code := range codes {
+				require.Equal(t, 0, code, "rank %d output:\n%s", r, procs[r].out.String())
+			}
+			require.Contains(t, procs[0].out.String(), "stress ok")
+		})
+	}
+}
