@@ -1,0 +1,54 @@
+# Several "hosts" on one machine: network namespaces h1..hN on a bridge, each with its own
+# address (10.99.0.i/24) and its own sshd (root, key only), as in RECIPES.md section 4.
+# Source it, then: netns_up DIR N; ... netns_down DIR N. The gorun side (root namespace) has
+# 10.99.0.254 on the bridge. $NETNS_SSH is the ssh command line that reaches the hosts.
+# Needs root, iproute2 and openssh-server. Every daemon is stopped by its PID in netns_down.
+
+NETNS_BRIDGE=${NETNS_BRIDGE:-brgorun}
+
+netns_up() {
+	local d=$1 n=$2 i h a
+	mkdir -p /run/sshd "$d"
+	chmod 700 "$d"
+	ssh-keygen -q -t ed25519 -N '' -f "$d/id"
+	cp "$d/id.pub" "$d/authorized_keys"
+	ip link add "$NETNS_BRIDGE" type bridge
+	ip link set "$NETNS_BRIDGE" up
+	ip addr add 10.99.0.254/24 dev "$NETNS_BRIDGE"
+	for i in $(seq "$n"); do
+		h=h$i a=10.99.0.$i
+		mkdir -p "$d/$h"
+		ip netns add "$h"
+		ip link add "vgorun$i" type veth peer name eth0 netns "$h"
+		ip link set "vgorun$i" master "$NETNS_BRIDGE" up
+		ip -n "$h" addr add "$a/24" dev eth0
+		ip -n "$h" link set eth0 up
+		ip -n "$h" link set lo up
+		ssh-keygen -q -t ed25519 -N '' -f "$d/$h/hostkey"
+		printf '%s\n' "ListenAddress $a" "HostKey $d/$h/hostkey" "PidFile $d/$h/sshd.pid" \
+			"AuthorizedKeysFile $d/authorized_keys" "PermitRootLogin prohibit-password" \
+			"PasswordAuthentication no" "UsePAM no" "StrictModes no" "MaxStartups 64:30:128" \
+			"MaxSessions 64" >"$d/$h/sshd_config"
+		# Its own UTS namespace gives each host its own host name (gorun's ranks compare them).
+		ip netns exec "$h" unshare --uts sh -c "hostname $h && exec /usr/sbin/sshd -f $d/$h/sshd_config -E $d/$h/log"
+	done
+	NETNS_SSH="ssh -i $d/id -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=3"
+	for i in $(seq "$n"); do
+		for _ in $(seq 50); do
+			[ -s "$d/h$i/sshd.pid" ] && timeout 10 $NETNS_SSH -o BatchMode=yes root@10.99.0.$i true 2>/dev/null && break
+			sleep 0.1
+		done
+	done
+}
+
+netns_down() {
+	local d=$1 n=$2 i
+	for i in $(seq "$n"); do
+		[ -s "$d/h$i/sshd.pid" ] && kill "$(cat "$d/h$i/sshd.pid")" 2>/dev/null
+		# Whatever still runs in the namespace (a rank cut off from its peers) goes with it.
+		for p in $(ip netns pids "h$i" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+		ip netns del "h$i" 2>/dev/null
+	done
+	ip link del "$NETNS_BRIDGE" 2>/dev/null
+	return 0
+}
