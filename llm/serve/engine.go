@@ -259,17 +259,17 @@ func (e *engine) run(ctx context.Context) error {
 }
 
 // plan chooses this step's work: one decode token for every running job, then prompt
-// chunks of jobs still reading their prompt, up to the batch budget.
+// chunks of jobs still reading their prompt, up to the batch budget. rows are the jobs whose
+// logits the step yields, in the order of their logits rows.
 func (e *engine) plan(slots []*job) (plan []int32, seqs []model.Seq, rows []*job) {
 	budget := e.batch
-	var rowJobs []*job // jobs that want logits, in seq order
-	var modes []int32
+	var owners []*job
 	for _, j := range slots {
 		if j == nil || j.fed < len(j.prompt) {
 			continue
 		}
 		seqs = append(seqs, model.Seq{Slot: j.slot, Pos: j.pos, Tokens: j.generated[len(j.generated)-1:], Logits: true})
-		rowJobs = append(rowJobs, j)
+		owners = append(owners, j)
 		budget--
 	}
 	for _, j := range slots {
@@ -277,35 +277,24 @@ func (e *engine) plan(slots []*job) (plan []int32, seqs []model.Seq, rows []*job
 			continue
 		}
 		n := min(len(j.prompt)-j.fed, budget)
-		q := model.Seq{Slot: j.slot, Pos: j.pos, Tokens: j.prompt[j.fed : j.fed+n], Logits: j.fed+n == len(j.prompt)}
+		seqs = append(seqs, model.Seq{Slot: j.slot, Pos: j.pos, Tokens: j.prompt[j.fed : j.fed+n], Logits: j.fed+n == len(j.prompt)})
+		owners = append(owners, j)
 		j.fed += n
 		budget -= n
-		seqs = append(seqs, q)
-		if q.Logits {
-			rowJobs = append(rowJobs, j)
-		}
 	}
 	if len(seqs) == 0 {
 		return nil, nil, nil
 	}
-	// Logits rows follow seq order; rebuild rowJobs in that order with their modes.
-	rows = rows[:0]
-	byslot := map[int]*job{}
-	for _, j := range rowJobs {
-		byslot[j.slot] = j
-	}
 	plan = append(plan, opStep, int32(len(seqs)))
-	for _, q := range seqs {
+	for i, q := range seqs {
 		mode := int32(rowNone)
 		if q.Logits {
-			j := byslot[q.Slot]
-			rows = append(rows, j)
+			rows = append(rows, owners[i])
 			mode = rowGreedy
-			if j.sampler != nil {
+			if owners[i].sampler != nil {
 				mode = rowSample
 			}
 		}
-		modes = append(modes, mode)
 		plan = append(plan, int32(q.Slot), int32(q.Pos), int32(len(q.Tokens)), mode)
 	}
 	for _, q := range seqs {
@@ -373,8 +362,7 @@ func (e *engine) receive() ([]int32, error) {
 	return plan, nil
 }
 
-// execute runs a step plan on this rank: the batch, then the greedy tokens of every logits
-// row, and the full logits of the rows that sample.
+// execute broadcasts a step plan from rank 0 and runs it there.
 func (e *engine) execute(plan []int32, step int) ([]int32, [][]float32, error) {
 	if e.failAfter > 0 && step >= e.failAfter {
 		return nil, nil, fmt.Errorf("rank %d: injected failure at step %d", e.rank(), step)
@@ -382,6 +370,13 @@ func (e *engine) execute(plan []int32, step int) ([]int32, [][]float32, error) {
 	if err := e.broadcast(plan); err != nil {
 		return nil, nil, err
 	}
+	return e.runStep(plan)
+}
+
+// runStep runs one step plan on this rank: the batch, the greedy tokens of every logits row, and
+// the full logits of the rows that sample (nil for the others). Every rank calls it with the
+// same plan, so the collectives inside match.
+func (e *engine) runStep(plan []int32) ([]int32, [][]float32, error) {
 	seqs, modes, err := decodePlan(plan)
 	if err != nil {
 		return nil, nil, err
@@ -396,26 +391,22 @@ func (e *engine) execute(plan []int32, step int) ([]int32, [][]float32, error) {
 	var sampled []int
 	row := 0
 	for _, md := range modes {
-		if md == rowNone {
-			continue
-		}
 		if md == rowSample {
 			sampled = append(sampled, row)
 		}
-		row++
+		if md != rowNone {
+			row++
+		}
 	}
-	var logits [][]float32
+	logits := make([][]float32, row)
 	if len(sampled) > 0 {
 		gathered, err := e.m.BatchLogits(e.cache, sampled)
 		if err != nil {
 			return nil, nil, err
 		}
-		logits = make([][]float32, row)
 		for k, r := range sampled {
 			logits[r] = gathered[k]
 		}
-	} else {
-		logits = make([][]float32, row)
 	}
 	return ids, logits, nil
 }
@@ -445,30 +436,8 @@ func (e *engine) work() error {
 		if e.failAfter > 0 && step >= e.failAfter {
 			return fmt.Errorf("rank %d: injected failure at step %d", e.rank(), step)
 		}
-		seqs, _, err := decodePlan(plan)
-		if err != nil {
+		if _, _, err := e.runStep(plan); err != nil {
 			return err
-		}
-		if err := e.m.ForwardBatch(e.cache, seqs); err != nil {
-			return err
-		}
-		if _, err := e.m.BatchArgmax(e.cache); err != nil {
-			return err
-		}
-		var sampled []int
-		row := 0
-		for i := range seqs {
-			if plan[2+4*i+3] == rowSample {
-				sampled = append(sampled, row)
-			}
-			if seqs[i].Logits {
-				row++
-			}
-		}
-		if len(sampled) > 0 {
-			if _, err := e.m.BatchLogits(e.cache, sampled); err != nil {
-				return err
-			}
 		}
 	}
 }
