@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -263,18 +264,48 @@ func (p *verbsPeer) connect(info verbsInfo) error {
 	if info.IB && pattr.LinkLayer == "InfiniBand" && info.LID != 0 {
 		a.Remote.GID = ibv.GID{} // one subnet: LID routing, no global route header
 	} else {
-		idx, gid, err := ibv.PairGID(gids, remote)
+		idx, gid, err := pairGID(gids, remote)
 		if err != nil {
 			return err
 		}
 		a.Global, a.SGIDIndex, a.Remote.GID = true, idx, gid
 	}
 	if err := p.qp.ToRTR(a); err != nil {
-		return err
+		return fmt.Errorf("%w (local GID [%d], remote %v; %s=N picks another GID index, as ibv_devinfo -v numbers them)", err, a.SGIDIndex, a.Remote.GID, jobenv.RDMAGIDIndex)
 	}
 	p.remoteCtrl, p.remoteKey = info.Ctrl+uint64(8*p.t.w.rank), info.CtrlKey
 	// Local ACK timeout 4.096 us * 2^18 (about 1 s) and 7 retries; 7 RNR retries means forever.
 	return p.qp.ToRTS(ibv.RTSAttr{PSN: p.localPSN, Timeout: 18, RetryCnt: 7, RNRRetry: 7})
+}
+
+// pairGID picks the GIDs of a connection: GORUN_RDMA_GID_INDEX forces one index on every rank
+// (reports differ on which link-local entry of a Thunderbolt port routes over the cable);
+// otherwise ibv.PairGID chooses.
+func pairGID(local, remote []ibv.GIDEntry) (int, ibv.GID, error) {
+	v := os.Getenv(jobenv.RDMAGIDIndex)
+	if v == "" {
+		return ibv.PairGID(local, remote)
+	}
+	idx, err := strconv.Atoi(v)
+	if err != nil || idx < 0 {
+		return 0, ibv.GID{}, fmt.Errorf("%s=%q: want a GID table index", jobenv.RDMAGIDIndex, v)
+	}
+	have := func(es []ibv.GIDEntry) (ibv.GID, bool) {
+		for _, e := range es {
+			if e.Index == idx && !e.GID.IsZero() {
+				return e.GID, true
+			}
+		}
+		return ibv.GID{}, false
+	}
+	if _, ok := have(local); !ok {
+		return 0, ibv.GID{}, fmt.Errorf("%s=%d: this port has no GID at that index", jobenv.RDMAGIDIndex, idx)
+	}
+	g, ok := have(remote)
+	if !ok {
+		return 0, ibv.GID{}, fmt.Errorf("%s=%d: the peer's port has no GID at that index", jobenv.RDMAGIDIndex, idx)
+	}
+	return idx, g, nil
 }
 
 func randomPSN() uint32 {

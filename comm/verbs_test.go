@@ -282,3 +282,24 @@ func TestVerbsStress(t *testing.T) {
 		})
 	}
 }
+
+func TestForcedGIDIndex(t *testing.T) {
+	gid := func(b byte) ibv.GID { return ibv.GID{0xfe, 0x80, 15: b} }
+	local := []ibv.GIDEntry{{Index: 0, GID: gid(1)}, {Index: 1, GID: gid(2)}}
+	remote := []ibv.GIDEntry{{Index: 0, GID: gid(3)}, {Index: 1, GID: gid(4)}}
+	idx, g, err := pairGID(local, remote)
+	require.NoError(t, err)
+	require.Equal(t, 0, idx)
+	require.Equal(t, gid(3), g)
+	t.Setenv(jobenv.RDMAGIDIndex, "1")
+	idx, g, err = pairGID(local, remote)
+	require.NoError(t, err)
+	require.Equal(t, 1, idx)
+	require.Equal(t, gid(4), g)
+	t.Setenv(jobenv.RDMAGIDIndex, "2")
+	_, _, err = pairGID(local, remote)
+	require.ErrorContains(t, err, "this port has no GID at that index")
+	t.Setenv(jobenv.RDMAGIDIndex, "x")
+	_, _, err = pairGID(local, remote)
+	require.ErrorContains(t, err, "want a GID table index")
+}

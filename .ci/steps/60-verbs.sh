@@ -3,7 +3,8 @@
 # against Debian's rdma-core; runs the verbs tests (software device softibv, RC and UC queue
 # pairs, loss, vanished link, killed peer; the hardware tests skip without a device, saying
 # why), the collectives over softibv in both modes, and a gorun job over it.
-# Takes about 5 minutes on 2 quiet cores (most of it the two collectives runs).
+# About 5-8 minutes on 2 quiet cores, most of it the two collectives runs (measured here only
+# on a loaded shared machine: 3-5 minutes each).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 apt-get install -y --no-install-recommends libibverbs-dev ibverbs-utils >/dev/null

@@ -35,6 +35,8 @@ const (
 	// RDMADevice names the RDMA device of the verbs transport (as ibv_devices lists it, or
 	// "softibv" for the software device); unset: the first with an active port.
 	RDMADevice = "GORUN_RDMA_DEVICE"
+	// RDMAGIDIndex forces the GID table index the verbs transport uses on every rank.
+	RDMAGIDIndex = "GORUN_RDMA_GID_INDEX"
 	// VerbsQP forces the verbs queue pair type: "rc", "uc" or "auto" (RC where every rank has it).
 	VerbsQP = "GORUN_VERBS_QP"
 	// Iface picks the network (interface name or CIDR) whose address a rank advertises.
