@@ -241,23 +241,14 @@ func attendHalf(out, q []float32, kc, vc []uint16, stride, off, n int, sc []floa
 	}
 	qh = qh[:hd]
 	quant.F32ToF16s(qh, q)
-	quant.DotF16Rows(sc[:n], qh, kc, stride, off)
-	mx := float32(math.Inf(-1))
-	for p := range sc[:n] {
-		sc[p] *= scale
-		mx = max(mx, sc[p])
-	}
+	mx := quant.DotF16Rows(sc[:n], qh, kc, stride, off, scale)
 	var sum float64
 	for p := 0; p < n; p++ {
 		e := math.Exp(float64(sc[p] - mx))
 		sc[p] = float32(e)
 		sum += e
 	}
-	inv := float32(1 / sum)
-	for p := range sc[:n] {
-		sc[p] *= inv
-	}
-	quant.RoundF16s(sc[:n])
+	quant.ScaleRoundF16s(sc[:n], float32(1/sum))
 	clear(out)
 	quant.AxpyF16Rows(out, sc[:n], vc, stride, off)
 }

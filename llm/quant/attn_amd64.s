@@ -5,15 +5,19 @@
 // Attention over an F16 cache, all positions in one call: the same float operations, in the
 // same order, as DotF16 and AxpyF16 called once per position.
 
-// func dotF16RowsAVX2(q, k *uint16, stride, n, hd int, out *float32)
-// out[p] = q · k[p*stride/2 : +hd] for p < n; hd a multiple of 16, stride in bytes.
-TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-48
+// func dotF16RowsAVX2(q, k *uint16, stride, n, hd int, scale float32, out *float32) float32
+// out[p] = (q · k[p*stride/2 : +hd]) * scale for p < n, and their maximum (-Inf when n is 0);
+// hd a multiple of 16, stride in bytes.
+TEXT ·dotF16RowsAVX2(SB), NOSPLIT, $0-60
+	MOVL $0xff800000, AX
+	MOVQ AX, X3                // running maximum, -Inf
+	MOVSS scale+40(FP), X2
 	MOVQ q+0(FP), SI
 	MOVQ k+8(FP), DI
 	MOVQ stride+16(FP), AX
 	MOVQ n+24(FP), DX
 	MOVQ hd+32(FP), BX
-	MOVQ out+40(FP), R9
+	MOVQ out+48(FP), R9
 	SHRQ $4, BX
 	TESTQ DX, DX
 	JZ ddone
@@ -44,6 +48,8 @@ dloop:
 	VADDPS X1, X0, X0
 	VHADDPS X0, X0, X0
 	VHADDPS X0, X0, X0
+	VMULSS X2, X0, X0
+	VMAXSS X3, X0, X3
 	MOVSS X0, (R9)
 	ADDQ $4, R9
 	ADDQ AX, DI
@@ -52,6 +58,7 @@ dloop:
 
 ddone:
 	VZEROUPPER
+	MOVSS X3, ret+56(FP)
 	RET
 
 // func axpyF16RowsAVX2(out, w *float32, v *uint16, stride, n, hd int)

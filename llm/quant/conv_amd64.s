@@ -106,16 +106,17 @@ hdone:
 	VZEROUPPER
 	RET
 
-// func roundF16AVX2(x *float32, n int)
-// n is a multiple of 8.
-TEXT ·roundF16AVX2(SB), NOSPLIT, $0-16
+// func roundF16AVX2(x *float32, n int, a float32)
+// x[i] = F16ToF32(F32ToF16(x[i]*a)); n is a multiple of 8.
+TEXT ·roundF16AVX2(SB), NOSPLIT, $0-20
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
+	VBROADCASTSS a+16(FP), Y2
 	SHRQ $3, CX
 	JZ rdone
 
 rloop:
-	VMOVUPS (SI), Y0
+	VMULPS (SI), Y2, Y0
 	VCVTPS2PH $0, Y0, X1
 	VCVTPH2PS X1, Y0
 	VMOVUPS Y0, (SI)

@@ -3,6 +3,7 @@
 package quant
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/gorun-hpc/gorun/llm/gguf"
@@ -172,36 +173,37 @@ func F32ToF16s(dst []uint16, src []float32) {
 }
 
 //go:noescape
-func roundF16AVX2(x *float32, n int)
+func roundF16AVX2(x *float32, n int, a float32)
 
-// RoundF16s rounds each value of x to the nearest IEEE half (F16ToF32(F32ToF16(v))), in place.
-func RoundF16s(x []float32) {
+// ScaleRoundF16s sets each value v of x to a*v rounded to the nearest IEEE half
+// (F16ToF32(F32ToF16(a*v))).
+func ScaleRoundF16s(x []float32, a float32) {
 	n := len(x)
 	m := n &^ 7
 	if useAVX2 && m > 0 {
-		roundF16AVX2(&x[0], m)
+		roundF16AVX2(&x[0], m, a)
 	}
-	roundF16sGeneric(x[m:])
+	scaleRoundF16sGeneric(x[m:], a)
 }
 
 //go:noescape
-func dotF16RowsAVX2(q, k *uint16, stride, n, hd int, out *float32)
+func dotF16RowsAVX2(q, k *uint16, stride, n, hd int, scale float32, out *float32) float32
 
 //go:noescape
 func axpyF16RowsAVX2(out, w *float32, v *uint16, stride, n, hd int)
 
-// DotF16Rows sets out[p] = DotF16(q, k[p*stride+off : p*stride+off+len(q)]) for p < len(out).
-func DotF16Rows(out []float32, q, k []uint16, stride, off int) {
+// DotF16Rows sets out[p] = DotF16(q, k[p*stride+off : p*stride+off+len(q)]) * scale for
+// p < len(out) and returns their maximum (-Inf for none).
+func DotF16Rows(out []float32, q, k []uint16, stride, off int, scale float32) float32 {
 	n, hd := len(out), len(q)
 	if n == 0 {
-		return
+		return float32(math.Inf(-1))
 	}
 	_ = k[(n-1)*stride+off+hd-1]
 	if !useAVX2 || hd%16 != 0 || hd == 0 {
-		dotF16RowsGeneric(out, q, k, stride, off)
-		return
+		return dotF16RowsGeneric(out, q, k, stride, off, scale)
 	}
-	dotF16RowsAVX2(&q[0], &k[off], 2*stride, n, hd, &out[0])
+	return dotF16RowsAVX2(&q[0], &k[off], 2*stride, n, hd, scale, &out[0])
 }
 
 // AxpyF16Rows adds w[p] times v[p*stride+off : p*stride+off+len(out)] to out for p < len(w),

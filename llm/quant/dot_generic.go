@@ -25,12 +25,14 @@ func quantizeQ8_0(src []float32, dst []byte) { quantizeQ8_0Generic(src, dst) }
 // F32ToF16s converts src to IEEE halves in dst (F32ToF16 of each).
 func F32ToF16s(dst []uint16, src []float32) { f32ToF16sGeneric(dst, src) }
 
-// RoundF16s rounds each value of x to the nearest IEEE half (F16ToF32(F32ToF16(v))), in place.
-func RoundF16s(x []float32) { roundF16sGeneric(x) }
+// ScaleRoundF16s sets each value v of x to a*v rounded to the nearest IEEE half
+// (F16ToF32(F32ToF16(a*v))).
+func ScaleRoundF16s(x []float32, a float32) { scaleRoundF16sGeneric(x, a) }
 
-// DotF16Rows sets out[p] = DotF16(q, k[p*stride+off : p*stride+off+len(q)]) for p < len(out).
-func DotF16Rows(out []float32, q, k []uint16, stride, off int) {
-	dotF16RowsGeneric(out, q, k, stride, off)
+// DotF16Rows sets out[p] = DotF16(q, k[p*stride+off : p*stride+off+len(q)]) * scale for
+// p < len(out) and returns their maximum (-Inf for none).
+func DotF16Rows(out []float32, q, k []uint16, stride, off int, scale float32) float32 {
+	return dotF16RowsGeneric(out, q, k, stride, off, scale)
 }
 
 // AxpyF16Rows adds w[p] times v[p*stride+off : p*stride+off+len(out)] to out for p < len(w),

@@ -1,6 +1,10 @@
 package quant
 
-import "github.com/gorun-hpc/gorun/internal/half"
+import (
+	"math"
+
+	"github.com/gorun-hpc/gorun/internal/half"
+)
 
 // f16Table maps every IEEE half to its float32 value: one load instead of bit surgery in the
 // F16 dot product and in every scale of a quantized block.
@@ -33,16 +37,19 @@ func f32ToF16sGeneric(dst []uint16, src []float32) {
 	}
 }
 
-func roundF16sGeneric(x []float32) {
+func scaleRoundF16sGeneric(x []float32, a float32) {
 	for i, f := range x {
-		x[i] = F16ToF32(F32ToF16(f))
+		x[i] = F16ToF32(F32ToF16(a * f))
 	}
 }
 
-func dotF16RowsGeneric(out []float32, q, k []uint16, stride, off int) {
+func dotF16RowsGeneric(out []float32, q, k []uint16, stride, off int, scale float32) float32 {
+	mx := float32(math.Inf(-1))
 	for p := range out {
-		out[p] = DotF16(q, k[p*stride+off:p*stride+off+len(q)])
+		out[p] = DotF16(q, k[p*stride+off:p*stride+off+len(q)]) * scale
+		mx = max(mx, out[p])
 	}
+	return mx
 }
 
 func axpyF16RowsGeneric(out, w []float32, v []uint16, stride, off int) {

@@ -213,7 +213,7 @@ func TestDotAgainstReference(t *testing.T) {
 
 func TestMatMulMatchesMatVec(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	rows, cols := 37, 256 // four groups of eight rows for the packed kernel and five more
+	rows, cols := 43, 256 // packed kernels: two groups of 16 rows, one of 8 and three rows more
 	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.F16} {
 		nb, _ := typ.RowBytes(int64(rows * cols))
 		data := make([]byte, nb)
@@ -505,10 +505,17 @@ func TestConversionsMatchGeneric(t *testing.T) {
 			}
 		}
 		rounded := append([]float32(nil), x...)
-		RoundF16s(rounded)
+		ScaleRoundF16s(rounded, 1)
 		for i := range rounded {
 			if rounded[i] != F16ToF32(want[i]) {
-				t.Fatalf("RoundF16s n=%d [%d] of %g: %g, want %g", n, i, x[i], rounded[i], F16ToF32(want[i]))
+				t.Fatalf("ScaleRoundF16s n=%d [%d] of %g: %g, want %g", n, i, x[i], rounded[i], F16ToF32(want[i]))
+			}
+		}
+		copy(rounded, x)
+		ScaleRoundF16s(rounded, 0.37)
+		for i := range rounded {
+			if w := F16ToF32(F32ToF16(0.37 * x[i])); rounded[i] != w {
+				t.Fatalf("ScaleRoundF16s(0.37) n=%d [%d] of %g: %g, want %g", n, i, x[i], rounded[i], w)
 			}
 		}
 		if n%QK8_0 == 0 {
@@ -539,16 +546,23 @@ func TestHalfRowsMatchPerRow(t *testing.T) {
 				q[i] = F32ToF16(float32(r.NormFloat64()))
 			}
 			got := make([]float32, n)
-			DotF16Rows(got, q, cache, stride, off)
+			const scale = 0.125
+			mx := DotF16Rows(got, q, cache, stride, off, scale)
+			wantMax := float32(math.Inf(-1))
 			w := randVec(r, n)
 			acc, want := randVec(r, hd), make([]float32, hd)
 			copy(want, acc)
 			AxpyF16Rows(acc, w, cache, stride, off)
 			for p := 0; p < n; p++ {
-				if d := DotF16(q, cache[p*stride+off:p*stride+off+hd]); got[p] != d {
+				d := DotF16(q, cache[p*stride+off:p*stride+off+hd]) * scale
+				if got[p] != d {
 					t.Fatalf("hd=%d n=%d: DotF16Rows[%d] = %v, DotF16 %v", hd, n, p, got[p], d)
 				}
+				wantMax = max(wantMax, d)
 				AxpyF16(want, w[p], cache[p*stride+off:p*stride+off+hd])
+			}
+			if mx != wantMax {
+				t.Fatalf("hd=%d n=%d: DotF16Rows max %v, want %v", hd, n, mx, wantMax)
 			}
 			for j := range acc {
 				if acc[j] != want[j] {
