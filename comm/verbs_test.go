@@ -303,3 +303,29 @@ func TestForcedGIDIndex(t *testing.T) {
 	_, _, err = pairGID(local, remote)
 	require.ErrorContains(t, err, "want a GID table index")
 }
+
+// TestVerbsBadDevice: a device that does not exist fails Init on every rank with an error
+// naming it, instead of a hang in the setup.
+func TestVerbsBadDevice(t *testing.T) {
+	procs := startJob(t, 3, "checks", jobenv.Transport+"=verbs", jobenv.RDMADevice+"=mlx5_nowhere")
+	codes := waitJob(t, procs, 60*time.Second)
+	for r, code := range codes {
+		require.Equal(t, 10, code, "rank %d output:\n%s", r, procs[r].out.String())
+		require.Contains(t, procs[r].out.String(), `"mlx5_nowhere"`)
+	}
+
+	// Only rank 2 lacks its device: it fails, and the others' setup ends with an error rather
+	// than waiting for it.
+	path := filepath.Join(t.TempDir(), "mesh.json")
+	require.NoError(t, os.WriteFile(path, []byte(`[[null,"softibv","softibv"],["softibv",null,"softibv"],["mlx5_nowhere","mlx5_nowhere",null]]`), 0o600))
+	procs = startJob(t, 3, "checks", jobenv.Transport+"=verbs", jobenv.RDMADevice+"=@"+path)
+	codes = waitJob(t, procs, 60*time.Second)
+	require.Equal(t, 10, codes[2], procs[2].out.String())
+	require.Contains(t, procs[2].out.String(), `"mlx5_nowhere"`)
+	for _, r := range []int{0, 1} {
+		require.Equal(t, 10, codes[r], "rank %d output:\n%s", r, procs[r].out.String())
+		require.Contains(t, procs[r].out.String(), "RDMA setup")
+	}
+	// Rank 0 gathers the setup, so it learns of rank 2 first; rank 1 may hear of rank 0.
+	require.Contains(t, procs[0].out.String(), "rank 2")
+}
