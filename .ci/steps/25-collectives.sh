@@ -38,4 +38,4 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["test"]=="
 echo "-- bench/collectives/run.sh --quick (smoke; needs Open MPI)"
 apt-get install -y --no-install-recommends openmpi-bin libopenmpi-dev >/dev/null
 bench/collectives/run.sh --rounds 1 --quick --no-update >"$work/bench.txt"
-grep -q '^| allreduce | 4 | 64 MiB |' "$work/bench.txt"
+grep -q '^| tcp | allreduce | 4 | 64 MiB |' "$work/bench.txt"

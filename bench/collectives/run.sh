@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark of gorun's collectives (cmd/commbench under gorun, TCP transport) and
-# Open MPI 4.1 (bench/collectives/mpibench.c, Debian's openmpi-bin, --mca btl tcp,self) on the
-# same sizes and rank counts. Runs alternate between the two, --rounds times; each figure is
+# Side-by-side benchmark of gorun's collectives (cmd/commbench under gorun) and Open MPI 4.1
+# (bench/collectives/mpibench.c, Debian's openmpi-bin) on the same sizes and rank counts, over
+# TCP (ours: GORUN_TRANSPORT=tcp; Open MPI: --mca btl tcp,self) and shared memory (ours:
+# GORUN_TRANSPORT=shm; Open MPI: --mca btl self,vader). Runs alternate between the two, --rounds times; each figure is
 # the best of its rounds (lowest latency, highest bandwidth). Writes the table into the
 # "collectives" section of BENCHMARKS.md (unless --no-update) and prints it.
 #
@@ -31,44 +32,49 @@ cd "$tmp"
 ncpu=$(nproc)
 # Open MPI busy-polls by default, which collapses when other jobs load the machine; it is run
 # both ways (default, and mpi_yield_when_idle=1) and the better figure is kept.
-mpi() { # yield np test min max iters iters_large warmup warmup_large
-	local yield=$1 np=$2; shift 2
+mpi() { # transport yield np test min max iters iters_large warmup warmup_large
+	local btl=tcp,self yield=$2 np=$3
+	[ "$1" = shm ] && btl=self,vader
+	shift 3
 	local over=()
 	[ "$np" -gt "$ncpu" ] && over=(--oversubscribe)
-	mpirun --allow-run-as-root --mca pml ob1 --mca btl tcp,self --mca mpi_yield_when_idle "$yield" \
+	mpirun --allow-run-as-root --mca pml ob1 --mca btl "$btl" --mca mpi_yield_when_idle "$yield" \
 		"${over[@]}" -np "$np" -x MALLOC_MMAP_THRESHOLD_=1073741824 -x MALLOC_TRIM_THRESHOLD_=4294967296 \
 		./mpibench "$@" | grep -v '^test,'
 }
-ours() { # label env np test min max iters iters_large warmup warmup_large
-	local label=$1 env=$2 np=$3 test=$4
-	./gorun -n "$np" -x GORUN_TRANSPORT=tcp -x "$env" ./commbench "$test" --csv -m "$5" -M "$6" \
-		-i "$7" -I "$8" -x "$9" -X "${10}" | grep -v '^test,' | sed "s/^$test,/$label,/"
+ours() { # label transport env np test min max iters iters_large warmup warmup_large
+	local label=$1 transport=$2 env=$3 np=$4 test=$5
+	./gorun -n "$np" -x GORUN_TRANSPORT="$transport" -x "$env" ./commbench "$test" --csv -m "$6" -M "$7" \
+		-i "$8" -I "$9" -x "${10}" -X "${11}" | grep -v '^test,' | sed "s/^$test,/$label,/"
 }
 
-# test np min max iters iters_large warmup warmup_large [VAR=value for ours: an extra row]
+# transport test np min max iters iters_large warmup warmup_large [VAR=value for ours: an extra row]
 cases=(
-	"allreduce 2 8 8 1000 100 200 10"
-	"allreduce 2 16777216 67108864 1000 20 200 3"
-	"allreduce 4 8 8 1000 100 200 10"
-	"allreduce 4 16777216 67108864 1000 20 200 3"
-	"latency 2 8 8 10000 1000 1000 100"
-	"latency 2 4194304 4194304 1000 100 100 10"
-	"bcast 4 8 8 1000 100 200 10"
-	"bcast 4 8 8 1000 100 200 10 GORUN_COLL_CHECK=0"
-	"bcast 4 16777216 16777216 1000 20 200 3"
+	"tcp allreduce 2 8 8 1000 100 200 10"
+	"tcp allreduce 2 16777216 67108864 1000 20 200 3"
+	"tcp allreduce 4 8 8 1000 100 200 10"
+	"tcp allreduce 4 16777216 67108864 1000 20 200 3"
+	"tcp latency 2 8 8 10000 1000 1000 100"
+	"tcp latency 2 4194304 4194304 1000 100 100 10"
+	"tcp bcast 4 8 8 1000 100 200 10"
+	"tcp bcast 4 8 8 1000 100 200 10 GORUN_COLL_CHECK=0"
+	"tcp bcast 4 16777216 16777216 1000 20 200 3"
+	"shm allreduce 2 8 8 1000 100 200 10"
+	"shm allreduce 2 16777216 16777216 1000 20 200 3"
+	"shm allreduce 4 16777216 16777216 1000 20 200 3"
 )
 : >"$tmp/ours.csv"
 : >"$tmp/mpi.csv"
 for ((r = 1; r <= rounds; r++)); do
 	for c in "${cases[@]}"; do
-		read -r test np min max it itl wu wul env <<<"$c"
+		read -r tr test np min max it itl wu wul env <<<"$c"
 		if [ "$quick" = 1 ]; then it=20 itl=3 wu=2 wul=1; fi
-		label=$test
-		[ -n "$env" ] && label="$test ($env)"
+		label="$tr:$test"
+		[ -n "$env" ] && label="$tr:$test ($env)"
 		echo "round $r/$rounds: $label np=$np $min..$max bytes" >&2
-		ours "$label" "${env:-GORUN_COLL_CHECK=1}" "$np" "$test" "$min" "$max" "$it" "$itl" "$wu" "$wul" >>"$tmp/ours.csv"
+		ours "$label" "$tr" "${env:-GORUN_COLL_CHECK=1}" "$np" "$test" "$min" "$max" "$it" "$itl" "$wu" "$wul" >>"$tmp/ours.csv"
 		for y in 0 1; do
-			mpi "$y" "$np" "$test" "$min" "$max" "$it" "$itl" "$wu" "$wul" | sed "s/^$test,/$label,/" >>"$tmp/mpi.csv"
+			mpi "$tr" "$y" "$np" "$test" "$min" "$max" "$it" "$itl" "$wu" "$wul" | sed "s/^$test,/$label,/" >>"$tmp/mpi.csv"
 		done
 	done
 done
@@ -95,12 +101,15 @@ def human(n):
             return f"{n // k} {unit}"
     return f"{n} B"
 
-targets = {("allreduce", 8): ("latency", 1.5), ("allreduce", 16 << 20): ("bandwidth", 1.0), ("allreduce", 64 << 20): ("bandwidth", 1.0)}
+# (transport, test, np, size) -> (kind, ratio); issue 3 for tcp, issue 4 for shm
+targets = {("tcp", "allreduce", 8): ("latency", 1.5), ("tcp", "allreduce", 16 << 20): ("bandwidth", 1.0),
+           ("tcp", "allreduce", 64 << 20): ("bandwidth", 1.0), ("shm", "allreduce", 16 << 20, 2): ("bandwidth", 1.0)}
 rows = []
-for key in sorted(o, key=lambda k: (not k[0].startswith("allreduce"), k[0], k[1], k[2])):
+for key in sorted(o, key=lambda k: (k[0].split(":")[0] != "tcp", not k[0].split(":")[1].startswith("allreduce"), k[0], k[1], k[2])):
     if key not in m:
         continue
-    test, np, size = key
+    label, np, size = key
+    tr, test = label.split(":", 1)
     us_o, us_m = o[key], m[key]
     kind = "latency" if size <= 8 << 10 else "bandwidth"
     if kind == "latency":
@@ -112,14 +121,14 @@ for key in sorted(o, key=lambda k: (not k[0].startswith("allreduce"), k[0], k[1]
         ours_s, mpi_s = f"{gbo:.2f} GB/s", f"{gbm:.2f} GB/s"
         ratio = gbo / gbm
         rtext = f"{ratio:.2f}x the bandwidth"
-    tgt = targets.get((test, size))
+    tgt = targets.get((tr, test, size)) or targets.get((tr, test, size, np))
     if tgt:
         ok = ratio <= tgt[1] if tgt[0] == "latency" else ratio >= tgt[1]
         ttext = (f"<= {tgt[1]}x" if tgt[0] == "latency" else f">= {tgt[1]}x") + (" met" if ok else " **missed**")
     else:
         ttext = "-"
     name = "ping-pong (one-way)" if test == "latency" else test.replace("(GORUN", "(ours with GORUN")
-    rows.append(f"| {name} | {np} | {human(size)} | {ours_s} | {mpi_s} | {rtext} | {ttext} |")
+    rows.append(f"| {tr} | {name} | {np} | {human(size)} | {ours_s} | {mpi_s} | {rtext} | {ttext} |")
 
 date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 try:
@@ -129,14 +138,14 @@ except OSError:
 ncpu = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
 body = f"""Measured {date} by `bench/collectives/run.sh` (best of {rounds} alternating rounds{", QUICK smoke run: not for the record" if quick else ""};
 machine: {ncpu}-core AMD EPYC VM, AVX-512, load average {load} at the end; np=4 is oversubscribed).
-- ours: `gorun -n NP -x GORUN_TRANSPORT=tcp commbench TEST --csv -m SIZE -M SIZE` (float32 sum for allreduce)
-- peer: `mpirun --allow-run-as-root --mca pml ob1 --mca btl tcp,self --mca mpi_yield_when_idle 0|1 [--oversubscribe] -np NP -x MALLOC_MMAP_THRESHOLD_=1073741824 -x MALLOC_TRIM_THRESHOLD_=4294967296 mpibench TEST ...`
+- ours: `gorun -n NP -x GORUN_TRANSPORT=tcp|shm commbench TEST --csv -m SIZE -M SIZE` (float32 sum for allreduce)
+- peer: `mpirun --allow-run-as-root --mca pml ob1 --mca btl tcp,self|self,vader --mca mpi_yield_when_idle 0|1 [--oversubscribe] -np NP -x MALLOC_MMAP_THRESHOLD_=1073741824 -x MALLOC_TRIM_THRESHOLD_=4294967296 mpibench TEST ...`
   (the better of busy-polling and yielding: under load from other jobs Open MPI's default polling collapses)
   (Open MPI {subprocess.run(["sh", "-c", "mpirun --version 2>/dev/null | head -1 | awk '{{print $NF}}'"], capture_output=True, text=True).stdout.strip()}, `bench/collectives/mpibench.c`, same timing method: warm-up, then timed iterations with a barrier after each collective call; average over ranks)
 - bandwidth = message size / latency; 1000 iterations for 8 B, 20 (after 3 warm-up) for 16 and 64 MiB, 100 for 4 MiB ping-pong
 
-| test | np | size | gorun commbench | Open MPI 4.1 | ours vs Open MPI | issue target |
-|---|---|---|---|---|---|---|
+| transport | test | np | size | gorun commbench | Open MPI 4.1 | ours vs Open MPI | issue target |
+|---|---|---|---|---|---|---|---|
 """ + "\n".join(rows) + """
 
 Reading the table: 8-byte operations are latency-bound and follow the transport's one-way
