@@ -119,14 +119,17 @@ func hostsOf(n, h int) []string {
 }
 
 // procMatrix is the set of jobs to run. go test (the whole repository within ~15 minutes on two
-// cores) runs a subset that still covers both transports, odd and even counts and a job over
-// three fake hosts (shm inside, tcp between);
-// the CI step sets GORUN_COLL_PROC_MATRIX=full for every count 1-8 on each.
+// cores) runs a subset that still covers every transport (shm, tcp, software verbs in RC and UC
+// mode), odd and even counts and a job over three fake hosts (shm inside, tcp between); the CI
+// step sets GORUN_COLL_PROC_MATRIX=full for every count 1-8 over shm and tcp, and more over verbs.
 func procMatrix() []jobConfig {
 	if os.Getenv(procMatrixVar) == "full" {
 		var jobs []jobConfig
 		for n := 1; n <= 8; n++ {
 			jobs = append(jobs, jobConfig{transport: "shm", n: n}, jobConfig{transport: "tcp", n: n})
+		}
+		for _, n := range []int{2, 3, 5, 8} {
+			jobs = append(jobs, softVerbs(n, "rc"), softVerbs(n, "uc"))
 		}
 		return append(jobs,
 			jobConfig{transport: "auto", n: 4, hosts: hostsOf(4, 2)},
@@ -144,7 +147,15 @@ func procMatrix() []jobConfig {
 		{transport: "tcp", n: 4},
 		{transport: "tcp", n: 7},
 		{transport: "auto", n: 5, hosts: []string{"a", "b", "a", "c", "b"}}, // by node, and a lone rank
+		softVerbs(3, "rc"),
+		softVerbs(4, "uc"),
 	}
+}
+
+// softVerbs is a job over comm's verbs transport on its software device (queue pairs emulated
+// over shared memory), with reliable (rc) or unreliable (uc) connections.
+func softVerbs(n int, qp string) jobConfig {
+	return jobConfig{transport: "verbs", n: n, env: []string{jobenv.RDMADevice + "=softibv", jobenv.VerbsQP + "=" + qp}}
 }
 
 // TestSuiteInProcesses runs the suite in multi-process jobs. GORUN_COLL_PROC_RUN narrows the
