@@ -13,7 +13,7 @@ go test -count=1 -tags noasm ./collectives/...
 echo "-- go test -race -short ./collectives"
 go test -count=1 -race -short ./collectives
 
-echo "-- the suite in real processes: every rank count 1-8 over shm and tcp, and fake hosts (~30 s)"
+echo "-- the suite in real processes: every rank count 1-8 over shm and tcp, software verbs (RC, UC) and fake hosts (~2 min)"
 GORUN_COLL_PROC_MATRIX=full go test -count=1 -v -run TestSuiteInProcesses ./collectives
 
 echo "-- gorun -n 4 commbench allreduce --plot"
