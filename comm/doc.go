@@ -17,5 +17,7 @@
 //
 // Transports: ranks in one process talk through memory (Run); separate processes through a
 // full mesh of TCP connections set up at Init from a rendezvous with rank 0, each connection
-// authenticated with the job's secret.
+// authenticated with the job's secret; ranks sharing a host through shared memory; with
+// GORUN_TRANSPORT=verbs, every peer through RDMA queue pairs (verbs.go), TCP staying the
+// liveness channel.
 package comm
