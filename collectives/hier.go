@@ -21,11 +21,34 @@ type hostLayout struct {
 	hostOf   []int // host index of each rank (hosts numbered by their lowest rank)
 	leaderOf []int // leader (lowest rank) of each host
 	shape    hostShape
-	// local is this host's ranks (by rank), leaders the leaders (by host index; nil on other
-	// ranks). On a layout that is not hierarchical they are c itself or nil, so a forced
-	// hierarchical algorithm still runs; only a hierarchical layout needs comm.Split.
-	local, leaders *comm.Comm
-	err            error // from the splits; returned by the algorithms that need them
+	// split holds, on a hierarchical layout, this host's ranks (by rank) and the leaders (by
+	// host index; nil on other ranks); see localComm and leaderComm for the others.
+	split struct{ local, leaders *comm.Comm }
+	err   error // from the splits; returned by the algorithms that need them
+}
+
+// localComm is this rank's host as a communicator: on one host, cc itself, so that a forced
+// hierarchical algorithm still runs (nil when every rank has a host of its own). The layout
+// never holds cc: the cache would keep the communicator alive.
+func (l *hostLayout) localComm(cc *comm.Comm) *comm.Comm {
+	switch l.shape {
+	case oneHost:
+		return cc
+	case hierHosts:
+		return l.split.local
+	}
+	return nil
+}
+
+// leaderComm is the communicator of host leaders (nil on other ranks, and on one host).
+func (l *hostLayout) leaderComm(cc *comm.Comm) *comm.Comm {
+	switch l.shape {
+	case meshHosts:
+		return cc
+	case hierHosts:
+		return l.split.leaders
+	}
+	return nil
 }
 
 // localRank is rank r's rank inside its host's communicator.
@@ -87,13 +110,13 @@ func newLayout(cc *comm.Comm) *hostLayout {
 	hosts := len(l.leaderOf)
 	switch {
 	case hosts == 1:
-		l.local, l.shape = cc, oneHost
+		l.shape = oneHost
 	case hosts == p:
-		l.leaders, l.shape = cc, meshHosts
+		l.shape = meshHosts
 	default:
 		l.shape = hierHosts
 		var err error
-		if l.local, err = cc.Split(l.hostOf[r], r); err != nil {
+		if l.split.local, err = cc.Split(l.hostOf[r], r); err != nil {
 			l.err = fmt.Errorf("host layout: %w", err)
 			return l
 		}
@@ -101,7 +124,7 @@ func newLayout(cc *comm.Comm) *hostLayout {
 		if l.leaderOf[l.hostOf[r]] == r {
 			color = 0
 		}
-		if l.leaders, err = cc.Split(color, r); err != nil {
+		if l.split.leaders, err = cc.Split(color, r); err != nil {
 			l.err = fmt.Errorf("host layout: %w", err)
 		}
 	}
@@ -117,8 +140,9 @@ func hierAllreduce[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T], t *T
 		return l.err
 	}
 	nbytes := len(data) * elemSize[T]()
-	if l.local != nil && l.local.Size() > 1 {
-		local := l.local.Coll()
+	lo, lead := l.localComm(cc), l.leaderComm(cc)
+	if lo != nil && lo.Size() > 1 {
+		local := lo.Coll()
 		var err error
 		if t.reduceAlg(nbytes, true) == AlgReduceScatterGath && len(data) >= newFold(local.Size()).pof2*op.unit {
 			err = reduceScatterGather(local, tag, data, op, 0)
@@ -129,14 +153,14 @@ func hierAllreduce[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T], t *T
 			return fmt.Errorf("inside the host: %w", err)
 		}
 	}
-	if l.leaders != nil && l.leaders.Size() > 1 {
-		lc := l.leaders.Coll()
+	if lead != nil && lead.Size() > 1 {
+		lc := lead.Coll()
 		if err := allreduceWith(lc, tag, data, op, t.innerAllreduceAlg(nbytes, lc.Size()), t); err != nil {
 			return fmt.Errorf("among host leaders: %w", err)
 		}
 	}
-	if l.local != nil && l.local.Size() > 1 {
-		if err := bcastWith(l.local.Coll(), tag, data, 0, t.innerBcastAlg(nbytes, l.local.Size())); err != nil {
+	if lo != nil && lo.Size() > 1 {
+		if err := bcastWith(lo.Coll(), tag, data, 0, t.innerBcastAlg(nbytes, lo.Size())); err != nil {
 			return fmt.Errorf("inside the host: %w", err)
 		}
 	}
@@ -154,8 +178,9 @@ func hierBcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int, t *Tuning
 	nbytes := len(buf) * elemSize[T]()
 	rootHost := l.hostOf[root]
 	rootLeader := l.leaderOf[rootHost]
+	lo, lead := l.localComm(cc), l.leaderComm(cc)
 	if root != rootLeader && l.hostOf[r] == rootHost {
-		local := l.local.Coll()
+		local := lo.Coll()
 		switch r {
 		case root:
 			if err := sendTo(local, buf, 0, tag); err != nil {
@@ -167,13 +192,13 @@ func hierBcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int, t *Tuning
 			}
 		}
 	}
-	if l.leaders != nil && l.leaders.Size() > 1 {
-		if err := bcastWith(l.leaders.Coll(), tag, buf, rootHost, t.innerBcastAlg(nbytes, l.leaders.Size())); err != nil {
+	if lead != nil && lead.Size() > 1 {
+		if err := bcastWith(lead.Coll(), tag, buf, rootHost, t.innerBcastAlg(nbytes, lead.Size())); err != nil {
 			return fmt.Errorf("among host leaders: %w", err)
 		}
 	}
-	if l.local != nil && l.local.Size() > 1 {
-		if err := bcastWith(l.local.Coll(), tag, buf, 0, t.innerBcastAlg(nbytes, l.local.Size())); err != nil {
+	if lo != nil && lo.Size() > 1 {
+		if err := bcastWith(lo.Coll(), tag, buf, 0, t.innerBcastAlg(nbytes, lo.Size())); err != nil {
 			return fmt.Errorf("inside the host: %w", err)
 		}
 	}

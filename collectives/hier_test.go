@@ -3,7 +3,9 @@ package collectives
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/gorun-hpc/gorun/comm"
 )
@@ -61,23 +63,25 @@ func TestHostLayout(t *testing.T) {
 		p := len(tc.hosts)
 		withFakeHosts(t, p, func(r, p int) int { return tc.hosts[r] })
 		run(t, p, func(c *comm.Comm) error {
-			l := layoutOf(c.Coll())
+			cc := c.Coll()
+			l := layoutOf(cc)
 			r := c.Rank()
+			local, leaders := l.localComm(cc), l.leaderComm(cc)
 			size := func(c *comm.Comm) int {
 				if c == nil {
 					return 0
 				}
 				return c.Size()
 			}
-			if l.err != nil || l.shape != tc.shape || size(l.local) != tc.local[r] || size(l.leaders) != tc.leaders[r] {
-				return fmt.Errorf("hosts %v rank %d: shape %v, local %d, leaders %d, err %v; want %v %d %d", tc.hosts, r, l.shape, size(l.local), size(l.leaders), l.err, tc.shape, tc.local[r], tc.leaders[r])
+			if l.err != nil || l.shape != tc.shape || size(local) != tc.local[r] || size(leaders) != tc.leaders[r] {
+				return fmt.Errorf("hosts %v rank %d: shape %v, local %d, leaders %d, err %v; want %v %d %d", tc.hosts, r, l.shape, size(local), size(leaders), l.err, tc.shape, tc.local[r], tc.leaders[r])
 			}
 			if layoutOf(c.Coll()) != l {
 				return fmt.Errorf("layout not cached")
 			}
 			// A leader is the lowest rank of its host, its local rank 0.
-			if l.leaders != nil && l.local != nil && l.local.Rank() != 0 {
-				return fmt.Errorf("rank %d leads with local rank %d", r, l.local.Rank())
+			if leaders != nil && local != nil && local.Rank() != 0 {
+				return fmt.Errorf("rank %d leads with local rank %d", r, local.Rank())
 			}
 			return nil
 		})
@@ -169,4 +173,39 @@ func TestHierarchicalMismatch(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestLayoutCacheReleases: the per-communicator layout cache does not keep communicators alive
+// (a program that duplicates communicators in a loop must not grow without bound).
+func TestLayoutCacheReleases(t *testing.T) {
+	notInJob(t)
+	count := func() int {
+		n := 0
+		layouts.Range(func(_, _ any) bool { n++; return true })
+		return n
+	}
+	before := count()
+	for _, layout := range []func(r, p int) int{fakeLayouts[0].host, fakeLayouts[4].host, fakeLayouts[5].host} {
+		withFakeHosts(t, 3, layout)
+		run(t, 3, func(c *comm.Comm) error {
+			for range 50 {
+				d, err := c.Dup()
+				if err != nil {
+					return err
+				}
+				if err := Barrier(d); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	created := count() - before
+	for deadline := time.Now().Add(20 * time.Second); count() > before+10; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d cached layouts after the communicators were dropped (%d created)", count()-before, created)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
 }
