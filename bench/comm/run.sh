@@ -44,6 +44,7 @@ mpi() { # btl yield test min max iters iters_large
 ours() { # transport test min max iters iters_large
 	./gorun -n 2 --transport "$1" ./commbench "$2" --csv -m "$3" -M "$4" -i "$5" -I "$6" -x 200 -X 10 | grep -v '^test,'
 }
+echo "start: $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= rounds; r++)); do
 	echo "round $r/$rounds" >&2
 	for t in "tcp tcp,self" "shm self,vader"; do
@@ -58,6 +59,7 @@ for ((r = 1; r <= rounds; r++)); do
 	done
 	./memcpy | sed "s/^/ref,none,/"
 done >"$tmp/all.csv"
+echo "end: $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$tmp/all.csv" <<'PY'
 import csv, sys
 best = {}
