@@ -6,7 +6,8 @@
 # Prints markdown rows with both figures and the ratios, for:
 #   TP=1, 1 thread vs llama-bench -t 1 (prefill ppN and decode tgN)
 #   TP=2 (two processes under gorun, 1 thread each) vs our TP=1 and vs llama-bench -t 2
-#   per-rank resident memory at TP=2 vs TP=1
+#   per-rank resident memory at TP=2 vs TP=1 (of the prefill commands)
+#   CPU seconds of each one-thread command, llama-bench vs llm bench (prefill and decode apart)
 #
 #   bench/llm/run.sh /work/peers/llama.cpp/build/bin/llama-bench [types] [pp] [tg] [reps]
 #   bench/llm/run.sh ./llama-bench "q8_0 q4_0" 512 128 3
@@ -47,26 +48,37 @@ stories=$root/../shared/testdata/llm/stories260K.gguf
 [ -f "$stories" ] && files+=("$stories")
 
 out=$work/results.jsonl
-# CPU seconds (user+sys) of each whole command, when GNU time is there: on a shared machine the
-# wall-clock figures depend on what the neighbours do, CPU time much less. Both commands do the
-# same work: one warm-up per test (a full prefill, one decoded token) and the repetitions.
+# CPU seconds (user+sys) of each command, when GNU time is there: on a shared machine the
+# wall-clock figures depend on what the neighbours do, CPU time much less. The one-thread sides
+# run prefill and decode as separate commands, so each test has its own CPU figure; both
+# programs do the same work per command: one warm-up (a full prefill, or one decoded token)
+# and the repetitions.
 timer=()
 [ -x /usr/bin/time ] && timer=(/usr/bin/time -f '%U %S' -o "$work/cpu")
-cpu() { # side file
+cpu() { # side file test
 	if [ -s "$work/cpu" ]; then
-		awk -v side="$1" -v file="$2" '{printf "{\"side\":\"%s\",\"file\":\"%s\",\"cpu_s\":%f}\n", side, file, $1+$2}' "$work/cpu" >>"$out"
+		awk -v side="$1" -v file="$2" -v test="$3" '{printf "{\"side\":\"%s\",\"file\":\"%s\",\"cpu_test\":\"%s\",\"cpu_s\":%f}\n", side, file, test, $1+$2}' "$work/cpu" >>"$out"
 		rm -f "$work/cpu"
 	fi
 }
+tag() { sed "s|^{|{\"side\":\"$1\",\"file\":\"$2\",|" >>"$out"; }
 for f in "${files[@]}"; do
 	for side in ${SIDES:-llama1 ours1 ours2 llama2}; do
 		case $side in
-		llama1) "${timer[@]}" "$llama_bench" -m "$f" -t 1 -p "$pp" -n "$tg" -r "$reps" -o jsonl 2>/dev/null | sed "s|^{|{\"side\":\"$side\",\"file\":\"$f\",|" >>"$out" ;;
-		llama2) "${timer[@]}" "$llama_bench" -m "$f" -t 2 -p "$pp" -n "$tg" -r "$reps" -o jsonl 2>/dev/null | sed "s|^{|{\"side\":\"$side\",\"file\":\"$f\",|" >>"$out" ;;
-		ours1) "${timer[@]}" "$work/llm" bench -m "$f" -t 1 -p "$pp" -n "$tg" -r "$reps" -o jsonl | sed "s|^{|{\"side\":\"$side\",\"file\":\"$f\",|" >>"$out" ;;
-		ours2) "$work/gorun" -n 2 "$work/llm" bench -m "$f" -t 1 -p "$pp" -n "$tg" -r "$reps" -o jsonl | sed "s|^{|{\"side\":\"$side\",\"file\":\"$f\",|" >>"$out" ;;
+		llama2) "$llama_bench" -m "$f" -t 2 -p "$pp" -n "$tg" -r "$reps" -o jsonl 2>/dev/null | tag "$side" "$f" ;;
+		*)
+			for t in "pp$pp" "tg$tg"; do
+				p=0 n=0
+				if [ "${t:0:2}" = pp ]; then p=$pp; else n=$tg; fi
+				case $side in
+				llama1) "${timer[@]}" "$llama_bench" -m "$f" -t 1 -p "$p" -n "$n" -r "$reps" -o jsonl 2>/dev/null | tag "$side" "$f" ;;
+				ours1) "${timer[@]}" "$work/llm" bench -m "$f" -t 1 -p "$p" -n "$n" -r "$reps" -o jsonl | tag "$side" "$f" ;;
+				ours2) "$work/gorun" -n 2 "$work/llm" bench -m "$f" -t 1 -p "$p" -n "$n" -r "$reps" -o jsonl | tag "$side" "$f" ;;
+				esac
+				cpu "$side" "$f" "$t"
+			done
+			;;
 		esac
-		cpu "$side" "$f"
 	done
 done
 
@@ -74,7 +86,7 @@ done
 python3 - "$out" <<'PY'
 import json, sys, os, datetime
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-cpus = {(r["file"], r["side"]): r["cpu_s"] for r in rows if "cpu_s" in r}
+cpus = {(r["file"], r["side"], r["cpu_test"]): r["cpu_s"] for r in rows if "cpu_s" in r}
 rows = [r for r in rows if "cpu_s" not in r]
 def key(r):
     if r["side"].startswith("llama"):
@@ -110,20 +122,22 @@ for f in files:
         print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (os.path.basename(f), t, both(l1, "llama1"), both(o1, "ours1"), rat(o1, l1), both(o2, "ours2"), rat(o2, o1), both(l2, "llama2")))
 if cpus:
     print()
-    print("CPU seconds of the whole command (user+sys; same tests, warm-ups and repetitions on both sides)")
+    print("CPU seconds of each command (user+sys; same test, warm-up and repetitions on both sides)")
     print()
-    print("| model | llama-bench -t 1 | llm bench TP=1 | llama.cpp CPU / ours |")
-    print("|---|---:|---:|---:|")
+    print("| model | test | llama-bench -t 1 | llm bench TP=1 | llama.cpp CPU / ours |")
+    print("|---|---|---:|---:|---:|")
     for f in files:
-        a, b = cpus.get((f, "llama1")), cpus.get((f, "ours1"))
-        if a and b:
-            print("| %s | %.2f | %.2f | %.2fx |" % (os.path.basename(f), a, b, a / b))
+        for t in tests:
+            a, b = cpus.get((f, "llama1", t)), cpus.get((f, "ours1", t))
+            if a and b:
+                print("| %s | %s | %.2f | %.2f | %.2fx |" % (os.path.basename(f), t, a, b, a / b))
 print()
 print("| model | rank RSS TP=1 (MiB) | rank RSS TP=2 (MiB) | TP=2/TP=1 |")
 print("|---|---:|---:|---:|")
 for f in files:
-    r1 = next((r for r in rows if r["file"] == f and r["side"] == "ours1"), None)
-    r2 = next((r for r in rows if r["file"] == f and r["side"] == "ours2"), None)
+    # the prefill commands (the same batch and KV cache at both degrees)
+    r1 = next((r for r in rows if r["file"] == f and r["side"] == "ours1" and r["test"][:2] == "pp"), None)
+    r2 = next((r for r in rows if r["file"] == f and r["side"] == "ours2" and r["test"][:2] == "pp"), None)
     if r1 and r2:
         a, b = r1["rank_rss_mib"][0], max(r2["rank_rss_mib"])
         print("| %s | %.1f | %s | %.2fx |" % (os.path.basename(f), a, " / ".join("%.1f" % x for x in r2["rank_rss_mib"]), b / a))
