@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -365,13 +366,13 @@ func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me *rankInfo,
 			conns[a.rank], table[a.rank] = a.conn, a.info
 			missing--
 		case <-timer.C:
-			var absent []string
+			e := &RendezvousTimeoutError{Server: serverName(me), Addr: id.coord, Size: id.size, After: bootstrapTimeout(id)}
 			for r := range id.size {
 				if conns[r] == nil && (r > 0 || me == nil) {
-					absent = append(absent, fmt.Sprint(r))
+					e.Missing = append(e.Missing, r)
 				}
 			}
-			return nil, fmt.Errorf("comm: %s: ranks %s did not reach the rendezvous at %s within %v", serverName(me), strings.Join(absent, ","), id.coord, bootstrapTimeout(id))
+			return nil, e
 		}
 	}
 	var wg sync.WaitGroup
@@ -394,6 +395,23 @@ func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me *rankInfo,
 		}
 	}
 	return table, nil
+}
+
+// RendezvousTimeoutError reports ranks that never registered at the rendezvous.
+type RendezvousTimeoutError struct {
+	Server  string // "rank 0" or "launcher"
+	Addr    string
+	Size    int
+	Missing []int
+	After   time.Duration
+}
+
+func (e *RendezvousTimeoutError) Error() string {
+	ranks := make([]string, len(e.Missing))
+	for i, r := range e.Missing {
+		ranks[i] = strconv.Itoa(r)
+	}
+	return fmt.Sprintf("comm: %s: ranks %s did not reach the rendezvous at %s within %v", e.Server, strings.Join(ranks, ","), e.Addr, e.After)
 }
 
 func serverName(me *rankInfo) string {

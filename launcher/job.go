@@ -352,10 +352,16 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 		err := comm.ServeRendezvous(coordLn, j.NP, id.ID, id.Secret, j.PeerTimeout, stopServing)
 		select {
 		case <-stopServing:
+			return
 		default:
-			if err != nil {
-				s.logf("%v", err) // the ranks report it too; this names the missing ones
-			}
+		}
+		// Named only when some ranks came: a program that does not use comm (or a job of one
+		// rank) never registers, and that is no error.
+		var te *comm.RendezvousTimeoutError
+		if errors.As(err, &te) && len(te.Missing) < te.Size {
+			s.logf("%v", err) // the ranks that came report it too; this names the missing ones
+		} else if err != nil && te == nil {
+			s.logf("%v", err)
 		}
 	}()
 

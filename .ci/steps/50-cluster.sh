@@ -109,23 +109,26 @@ gorun_pid=
 wait_until 10 no_ranks_left $hosts || fail "ranks still running after SIGINT: $(ps -o pid,args -p "$(ip netns pids h1 | tr '\n' ,)0")"
 say "SIGINT: gorun 130, every rank gone"
 
-# Cut host 3's link mid-run. ssh's keepalives (2 s x 4) notice first; the ranks' peer timeout
-# (10 s here) bounds how long the ranks there keep running.
-"${G[@]}" --peer-timeout 10s "$bin/ring" --laps 1000000000 >cut.out 2>cut.err &
+# Cut host 3's link mid-run. ssh's keepalives (2 s x 4) usually notice first and gorun names
+# the host as lost; if the ranks' peer timeout (20 s here) fires first on a loaded machine,
+# gorun names the rank that reported it, then the host it lost contact with. The peer timeout
+# bounds how long the ranks on the cut-off host keep running.
+"${G[@]}" --peer-timeout 20s "$bin/ring" --laps 1000000000 >cut.out 2>cut.err &
 gorun_pid=$!
 wait_until 60 started cut.out || fail "ring did not start: $(cat cut.err)"
 ip link set "vgorun$nhosts" down
 cut_at=$(date +%s.%N)
-wait_until 30 eval '! kill -0 "$gorun_pid" 2>/dev/null' || fail "gorun still running 30 s after the link was cut"
+wait_until 40 eval '! kill -0 "$gorun_pid" 2>/dev/null' || fail "gorun still running 40 s after the link was cut"
 rc=0
 wait "$gorun_pid" || rc=$?
 gorun_pid=
 gorun_took=$(echo "$(date +%s.%N) - $cut_at" | bc)
 [ "$rc" != 0 ] || fail "gorun exited 0 after a host was cut off"
-grep -q "10.99.0.$nhosts is lost: ssh to 10.99.0.$nhosts failed or lost the connection" cut.err || fail "gorun did not name the lost host: $(cat cut.err)"
+grep -Eq "10.99.0.$nhosts is lost: ssh to 10.99.0.$nhosts failed or lost the connection|lost contact with 10.99.0.$nhosts \(ranks 4,5\)" cut.err ||
+	fail "gorun did not name the lost host: $(cat cut.err)"
 # shellcheck disable=SC2086
 wait_until 10 no_ranks_left $hosts || fail "ranks left on the live hosts after the cut"
-wait_until 30 no_ranks_left "h$nhosts" || fail "ranks on the cut-off host still running 30 s after the cut"
+wait_until 40 no_ranks_left "h$nhosts" || fail "ranks on the cut-off host still running 40 s after the cut"
 cut_took=$(echo "$(date +%s.%N) - $cut_at" | bc)
 ip link set "vgorun$nhosts" up
 say "link cut: gorun exited $rc after ${gorun_took}s naming 10.99.0.$nhosts; the cut-off ranks ended after ${cut_took}s"
@@ -138,7 +141,7 @@ shape() {
 	for i in $(seq "$nhosts"); do
 		tc qdisc del dev "vgorun$i" root 2>/dev/null || true
 		ip netns exec "h$i" tc qdisc del dev eth0 root 2>/dev/null || true
-		if [ -n "$1" ]; then
+		if [ -n "${1:-}" ]; then
 			tc qdisc add dev "vgorun$i" root tbf rate "$1" burst "$2" latency 10ms
 			ip netns exec "h$i" tc qdisc add dev eth0 root tbf rate "$1" burst "$2" latency 10ms
 		fi
@@ -153,28 +156,34 @@ fi
 # scheduler more than the links.
 echo "10.99.0.1 slots=3" >onehost
 for i in $(seq "$nhosts"); do echo "10.99.0.$i slots=1"; done >spread
-echo "link,hosts,allreduce 8K (us),allreduce 1M (us),allreduce 4M (us),hpl N=$hplN (Gflops)" >bench.csv
-# bench LABEL HOSTFILE HOSTS: 3 ranks (hpl on a 1 x 3 grid), best hpl of $reps runs.
-bench() {
-	local a best=0 g r
-	timeout 300 "$bin/gorun" --hostfile "$2" --ssh-args "$ssh_args" --iface 10.99.0.0/24 -n 3 \
-		"$bin/commbench" allreduce "${sizes[@]}" --csv >a.csv || fail "commbench on $1"
-	for r in $(seq "$reps"); do
-		g=$(timeout 300 "$bin/gorun" --hostfile "$2" --ssh-args "$ssh_args" --iface 10.99.0.0/24 -n 3 \
-			"$bin/hpl" -N "$hplN" --nb 128 -P 1 -Q 3 | awk '/^WR/ {print $7 + 0}')
-		[ -n "$g" ] || fail "hpl on $1"
-		best=$(awk -v a="$g" -v b="$best" 'BEGIN {print (a + 0 > b + 0) ? a : b}')
+# The configurations run interleaved, $reps rounds; each keeps its best figures (the shared
+# machine's load only ever makes them worse).
+configs=("one host, shm|onehost|1|" "veth, no limit|spread|$nhosts|" "tbf 80 Gbit/s|spread|$nhosts|80gbit 8mb"
+	"tbf 10 Gbit/s|spread|$nhosts|10gbit 1mb")
+declare -A best
+for r in $(seq "$reps"); do
+	for c in "${configs[@]}"; do
+		IFS='|' read -r label hf nh rate <<<"$c"
+		# shellcheck disable=SC2086
+		shape $rate
+		G3=(timeout 300 "$bin/gorun" --hostfile "$hf" --ssh-args "$ssh_args" --iface 10.99.0.0/24 -n 3)
+		"${G3[@]}" "$bin/commbench" allreduce "${sizes[@]}" --csv >a.csv || fail "commbench on $label"
+		g=$("${G3[@]}" "$bin/hpl" -N "$hplN" --nb 128 -P 1 -Q 3 | awk '/^WR/ {print $7 + 0}')
+		[ -n "$g" ] || fail "hpl on $label"
+		for sz in 8192 1048576 4194304; do
+			us=$(awk -F, -v s="$sz" '$3 == s {print $4 + 0}' a.csv)
+			k="$label|$sz"
+			best[$k]=$(awk -v a="$us" -v b="${best[$k]:-1e99}" 'BEGIN {print (a < b) ? a : b}')
+		done
+		best[$label|hpl]=$(awk -v a="$g" -v b="${best[$label|hpl]:-0}" 'BEGIN {print (a > b) ? a : b}')
 	done
-	a=$(awk -F, '$3==8192 {s8=$4} $3==1048576 {s1=$4} $3==4194304 {s4=$4} END {printf "%.0f,%.0f,%.0f", s8, s1, s4}' a.csv)
-	echo "$1,$3,$a,$best" >>bench.csv
-}
-bench "one host, shm" onehost 1
-bench "veth, no limit" spread "$nhosts"
-shape 80gbit 8mb
-bench "tbf 80 Gbit/s" spread "$nhosts"
-shape 10gbit 1mb
-bench "tbf 10 Gbit/s" spread "$nhosts"
+done
 shape ""
+echo "link,hosts,allreduce 8K (us),allreduce 1M (us),allreduce 4M (us),hpl N=$hplN (Gflops)" >bench.csv
+for c in "${configs[@]}"; do
+	IFS='|' read -r label hf nh rate <<<"$c"
+	printf '%s,%s,%.0f,%.0f,%.0f,%s\n' "$label" "$nh" "${best[$label|8192]}" "${best[$label|1048576]}" "${best[$label|4194304]}" "${best[$label|hpl]}" >>bench.csv
+done
 sed 's/^/    /' bench.csv
 uptime | sed 's/^/    load:/'
 say "ok"
