@@ -17,6 +17,10 @@ root=$PWD
 DEBIAN_FRONTEND=noninteractive flock /tmp/apt.lock apt-get install -y -qq --no-install-recommends \
 	slurm-wlm slurmctld slurmd slurm-client munge openssh-server iproute2 bc >/dev/null
 
+# One run at a time on a machine: the namespaces, bridge and Slurm daemons have fixed names and
+# ports. (CI machines run one; a shared development machine may run several.)
+exec 9>/tmp/gorun-50-cluster.lock
+flock -w 1200 9 || { echo "50-cluster: another run holds /tmp/gorun-50-cluster.lock" >&2; exit 1; }
 work=$(mktemp -d /tmp/gorun-cluster.XXXXXX)
 chmod 755 "$work"
 source .ci/lib/slurm-one-node.sh

@@ -76,3 +76,14 @@ func FuzzExpandHostlist(f *testing.F) {
 		}
 	})
 }
+
+func TestIfaceAddr(t *testing.T) {
+	ip, err := IfaceAddr("127.0.0.0/8")
+	require.NoError(t, err)
+	assert.True(t, ip.IsLoopback())
+	_, err = IfaceAddr("no-such-iface0")
+	require.ErrorContains(t, err, "this host has: ")
+	require.ErrorContains(t, err, "127.0.0.1/8")
+	_, err = IfaceAddr("203.0.113.0/24")
+	require.Error(t, err)
+}

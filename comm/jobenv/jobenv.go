@@ -5,10 +5,11 @@
 package jobenv
 
 import (
-	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sort"
+	"strings"
 )
 
 // Variables written by gorun's launcher for every rank.
@@ -84,7 +85,15 @@ func IfaceAddr(spec string) (net.IP, error) {
 	}
 	sort.SliceStable(found, func(i, j int) bool { return found[i].To4() != nil && found[j].To4() == nil })
 	if len(found) == 0 {
-		return nil, errors.New("no address on that interface or in that network")
+		// Name what there is, so a typo or the wrong machine is obvious.
+		var have []string
+		for _, ifc := range ifaces {
+			addrs, _ := ifc.Addrs()
+			for _, a := range addrs {
+				have = append(have, ifc.Name+" "+a.String())
+			}
+		}
+		return nil, fmt.Errorf("no address on that interface or in that network (this host has: %s)", strings.Join(have, ", "))
 	}
 	return found[0], nil
 }
