@@ -131,7 +131,7 @@ gorun_took=$(echo "$(date +%s.%N) - $cut_at" | bc)
 grep -Eq "10.99.0.$nhosts is lost: ssh to 10.99.0.$nhosts failed or lost the connection|lost contact with 10.99.0.$nhosts \(ranks 4,5\)" cut.err ||
 	fail "gorun did not name the lost host: $(cat cut.err)"
 # shellcheck disable=SC2086
-wait_until 10 no_ranks_left $hosts || fail "ranks left on the live hosts after the cut"
+wait_until 10 no_ranks_left $(seq -f 'h%g' $((nhosts - 1))) || fail "ranks left on the live hosts after the cut"
 wait_until 40 no_ranks_left "h$nhosts" || fail "ranks on the cut-off host still running 40 s after the cut"
 cut_took=$(echo "$(date +%s.%N) - $cut_at" | bc)
 ip link set "vgorun$nhosts" up
