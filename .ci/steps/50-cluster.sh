@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# gorun beyond one host, with real components (issue 9). About 3-4 minutes on 2 cores:
+# gorun beyond one host, with real components (issue 9). About 2.5 minutes on 2 cores (4 with
+# GORUN_CLUSTER_BENCH=full):
 #  1. Slurm: a one-node cluster started here; `srun -n 4` of examples/ring and of hpl (ranks
 #     bootstrap from Slurm's variables), and `gorun -n 4` inside `salloc` (gorun hands off to srun).
 #  2. Hosts: 3 network namespaces on a bridge, each with its own address and sshd; `gorun
 #     --hostfile` runs ring, commbench allreduce and hpl across them; Ctrl-C ends every rank;
 #     then one host's link is cut mid-run: gorun exits non-zero naming the host, in bounded
 #     time, and the ranks on the cut-off host end too.
-#  3. Links: tc tbf on the veths at 10 and 80 Gbit/s; commbench allreduce and hpl at each rate
+#  3. Links: tc tbf on the veths at 80, 10 and 1 Gbit/s; commbench allreduce and hpl at each rate
 #     (printed; BENCHMARKS.md's "cluster" section records a run). GORUN_CLUSTER_BENCH=full runs
 #     larger sizes. netem is not available on this kernel, so no delay is emulated.
 # Every daemon is stopped by its PID and the namespaces are removed on any exit (trap).
@@ -163,7 +164,7 @@ for i in $(seq "$nhosts"); do echo "10.99.0.$i slots=1"; done >spread
 # The configurations run interleaved, $reps rounds; each keeps its best figures (the shared
 # machine's load only ever makes them worse).
 configs=("one host, shm|onehost|1|" "veth, no limit|spread|$nhosts|" "tbf 80 Gbit/s|spread|$nhosts|80gbit 8mb"
-	"tbf 10 Gbit/s|spread|$nhosts|10gbit 1mb")
+	"tbf 10 Gbit/s|spread|$nhosts|10gbit 1mb" "tbf 1 Gbit/s|spread|$nhosts|1gbit 1mb")
 declare -A best
 for r in $(seq "$reps"); do
 	for c in "${configs[@]}"; do
