@@ -4,8 +4,8 @@
 # pairs, loss, vanished link, killed peer; the hardware tests skip without a device, saying
 # why), the same under the race detector, the collectives over softibv in both modes, and a
 # gorun job over it.
-# About 5-8 minutes on 2 quiet cores, most of it the two collectives runs (measured here only
-# on a loaded shared machine: 3-5 minutes each).
+# Measured here only on a heavily loaded shared machine (load ~20 on 2 cores): 13 minutes wall,
+# 2.7 minutes of CPU, most of it the two collectives runs (about 4 minutes wall each).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 apt-get install -y --no-install-recommends libibverbs-dev ibverbs-utils >/dev/null
