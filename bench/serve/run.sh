@@ -13,7 +13,9 @@
 #   bench/serve/run.sh /work/peers/llama.cpp/build/bin/llama-server m.gguf 1,4,16 32 2
 #
 # SIDES (default "ours1 llama1 ours2 llama2") picks the runs; SLOTS (16) and CTX (128 tokens
-# per slot) size the KV caches of both servers.
+# per slot) size the KV caches of both servers; LLAMA_ARGS adds llama-server flags (on a
+# machine with more busy threads than cores, "--poll 0": its threads otherwise spin waiting for
+# each other, and -t 2 ran 300x slower here).
 set -euo pipefail
 llama_server=$(realpath "${1:?usage: run.sh PATH/TO/llama-server MODEL.gguf [concurrency] [n] [rounds]}")
 model=$(realpath "${2:?usage: run.sh PATH/TO/llama-server MODEL.gguf [concurrency] [n] [rounds]}")
@@ -58,8 +60,8 @@ for round in $(seq "$rounds"); do
 		case $side in
 		ours1) "$work/gorun" -n 1 "$work/llm" serve -m "$model" -t 1 --port "$port" --parallel "$slots" -c "$ctx" --queue 256 >"$work/server.log" 2>&1 & ;;
 		ours2) "$work/gorun" -n 2 "$work/llm" serve -m "$model" -t 1 --port "$port" --parallel "$slots" -c "$ctx" --queue 256 >"$work/server.log" 2>&1 & ;;
-		llama1) "$llama_server" -m "$model" -t 1 --port "$port" -np "$slots" -c $((slots * ctx)) --no-webui >"$work/server.log" 2>&1 & ;;
-		llama2) "$llama_server" -m "$model" -t 2 --port "$port" -np "$slots" -c $((slots * ctx)) --no-webui >"$work/server.log" 2>&1 & ;;
+		llama1) "$llama_server" -m "$model" -t 1 --port "$port" -np "$slots" -c $((slots * ctx)) --no-webui $LLAMA_ARGS >"$work/server.log" 2>&1 & ;;
+		llama2) "$llama_server" -m "$model" -t 2 --port "$port" -np "$slots" -c $((slots * ctx)) --no-webui $LLAMA_ARGS >"$work/server.log" 2>&1 & ;;
 		*) echo "unknown side $side" >&2; exit 2 ;;
 		esac
 		pid=$!
