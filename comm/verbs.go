@@ -273,7 +273,7 @@ func (t *verbsTransport) progressLocked() bool {
 func (t *verbsTransport) deviceFailed(d *verbsDev, err error) {
 	for _, p := range t.active {
 		if p.d == d {
-			p.fail(err)
+			p.linkFailed(err)
 		}
 	}
 }
@@ -292,7 +292,7 @@ func (t *verbsTransport) complete(wc *ibv.WC) {
 	if wc.Status != ibv.WCSuccess {
 		if p.failure() == nil && !t.stopping.Load() {
 			what := map[int]string{wrRecv: "receive", wrSend: "send", wrCredit: "credit write", wrWrite: "RDMA write"}[kind]
-			p.fail(fmt.Errorf("RDMA %s on %s QP %d failed: %v (vendor error %#x)", what, t.typ, p.qp.Num(), wc.Status, wc.Vendor))
+			p.linkFailed(fmt.Errorf("RDMA %s on %s QP %d failed: %v (vendor error %#x)", what, t.typ, p.qp.Num(), wc.Status, wc.Vendor))
 		}
 		return
 	}
@@ -343,7 +343,7 @@ func (p *verbsPeer) received(idx uint32, wc *ibv.WC) {
 		return
 	}
 	if err := p.qp.PostRecv(&ibv.RecvWR{WRID: wrID(wrRecv, p.rank, idx), SGE: ibv.SGE{Addr: p.d.recvMR.Addr() + uint64(p.rank*verbsCredits+int(idx))*verbsSlot, Length: verbsSlot, LKey: p.d.recvMR.LKey()}}); err != nil {
-		p.fail(fmt.Errorf("reposting a receive buffer: %w", err))
+		p.linkFailed(fmt.Errorf("reposting a receive buffer: %w", err))
 	}
 }
 
@@ -360,7 +360,7 @@ func (p *verbsPeer) handle(b []byte) bool {
 	}
 	if seq := binary.LittleEndian.Uint32(b[headerSize:]); seq != p.seqIn {
 		// Only an unreliable connection loses messages; on RC this is corruption.
-		p.fail(fmt.Errorf("message %d from rank %d lost over the %s queue pair (message %d arrived next)", p.seqIn, p.rank, p.t.typ, seq))
+		p.linkFailed(fmt.Errorf("message %d from rank %d lost over the %s queue pair (message %d arrived next)", p.seqIn, p.rank, p.t.typ, seq))
 		return false
 	}
 	p.seqIn++
@@ -512,7 +512,7 @@ func (p *verbsPeer) countSent() {
 
 func (p *verbsPeer) post(wr *ibv.SendWR) bool {
 	if err := p.qp.PostSend(wr); err != nil {
-		p.fail(fmt.Errorf("posting an RDMA %v: %w", wr.Op, err))
+		p.linkFailed(fmt.Errorf("posting an RDMA %v: %w", wr.Op, err))
 		return false
 	}
 	p.sqUsed++
@@ -615,13 +615,22 @@ func (p *verbsPeer) checkTimers(now time.Time) {
 		p.acked, p.ackAt = ack, now
 	}
 	if p.sent > ack && now.Sub(p.ackAt) > p.t.timeout {
-		p.fail(fmt.Errorf("no acknowledgement over RDMA for %v with %d messages outstanding: lost on the %s queue pair, or the peer's RDMA link is down", p.t.timeout, p.sent-ack, p.t.typ))
+		p.linkFailed(fmt.Errorf("no acknowledgement over RDMA for %v with %d messages outstanding: lost on the %s queue pair, or the peer's RDMA link is down", p.t.timeout, p.sent-ack, p.t.typ))
 	}
 }
 
 func (p *verbsPeer) protocolError(err error) {
 	logf("gorun: rank %d: protocol error from rank %d over RDMA: %v; closing the link", p.t.w.rank, p.rank, err)
 	p.fail(fmt.Errorf("protocol error: %w", err))
+}
+
+// linkFailed is a failure this side's verbs link found: it is logged (the peer only sees the
+// TCP link close), then the link ends.
+func (p *verbsPeer) linkFailed(cause error) {
+	if p.failure() == nil {
+		logf("gorun: rank %d: RDMA link to rank %d (%s): %v; closing the link", p.t.w.rank, p.rank, p.d.dev.Name(), cause)
+	}
+	p.fail(cause)
 }
 
 // fail ends the link once: pending operations with the peer fail, and the TCP link closes so
