@@ -105,22 +105,13 @@ func (m *Model) ForwardBatch(c *Cache, seqs []Seq) error {
 		return err
 	}
 	half := cf.RopeDim / 2
-	for i := 0; i < t; i++ {
-		p := float64(b.pos[i]) / cf.RopeScale
-		for j := 0; j < half; j++ {
-			sn, cs := math.Sincos(p * m.freqs[j])
-			s.cos[i*half+j], s.sin[i*half+j] = float32(cs), float32(sn)
-		}
-	}
+	m.ropeTables(t, func(i int) int { return b.pos[i] })
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	group := cf.Heads / cf.KVHeads
 	slotLen := c.ctx * nkv
 	for li := range m.layers {
 		L := &m.layers[li]
-		for i := 0; i < t; i++ {
-			rmsnorm(s.xn[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], L.attnNorm, cf.Eps)
-		}
-		if err := m.project(s.xn, t, dim, 0, []*quant.Matrix{L.wq, L.wk, L.wv}, [][]float32{s.q, s.k, s.v}); err != nil {
+		if err := m.qkv(L, t); err != nil {
 			return err
 		}
 		for i := 0; i < t; i++ {
@@ -190,6 +181,28 @@ func (m *Model) embed(tokens []int32) error {
 		}
 	}
 	return nil
+}
+
+// ropeTables fills scratch.cos and scratch.sin for t tokens, token i at position pos(i).
+func (m *Model) ropeTables(t int, pos func(i int) int) {
+	s, half := &m.scratch, m.Cfg.RopeDim/2
+	for i := 0; i < t; i++ {
+		p := float64(pos(i)) / m.Cfg.RopeScale
+		for j := 0; j < half; j++ {
+			sn, cs := math.Sincos(p * m.freqs[j])
+			s.cos[i*half+j], s.sin[i*half+j] = float32(cs), float32(sn)
+		}
+	}
+}
+
+// qkv normalizes t tokens of the residual stream for attention and projects them to this
+// rank's q, k and v.
+func (m *Model) qkv(L *layer, t int) error {
+	s, dim := &m.scratch, m.Cfg.Dim
+	for i := 0; i < t; i++ {
+		rmsnorm(s.xn[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], L.attnNorm, m.Cfg.Eps)
+	}
+	return m.project(s.xn, t, dim, 0, []*quant.Matrix{L.wq, L.wk, L.wv}, [][]float32{s.q, s.k, s.v})
 }
 
 // positionQK applies the biases, the QK norms and RoPE to one token's local q, k and v.

@@ -141,21 +141,12 @@ func (m *Model) Forward(tokens []int32) error {
 		return err
 	}
 	half := c.RopeDim / 2
-	for i := 0; i < t; i++ {
-		p := float64(m.pos+i) / c.RopeScale
-		for j := 0; j < half; j++ {
-			sn, cs := math.Sincos(p * m.freqs[j])
-			s.cos[i*half+j], s.sin[i*half+j] = float32(cs), float32(sn)
-		}
-	}
+	m.ropeTables(t, func(i int) int { return m.pos + i })
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	group := c.Heads / c.KVHeads
 	for li := range m.layers {
 		L := &m.layers[li]
-		for i := 0; i < t; i++ {
-			rmsnorm(s.xn[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], L.attnNorm, c.Eps)
-		}
-		if err := m.project(s.xn, t, dim, 0, []*quant.Matrix{L.wq, L.wk, L.wv}, [][]float32{s.q, s.k, s.v}); err != nil {
+		if err := m.qkv(L, t); err != nil {
 			return err
 		}
 		for i := 0; i < t; i++ {
