@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# gorun beyond one host, with real components (issue 9). About 2.5 minutes on 2 cores (4 with
+# gorun beyond one host, with real components (issue 9). About 2 minutes on 2 cores (5 with
 # GORUN_CLUSTER_BENCH=full):
 #  1. Slurm: a one-node cluster started here; `srun -n 4` of examples/ring and of hpl (ranks
 #     bootstrap from Slurm's variables), and `gorun -n 4` inside `salloc` (gorun hands off to srun).
 #  2. Hosts: 3 network namespaces on a bridge, each with its own address and sshd; `gorun
-#     --hostfile` runs ring, commbench allreduce and hpl across them; Ctrl-C ends every rank;
-#     then one host's link is cut mid-run: gorun exits non-zero naming the host, in bounded
+#     --hostfile` runs ring, commbench allreduce and hpl across them; Ctrl-C and a failing rank
+#     end every rank; then one host's link is cut mid-run: gorun exits non-zero naming the host, in bounded
 #     time, and the ranks on the cut-off host end too.
 #  3. Links: tc tbf on the veths at 80, 10 and 1 Gbit/s; commbench allreduce and hpl at each rate
 #     (printed; BENCHMARKS.md's "cluster" section records a run). GORUN_CLUSTER_BENCH=full runs
@@ -113,6 +113,15 @@ gorun_pid=
 # shellcheck disable=SC2086
 wait_until 10 no_ranks_left $hosts || fail "ranks still running after SIGINT: $(ps -o pid,args -p "$(ip netns pids h1 | tr '\n' ,)0")"
 say "SIGINT: gorun 130, every rank gone"
+
+# A failing rank on one host ends the ranks on every host; gorun exits with its code.
+rc=0
+timeout 60 "${G[@]}" sh -c '[ "$GORUN_RANK" = 3 ] && exit 3; exec sleep 60' 2>fail.err || rc=$?
+[ "$rc" = 3 ] || fail "gorun exited $rc when rank 3 exited 3: $(cat fail.err)"
+grep -q '^gorun: rank 3 on 10.99.0.2 exited with code 3; terminating 5 other ranks$' fail.err || fail "$(cat fail.err)"
+# shellcheck disable=SC2086
+wait_until 10 no_ranks_left $hosts || fail "ranks still running after rank 3 failed"
+say "a failing rank: gorun 3, every rank gone"
 
 # Cut host 3's link mid-run. ssh's keepalives (2 s x 4) usually notice first and gorun names
 # the host as lost; if the ranks' peer timeout (20 s here) fires first on a loaded machine,
