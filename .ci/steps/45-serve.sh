@@ -50,6 +50,7 @@ const client = new OpenAI({ baseURL: `${process.argv[2]}/v1`, apiKey: 'unused', 
 const models = await client.models.list();
 assert.equal(models.data.length, 1);
 assert.equal(models.data[0].id, 'stories260K');
+assert.equal((await client.models.retrieve('stories260K')).id, 'stories260K');
 
 const messages = [{ role: 'user', content: 'Tell me a story about a dog.' }];
 const chat = await client.chat.completions.create({ model: 'stories260K', messages, temperature: 0, max_tokens: 40 });

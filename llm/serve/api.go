@@ -103,13 +103,26 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "slots_idle": s.cfg.Slots - active, "slots_processing": active, "queue": waiting})
 }
 
-func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+func (s *Server) modelObject() map[string]any {
 	c := &s.m.Cfg
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{map[string]any{
+	return map[string]any{
 		"id": s.cfg.ModelName, "object": "model", "created": s.created, "owned_by": "gorun",
 		"meta": map[string]any{"architecture": c.Arch, "n_ctx": s.cfg.Context, "n_vocab": c.Vocab, "n_layers": c.Layers,
 			"tensor_parallel": s.m.Shard.Size, "slots": s.cfg.Slots, "chat_template": s.tmpl.Name},
-	}}})
+	}
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{s.modelObject()}})
+}
+
+func (s *Server) model(w http.ResponseWriter, r *http.Request) {
+	if id := r.PathValue("id"); id != s.cfg.ModelName {
+		writeError(w, &apiError{status: http.StatusNotFound, Message: fmt.Sprintf("the model %q does not exist; this server has %q", id, s.cfg.ModelName),
+			Type: "invalid_request_error", Code: "model_not_found"})
+		return
+	}
+	writeJSON(w, http.StatusOK, s.modelObject())
 }
 
 // genParams are the generation fields both endpoints share (OpenAI's, and top_k, min_p and

@@ -162,6 +162,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("POST /v1/chat/completions", s.count("chat", s.chat))
 	mux.HandleFunc("POST /v1/completions", s.count("completions", s.completions))
 	mux.HandleFunc("GET /v1/models", s.count("models", s.models))
+	mux.HandleFunc("GET /v1/models/{id}", s.count("models", s.model))
 	mux.HandleFunc("GET /health", s.count("health", s.health))
 	if s.cfg.Metrics {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))

@@ -88,6 +88,12 @@ func TestEndpointsGreedy(t *testing.T) {
 				models.Data[0].ID != "stories" || models.Data[0].Meta["tensor_parallel"] != float64(ranks) {
 				t.Errorf("models: %d %s", code, body)
 			}
+			if code, body = ts.get(t, "/v1/models/stories"); code != 200 || !strings.Contains(string(body), `"id":"stories"`) {
+				t.Errorf("model: %d %s", code, body)
+			}
+			if code, body = ts.get(t, "/v1/models/gpt-4"); code != http.StatusNotFound || errorOf(t, body).Error.Code != "model_not_found" {
+				t.Errorf("unknown model: %d %s", code, body)
+			}
 			code, body = ts.get(t, "/health")
 			if code != 200 || !strings.Contains(string(body), `"status":"ok"`) {
 				t.Errorf("health: %d %s", code, body)
