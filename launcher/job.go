@@ -177,11 +177,18 @@ func (j *Job) coordHost(places []Placement) (string, error) {
 	}
 	// A UDP "connection" sends nothing: it only asks the kernel for the route's source address.
 	c, err := net.Dial("udp", net.JoinHostPort(remote, "9"))
-	if err != nil {
-		return "", fmt.Errorf("no route from this host to %s: %w", remote, err)
+	if err == nil {
+		defer c.Close()
+		return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
 	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+	// No route (yet): the host's first global address, which ssh's own route may still reach.
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() {
+			return n.IP.String(), nil
+		}
+	}
+	return "", fmt.Errorf("no route from this host to %s (%v) and no global address to serve the rendezvous on; use --iface", remote, err)
 }
 
 // RankEnv returns the environment of one rank: base, then the -x exports, then the bootstrap
