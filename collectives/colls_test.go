@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gorun-hpc/gorun/comm"
 )
 
@@ -442,8 +444,16 @@ func TestScan(t *testing.T) {
 }
 
 // TestBarrier: in each round one rank enters late; nobody may leave before the last rank has
-// entered (entry and exit times compared on the shared wall clock, so this holds across
-// processes too).
+// entered (entry and exit times compared on the system's monotonic clock, which processes
+// share).
+func monotonicNow() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic(err)
+	}
+	return ts.Nano()
+}
+
 func TestBarrier(t *testing.T) {
 	for p := 1; p <= 8; p++ {
 		const rounds = 12
@@ -453,11 +463,11 @@ func TestBarrier(t *testing.T) {
 				if c.Rank() == k%p {
 					time.Sleep(2 * time.Millisecond)
 				}
-				enter := time.Now().UnixNano()
+				enter := monotonicNow()
 				if err := Barrier(c); err != nil {
 					return err
 				}
-				exit := time.Now().UnixNano()
+				exit := monotonicNow()
 				if err := Allgather(c, []int64{enter}, enters); err != nil {
 					return err
 				}

@@ -175,6 +175,12 @@ func TestSuiteInProcesses(t *testing.T) {
 		t.Run(job.String(), func(t *testing.T) {
 			start := time.Now()
 			outs, codes := runJob(t, job, pattern, 4*time.Minute)
+			// The coordinator port is picked free and then bound by rank 0: on a busy machine
+			// another process can take it in between. That is the harness's race, not a result.
+			for try := 0; try < 2 && lostPort(outs); try++ {
+				t.Logf("rendezvous port taken by another process; running the job again")
+				outs, codes = runJob(t, job, pattern, 4*time.Minute)
+			}
 			var failed []string
 			for r, code := range codes {
 				if code != 0 {
@@ -202,6 +208,11 @@ func TestSuiteInProcesses(t *testing.T) {
 			t.Logf("%s: %s cases per rank in %v", job, counts[0], time.Since(start).Round(time.Millisecond))
 		})
 	}
+}
+
+// lostPort reports whether rank 0 could not bind the rendezvous port it was given.
+func lostPort(outs []string) bool {
+	return len(outs) > 0 && strings.Contains(outs[0], "rendezvous listener") && strings.Contains(outs[0], "address already in use")
 }
 
 var jobSeq atomic.Int64
