@@ -289,14 +289,16 @@ func refuse(id identity, conn net.Conn, why error) {
 // ServeRendezvous hosts the rendezvous of a job for a launcher that set GORUN_COORD (the
 // address of ln), GORUN_COORD_LAUNCHER=1, GORUN_JOB_ID and GORUN_SECRET for its ranks: it
 // waits until all size ranks have registered, sends each the rank table, and returns. It gives
-// up at the bootstrap deadline the ranks use (from peerTimeout; 0 means the default), or when
-// stop is closed. It does not close ln.
+// up the bootstrap timeout the ranks use (from peerTimeout; 0 means the default) after the
+// first rank registered, or when stop is closed. It does not close ln.
 func ServeRendezvous(ln net.Listener, size int, jobID, secret string, peerTimeout time.Duration, stop <-chan struct{}) error {
 	if peerTimeout <= 0 {
 		peerTimeout = defaultPeerTimeout
 	}
 	id := identity{source: "launcher", size: size, coord: ln.Addr().String(), secret: []byte(secret), jobID: jobID, peerTimeout: peerTimeout}
-	_, err := serveRendezvous(ln, id, fnv64([]byte(jobID)), nil, time.Now().Add(bootstrapTimeout(id)), stop)
+	// No deadline until the first rank registers: ranks may work a long while before
+	// comm.Init, and each rank's bootstrap deadline runs from its own Init.
+	_, err := serveRendezvous(ln, id, fnv64([]byte(jobID)), nil, time.Time{}, stop)
 	return err
 }
 
@@ -352,8 +354,12 @@ func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me *rankInfo,
 			}()
 		}
 	}()
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		timer := time.NewTimer(time.Until(deadline))
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	for missing > 0 {
 		select {
 		case <-cancel:
@@ -365,7 +371,14 @@ func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me *rankInfo,
 			}
 			conns[a.rank], table[a.rank] = a.conn, a.info
 			missing--
-		case <-timer.C:
+			if timeout == nil {
+				// The ranks' own deadlines run from their Init: so does this one.
+				deadline = time.Now().Add(bootstrapTimeout(id))
+				timer := time.NewTimer(time.Until(deadline))
+				defer timer.Stop()
+				timeout = timer.C
+			}
+		case <-timeout:
 			e := &RendezvousTimeoutError{Server: serverName(me), Addr: id.coord, Size: id.size, After: bootstrapTimeout(id)}
 			for r := range id.size {
 				if conns[r] == nil && (r > 0 || me == nil) {

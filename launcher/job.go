@@ -362,12 +362,9 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 			return
 		default:
 		}
-		// Named only when some ranks came: a program that does not use comm (or a job of one
-		// rank) never registers, and that is no error.
-		var te *comm.RendezvousTimeoutError
-		if errors.As(err, &te) && len(te.Missing) < te.Size {
-			s.logf("%v", err) // the ranks that came report it too; this names the missing ones
-		} else if err != nil && te == nil {
+		// It times out only once some rank came (a program that does not use comm, or a job of
+		// one rank, never registers); the ranks that came report it too, this names the others.
+		if err != nil {
 			s.logf("%v", err)
 		}
 	}()
