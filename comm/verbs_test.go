@@ -124,18 +124,17 @@ func TestVerbsVanishedLink(t *testing.T) {
 			start := time.Now()
 			procs := startJob(t, 3, "checks", verbsEnv(qp, jobenv.PeerTimeout+"=2s", ibv.SoftVanishEnv+"=300", ibv.SoftVanishRankEnv+"=1")...)
 			codes := waitJob(t, procs, 60*time.Second)
-			cause := false
+			cause, named := false, false
 			for r, code := range codes {
 				out := procs[r].out.String()
 				require.NotEqual(t, 0, code, "rank %d output:\n%s", r, out)
 				t.Logf("rank %d: %s", r, strings.TrimSpace(out))
-				if r != 1 {
-					require.Contains(t, out, ": rank 1: ", "rank %d's error does not name rank 1", r)
-				}
 				// Whoever noticed first names the RDMA link; the others may learn of it
-				// through the TCP link closing.
+				// through a TCP link closing, rank 1's or (a cascade) each other's.
+				named = named || r != 1 && strings.Contains(out, ": rank 1: ")
 				cause = cause || strings.Contains(out, "no acknowledgement over RDMA") || strings.Contains(out, "retry counter exceeded")
 			}
+			require.True(t, named, "neither rank 0 nor rank 2 named rank 1")
 			require.True(t, cause, "no rank reported the vanished RDMA link")
 			require.Less(t, time.Since(start), 30*time.Second)
 		})
