@@ -140,7 +140,8 @@ done: \
 	VPHADDD X4, X4, X4
 
 // ROWS_Q4(DOT): the row loop for Q4_0 weights (18-byte blocks); R13 walks Vec.Q8Neg8, X0 is
-// the row's float sum.
+// the row's float sum. Four blocks at a time share the horizontal additions of their totals
+// (three VPHADDD for four blocks); their FMAs stay one per block, in order.
 #define ROWS_Q4(DOT) \
 	TESTQ DX, DX \
 	JZ done \
@@ -151,6 +152,47 @@ row: \
 	MOVQ R14, R13 \
 	MOVQ CX, BX \
 	VXORPS X0, X0, X0 \
+	CMPQ BX, $4 \
+	JLT pairs \
+quad: \
+	PREFETCHT0 2048(R10) \
+	PREFETCHT0 2112(R10) \
+	DOT(2(R10), 2(R11), (R13), Y4, X4) \
+	DOT(20(R10), 36(R11), 4(R13), Y5, X5) \
+	VPHADDD Y5, Y4, Y4 \
+	DOT(38(R10), 70(R11), 8(R13), Y5, X5) \
+	DOT(56(R10), 104(R11), 12(R13), Y6, X6) \
+	VPHADDD Y6, Y5, Y5 \
+	VPHADDD Y5, Y4, Y4 \
+	VEXTRACTI128 $1, Y4, X5 \
+	VPADDD X5, X4, X4 \
+	VCVTDQ2PS X4, X4 \
+	MOVWLZX (R10), R15 \
+	VMOVD R15, X6 \
+	VPINSRW $1, 18(R10), X6, X6 \
+	VPINSRW $2, 36(R10), X6, X6 \
+	VPINSRW $3, 54(R10), X6, X6 \
+	VCVTPH2PS X6, X6 \
+	VMOVUPS (R12), X7 \
+	VMULPS X7, X6, X6 \
+	VFMADD231SS X4, X6, X0 \
+	VMOVSHDUP X4, X13 \
+	VMOVSHDUP X6, X14 \
+	VFMADD231SS X13, X14, X0 \
+	VMOVHLPS X4, X4, X13 \
+	VMOVHLPS X6, X6, X14 \
+	VFMADD231SS X13, X14, X0 \
+	VPSHUFD $0xff, X4, X13 \
+	VPSHUFD $0xff, X6, X14 \
+	VFMADD231SS X13, X14, X0 \
+	ADDQ $72, R10 \
+	ADDQ $136, R11 \
+	ADDQ $16, R12 \
+	ADDQ $16, R13 \
+	SUBQ $4, BX \
+	CMPQ BX, $4 \
+	JGE quad \
+pairs: \
 	CMPQ BX, $2 \
 	JLT tail \
 pair: \

@@ -321,7 +321,7 @@ func TestKernelsMatchGeneric(t *testing.T) {
 	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q8_0 | 1<<16, gguf.Q4_0 | 1<<16} {
 		restore := setVNNI(typ&(1<<16) == 0)
 		typ &^= 1 << 16
-		for _, nb := range []int{1, 2, 3, 8} {
+		for _, nb := range []int{1, 2, 3, 5, 7, 8} { // the Q4_0 kernel: 4 blocks, 2, then 1
 			rows, cols := 11, nb*32
 			data := randBlocks(r, typ, rows*cols)
 			m, _ := NewMatrix(typ, rows, cols, data)
