@@ -3,7 +3,7 @@
 // shared machine the mean of a short run is decided by a few scheduling stalls, while the median
 // shows the transport's own cost.
 //
-//	gorun -n 2 --transport shm go run ./bench/comm/pingpong -n 20000 -size 8
+//	go build ./bench/comm/pingpong && gorun -n 2 --transport shm ./pingpong -n 20000 -size 8
 package main
 
 import (
