@@ -2,8 +2,7 @@
 # verbs: comm's RDMA transport. Builds and vets the libibverbs implementation (-tags verbs)
 # against Debian's rdma-core; runs the verbs tests (software device softibv, RC and UC queue
 # pairs, loss, vanished link, killed peer; the hardware tests skip without a device, saying
-# why), the same under the race detector, the collectives over softibv in both modes, and a
-# gorun job over it.
+# why), the same under the race detector, and a gorun job over it.
 # Measured here only on a heavily loaded shared machine (load ~20 on 2 cores): 13 minutes wall,
 # 2.7 minutes of CPU, most of it the two collectives runs (about 4 minutes wall each).
 set -euo pipefail
@@ -30,10 +29,10 @@ grep -E '^(--- |    --- )|^ok|no RDMA device|without libibverbs' "$work/tests.lo
 go test -count=1 -race -run 'VerbsProcesses|VerbsLoss|VerbsMesh' ./comm/
 go test -count=1 -race ./comm/internal/ibv
 
-echo "-- collectives over softibv (comm.Run with GORUN_RUN_TRANSPORT=verbs), RC and UC"
-for qp in rc uc; do
-	GORUN_RUN_TRANSPORT=verbs GORUN_RDMA_DEVICE=softibv GORUN_VERBS_QP=$qp go test -count=1 -short ./collectives
-done
+# The collectives over softibv run as real processes in 25-collectives.sh (RC and UC, n=2,3,5,8).
+# The same suite as goroutine ranks of one process (GORUN_RUN_TRANSPORT=verbs) passes but peaks
+# at ~23 GiB of resident memory and was
+# OOM-killed on a 24 GiB machine, so CI does not run it; the cause is not yet found.
 
 echo "-- gorun -n 4 --transport verbs: commbench allreduce over softibv processes (UC, as on Apple)"
 go build -tags verbs -o "$work/gorun" ./cmd/gorun
