@@ -297,15 +297,23 @@ func waitFor(t *testing.T, p *proc, text string) {
 	}
 }
 
-// TestKilledPeer: kill -9 of one rank makes the ranks waiting on it fail fast.
-func TestKilledPeer(t *testing.T) {
-	procs := startJob(t, 4, "wait-on-victim")
+// startVictimJob starts n ranks in the "wait-on-victim" role and returns once rank 1 (the
+// victim) and every other rank, each waiting on it, say they are ready.
+func startVictimJob(t *testing.T, n int, env ...string) []*proc {
+	t.Helper()
+	procs := startJob(t, n, "wait-on-victim", env...)
 	for r, p := range procs {
 		if r != 1 {
 			waitFor(t, p, "waiting")
 		}
 	}
 	waitFor(t, procs[1], "victim ready")
+	return procs
+}
+
+// TestKilledPeer: kill -9 of one rank makes the ranks waiting on it fail fast.
+func TestKilledPeer(t *testing.T) {
+	procs := startVictimJob(t, 4)
 	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
 	require.NoError(t, procs[1].cmd.Process.Signal(syscall.SIGKILL))
@@ -323,13 +331,7 @@ func TestKilledPeer(t *testing.T) {
 // TestSilentPeer: a rank that stops answering (SIGSTOP: alive but silent, like a host whose
 // link was cut) is declared lost after the configured peer timeout.
 func TestSilentPeer(t *testing.T) {
-	procs := startJob(t, 3, "wait-on-victim", jobenv.PeerTimeout+"=1500ms")
-	for r, p := range procs {
-		if r != 1 {
-			waitFor(t, p, "waiting")
-		}
-	}
-	waitFor(t, procs[1], "victim ready")
+	procs := startVictimJob(t, 3, jobenv.PeerTimeout+"=1500ms")
 	start := time.Now()
 	require.NoError(t, procs[1].cmd.Process.Signal(syscall.SIGSTOP))
 	defer procs[1].cmd.Process.Signal(syscall.SIGKILL)
@@ -366,13 +368,7 @@ func requireNoSegments(t *testing.T) {
 // TestShmNoLeftovers: segments are unlinked as soon as every rank has mapped them, so neither a
 // normal exit nor a kill -9 leaves anything in /dev/shm.
 func TestShmNoLeftovers(t *testing.T) {
-	procs := startJob(t, 3, "wait-on-victim", jobenv.Transport+"=shm")
-	for r, p := range procs {
-		if r != 1 {
-			waitFor(t, p, "waiting")
-		}
-	}
-	waitFor(t, procs[1], "victim ready")
+	procs := startVictimJob(t, 3, jobenv.Transport+"=shm")
 	requireNoSegments(t) // running, but already unlinked
 	require.NoError(t, procs[1].cmd.Process.Signal(syscall.SIGKILL))
 	waitJob(t, procs, 30*time.Second)

@@ -95,13 +95,7 @@ func TestVerbsLoss(t *testing.T) {
 func TestVerbsKilledPeer(t *testing.T) {
 	for _, qp := range []string{"rc", "uc"} {
 		t.Run(qp, func(t *testing.T) {
-			procs := startJob(t, 3, "wait-on-victim", verbsEnv(qp)...)
-			for r, p := range procs {
-				if r != 1 {
-					waitFor(t, p, "waiting")
-				}
-			}
-			waitFor(t, procs[1], "victim ready")
+			procs := startVictimJob(t, 3, verbsEnv(qp)...)
 			start := time.Now()
 			require.NoError(t, procs[1].cmd.Process.Signal(syscall.SIGKILL))
 			codes := waitJob(t, procs, 30*time.Second)
