@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,11 +100,12 @@ func initTCP(id identity) (*Comm, error) {
 		w.hostIDs = append(w.hostIDs, info.HostID)
 	}
 	t := &tcpTransport{w: w, peers: make([]*tcpPeer, id.size), timeout: id.peerTimeout}
+	t.oversubscribed = countHost(table, table[id.rank].HostID) > runtime.NumCPU()
 	w.tr = t
 	if err := buildMesh(t, dataLn, id, jobHash, table, deadline); err != nil {
 		for _, p := range t.peers {
 			if p != nil {
-				p.conn.Close()
+				p.closeFD()
 			}
 		}
 		return nil, err
@@ -113,13 +115,24 @@ func initTCP(id identity) (*Comm, error) {
 			p.start()
 		}
 	}
+	t.startPolling()
 	if err := useShm(w, t, id, table, jobHash); err != nil {
 		for _, p := range t.peers {
 			if p != nil {
 				p.fail(err)
 			}
 		}
+		t.stopPolling()
+		for _, p := range t.peers {
+			if p != nil {
+				p.closeFD()
+			}
+		}
 		return nil, err
+	}
+	// Waiters drive the TCP links themselves unless shared memory or RDMA drives them.
+	if w.prog == nil {
+		w.prog = t
 	}
 	return newComm(w, worldCtx, nil), nil
 }
@@ -499,7 +512,13 @@ func buildMesh(t *tcpTransport, ln net.Listener, id identity, jobHash uint64, ta
 				refuse(id, conn, err)
 				continue
 			}
-			t.peers[h.rank] = newTCPPeer(t, int(h.rank), conn.RemoteAddr().String(), conn.(*net.TCPConn))
+			p, err := newTCPPeer(t, int(h.rank), conn.RemoteAddr().String(), conn.(*net.TCPConn))
+			if err != nil {
+				mu.Unlock()
+				accepted <- err
+				return
+			}
+			t.peers[h.rank] = p
 			mu.Unlock()
 			expect--
 		}
@@ -518,9 +537,24 @@ func buildMesh(t *tcpTransport, ln net.Listener, id identity, jobHash uint64, ta
 			conn.Close()
 			return fmt.Errorf("comm: rank %d: handshake with rank %d at %s: %w", id.rank, r, table[r].Addr, err)
 		}
+		p, err := newTCPPeer(t, r, table[r].Addr, conn.(*net.TCPConn))
+		if err != nil {
+			return err
+		}
 		mu.Lock()
-		t.peers[r] = newTCPPeer(t, r, table[r].Addr, conn.(*net.TCPConn))
+		t.peers[r] = p
 		mu.Unlock()
 	}
 	return <-accepted
+}
+
+// countHost is how many ranks of the table run on the host with this id.
+func countHost(table []rankInfo, hostID string) int {
+	n := 0
+	for _, info := range table {
+		if info.HostID == hostID {
+			n++
+		}
+	}
+	return n
 }

@@ -182,7 +182,7 @@ func TestProtocolViolation(t *testing.T) {
 	var hb [headerSize]byte
 	(&header{typ: frameEager, length: eagerLimit + 1}).put(hb[:])
 	p.wmu.Lock()
-	p.conn.Write(hb[:])
+	p.writeAll(hb[:], nil)
 	p.wmu.Unlock()
 	_, err := Recv(c0, make([]byte, 8), 1, 0)
 	var pe *PeerError

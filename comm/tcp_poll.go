@@ -1,0 +1,205 @@
+package comm
+
+import (
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// tcpSpinTime: how long a waiter polls the sockets before it parks and leaves the reading
+	// to the background goroutine (whose poll(2) wake-up then costs each message tens of
+	// microseconds). Bounded, so a rank that waits long burns no core.
+	tcpSpinTime = time.Millisecond
+	// tcpSharedSpinPolls: on an oversubscribed host a waiter yields the core after every
+	// empty poll, and parks after this many.
+	tcpSharedSpinPolls = 2000
+	// tcpBusyNap: while waiters poll, the background goroutine stays out of poll(2) (each
+	// message would wake its thread) and only looks at the sockets this often.
+	tcpBusyNap = 2 * time.Millisecond
+	// tcpIdlePoll bounds a poll(2) sleep of the background goroutine, so that it checks
+	// the peers' liveness and a stop request at least this often.
+	tcpIdlePoll = 100 * time.Millisecond
+)
+
+// startPolling starts the background goroutine that reads what arrives while nobody waits.
+func (t *tcpTransport) startPolling() {
+	t.stop = make(chan struct{})
+	t.pollDone = make(chan struct{})
+	go t.pollLoop()
+}
+
+func (t *tcpTransport) stopPolling() {
+	if t.stop == nil {
+		return
+	}
+	select {
+	case <-t.stop:
+	default:
+		close(t.stop)
+	}
+	<-t.pollDone
+}
+
+// pollLoop reads the links nobody else is reading: it sleeps in poll(2) on every live link
+// while no waiter polls, and naps while waiters do (they read what comes, and a thread woken
+// for each message would take a core from them or their peers). It also declares dead a peer
+// silent for the peer timeout.
+func (t *tcpTransport) pollLoop() {
+	defer close(t.pollDone)
+	var fds []unix.PollFd
+	var live []*tcpPeer
+	lastWaits := t.waits.Load()
+	for {
+		select {
+		case <-t.stop:
+			return
+		default:
+		}
+		t.checkLiveness()
+		if waits := t.waits.Load(); t.waiters.Load() > 0 || waits != lastWaits {
+			lastWaits = waits
+			time.Sleep(tcpBusyNap)
+			t.progressAll(false)
+			continue
+		}
+		fds, live = fds[:0], live[:0]
+		for _, p := range t.peers {
+			if p == nil || p.broken() {
+				continue
+			}
+			fds = append(fds, unix.PollFd{Fd: int32(p.fd), Events: unix.POLLIN})
+			live = append(live, p)
+		}
+		if len(live) == 0 {
+			// Every link is gone: nothing more can come.
+			select {
+			case <-t.stop:
+				return
+			case <-time.After(tcpIdlePoll):
+			}
+			continue
+		}
+		// The descriptors stay open while we poll: they are closed only after stopPolling.
+		n, err := unix.Poll(fds, int(tcpIdlePoll/time.Millisecond))
+		if err != nil && err != unix.EINTR {
+			for _, p := range live {
+				p.fail(fmt.Errorf("poll on the link to %s: %w", p.addr, err))
+			}
+			continue
+		}
+		if n <= 0 {
+			continue
+		}
+		for i, p := range live {
+			if fds[i].Revents != 0 {
+				p.progress(true)
+			}
+		}
+	}
+}
+
+// checkLiveness fails the links whose peer has sent nothing (not even a heartbeat) for the
+// peer timeout.
+func (t *tcpTransport) checkLiveness() {
+	if t.timeout <= 0 {
+		return
+	}
+	now := t.clock()
+	for _, p := range t.peers {
+		if p != nil && now-time.Duration(p.heard.Load()) > t.timeout && !p.broken() {
+			p.fail(fmt.Errorf("no word from %s for %v (peer timeout): presumed dead", p.addr, t.timeout))
+		}
+	}
+}
+
+func (p *tcpPeer) broken() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// progress handles every frame that has come from p; it reports whether there was any. With
+// wait it waits for another reader of p to finish first, else it leaves p to that reader.
+func (p *tcpPeer) progress(wait bool) bool {
+	if wait {
+		p.rmu.Lock()
+	} else if !p.rmu.TryLock() {
+		return false
+	}
+	defer p.rmu.Unlock()
+	did := false
+	for !p.broken() {
+		if p.rlo == p.rhi {
+			got, err := p.fill(false)
+			if err != nil {
+				p.readFailed(err)
+				return true
+			}
+			if !got {
+				return did
+			}
+		}
+		did = true
+		if !p.handleFrame() {
+			return true
+		}
+	}
+	return did
+}
+
+// progressAll reads every link that has something; it reports whether any had.
+func (t *tcpTransport) progressAll(wait bool) bool {
+	did := false
+	for _, p := range t.peers {
+		if p != nil && p.progress(wait) {
+			did = true
+		}
+	}
+	return did
+}
+
+// poll drives progress while the caller waits for r: it reads the links itself (no hand-off
+// to another goroutine or thread on the fast path), yields the core between empty polls on
+// an oversubscribed host, and gives up after a while, leaving r to the background goroutine
+// (Wait then blocks on r's channel), so that a long wait costs no CPU.
+func (t *tcpTransport) poll(r *Request) {
+	t.waiters.Add(1)
+	t.waits.Add(1)
+	defer t.waiters.Add(-1)
+	idle := 0 // polls in a row that found nothing
+	var idleSince time.Time
+	for !r.finished() {
+		if t.progressAll(false) {
+			idle = 0
+			continue
+		}
+		idle++
+		if t.oversubscribed {
+			osYield()
+			if idle >= tcpSharedSpinPolls {
+				return
+			}
+			continue
+		}
+		// The clock is read only now and then, and not in the first polls at all (most waits
+		// end there).
+		if idle%64 != 0 {
+			continue
+		}
+		if idle == 64 {
+			idleSince = time.Now()
+			continue
+		}
+		if time.Since(idleSince) >= tcpSpinTime {
+			return
+		}
+	}
+}
+
+// kick: a waiter that stopped polling blocks on its request's channel, which completion closes.
+func (t *tcpTransport) kick() {}

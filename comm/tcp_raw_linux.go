@@ -1,0 +1,58 @@
+package comm
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The links' sockets are non-blocking, so reads and writes on them never sleep: they are made
+// as raw system calls, without telling the scheduler. Through the runtime's syscall path, a
+// polling waiter's stream of calls now and then lost its processor to sysmon's hand-off and
+// waited for a thread wake-up: 40 us at the 99th percentile of an 8-byte ping-pong here,
+// against 14 us as raw calls (the C figure: 8-16 us).
+
+// rawReadLimit: larger reads go through the scheduler's syscall path, so that a long copy
+// does not hold up a stop-the-world.
+const rawReadLimit = 256 << 10
+
+func sockRead(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	if len(b) > rawReadLimit {
+		return unix.Read(fd, b)
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// sockWritev writes a then b (b may be empty) in one call.
+func sockWritev(fd int, a, b []byte) (int, error) {
+	if len(a)+len(b) > rawReadLimit {
+		if len(b) == 0 {
+			return unix.Writev(fd, [][]byte{a})
+		}
+		return unix.Writev(fd, [][]byte{a, b})
+	}
+	var iov [2]unix.Iovec
+	n := 0
+	for _, s := range [2][]byte{a, b} {
+		if len(s) > 0 {
+			iov[n].Base = &s[0]
+			iov[n].SetLen(len(s))
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	w, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(n))
+	if e != 0 {
+		return 0, e
+	}
+	return int(w), nil
+}
