@@ -72,19 +72,27 @@ type tcpPeer struct {
 	wbuf      [headerSize + tcpSmallWrite]byte
 	lastWrite atomic.Int64 // p.t.clock() at the last write, for heartbeats
 
-	qmu   sync.Mutex
-	queue []writeJob
-	kick  chan struct{}
+	// out: frames the transport writes on its own behalf (clear-to-send replies, the data of
+	// large messages), in order, under wmu; the first may be written in part (outOff bytes).
+	// Whoever polls the link pushes them with non-blocking writes, as it reads. New frames
+	// wait in queued (under qmu) so that a reader never waits for wmu: a writer holding it
+	// may be waiting for the peer to read, and the peer's writer for us.
+	out     []outFrame
+	outOff  int
+	qmu     sync.Mutex
+	queued  []outFrame
+	pending atomic.Bool // out or queued is not empty: the pollers' cue
 
 	rendezvous // large messages in flight; its mu also guards bye
 	bye        bool
 	done       chan struct{} // closed when the link is gone
 }
 
-// writeJob is a write the peer's writer goroutine performs: a CTS (send == nil) or the data of a
-// large message (send != nil) into the receiver's buffer id.
-type writeJob struct {
-	hdr  header
+// outFrame is a queued frame: a CTS, or one chunk of a large message's data (send is set on
+// its last chunk, and completed once that is written).
+type outFrame struct {
+	hdr  [headerSize]byte
+	data []byte
 	send *pendingSend
 }
 
@@ -112,7 +120,6 @@ func newTCPPeer(t *tcpTransport, rank int, addr string, conn *net.TCPConn) (*tcp
 	p := &tcpPeer{
 		t: t, rank: rank, addr: addr, fd: fd,
 		rbuf:       make([]byte, tcpReadBuf),
-		kick:       make(chan struct{}, 1),
 		rendezvous: newRendezvous(rank),
 		done:       make(chan struct{}),
 	}
@@ -147,7 +154,7 @@ func detach(conn *net.TCPConn) (int, error) {
 }
 
 func (p *tcpPeer) start() {
-	go p.writeLoop()
+	go p.heartbeatLoop()
 }
 
 func (t *tcpTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
@@ -185,16 +192,24 @@ func (p *tcpPeer) write(h *header, payload []byte) error {
 	default:
 	}
 	h.put(p.wbuf[:headerSize])
-	var err error
-	if len(payload) <= tcpSmallWrite {
+	// A queued frame written in part must be finished first.
+	done, _, err := p.pushOut(true, true)
+	if err == nil && len(payload) <= tcpSmallWrite {
 		// One copy is cheaper than a vectored write for a small payload.
 		n := copy(p.wbuf[headerSize:], payload)
 		err = p.writeAll(p.wbuf[:headerSize+n], nil)
-	} else {
+	} else if err == nil {
 		err = p.writeAll(p.wbuf[:headerSize], payload)
+	}
+	if err == nil && p.pending.Load() {
+		// Frames queued while we wrote: push what the socket takes.
+		var more []*pendingSend
+		more, _, err = p.pushOut(false, false)
+		done = append(done, more...)
 	}
 	p.lastWrite.Store(int64(p.t.clock()))
 	p.wmu.Unlock()
+	completeSends(done)
 	if err != nil {
 		p.fail(fmt.Errorf("write to %s: %w", p.addr, err))
 		return p.linkError()
@@ -260,20 +275,150 @@ func (p *tcpPeer) linkError() error {
 	return &PeerError{Rank: p.rank, Err: errors.New("link closed")}
 }
 
-func (p *tcpPeer) enqueue(j writeJob) {
+// queue appends frames to the link's output and writes what the socket takes now, unless
+// another goroutine is writing (then it, or the next poll, pushes them on).
+func (p *tcpPeer) queue(frames ...outFrame) {
 	p.qmu.Lock()
-	p.queue = append(p.queue, j)
+	if p.broken() {
+		// fail has emptied the queues already (it marks the link broken first).
+		p.qmu.Unlock()
+		err := p.linkError()
+		for _, f := range frames {
+			if f.send != nil {
+				f.send.req.complete(Status{}, err)
+			}
+		}
+		return
+	}
+	p.queued = append(p.queued, frames...)
+	p.pending.Store(true)
 	p.qmu.Unlock()
-	select {
-	case p.kick <- struct{}{}:
-	default:
+	p.flush()
+}
+
+// flush writes what it can of the queued output without waiting, unless another goroutine is
+// writing to the link; it reports whether it wrote anything.
+func (p *tcpPeer) flush() bool {
+	if !p.pending.Load() || !p.wmu.TryLock() {
+		return false
+	}
+	done, wrote, err := p.pushOut(false, false)
+	p.wmu.Unlock()
+	completeSends(done)
+	if err != nil {
+		p.fail(fmt.Errorf("write to %s: %w", p.addr, err))
+	}
+	return wrote > 0 || err != nil
+}
+
+func completeSends(done []*pendingSend) {
+	for _, s := range done {
+		s.req.complete(Status{}, nil)
 	}
 }
 
-func (p *tcpPeer) writeLoop() {
+// pushOut writes queued frames: with block it waits for room in the socket; with one it stops
+// at the end of the frame in progress. It returns the sends whose last byte went out (the
+// caller completes them after releasing wmu) and how many bytes it wrote. The caller holds wmu.
+func (p *tcpPeer) pushOut(block, one bool) (done []*pendingSend, wrote int, err error) {
+	if !one {
+		p.qmu.Lock()
+		p.out = append(p.out, p.queued...)
+		clear(p.queued)
+		p.queued = p.queued[:0]
+		p.qmu.Unlock()
+	}
+	for len(p.out) > 0 {
+		if one && p.outOff == 0 {
+			break
+		}
+		f := &p.out[0]
+		var hdr, data []byte
+		if p.outOff < headerSize {
+			hdr, data = f.hdr[p.outOff:], f.data
+		} else {
+			data = f.data[p.outOff-headerSize:]
+		}
+		p.fdMu.RLock()
+		if p.fdClosed {
+			p.fdMu.RUnlock()
+			return done, wrote, net.ErrClosed
+		}
+		var n int
+		if len(hdr) > 0 {
+			n, err = sockWritev(p.fd, hdr, data)
+		} else {
+			n, err = sockWritev(p.fd, data, nil)
+		}
+		p.fdMu.RUnlock()
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			err = nil
+			if !block {
+				return done, wrote, nil
+			}
+			if err = p.waitFD(unix.POLLOUT, 100*time.Millisecond); err != nil {
+				return done, wrote, err
+			}
+			if p.t.timeout > 0 && p.t.clock()-time.Duration(p.lastWrite.Load()) > p.t.timeout {
+				return done, wrote, fmt.Errorf("peer took nothing for %v (peer timeout)", p.t.timeout)
+			}
+			continue
+		case err != nil:
+			return done, wrote, err
+		}
+		p.lastWrite.Store(int64(p.t.clock()))
+		wrote += n
+		p.outOff += n
+		if p.outOff < headerSize+len(f.data) {
+			continue
+		}
+		if f.send != nil {
+			done = append(done, f.send)
+		}
+		*f = outFrame{}
+		p.out = p.out[1:]
+		p.outOff = 0
+	}
+	if len(p.out) == 0 {
+		p.out = nil
+		p.qmu.Lock()
+		p.pending.Store(len(p.queued) > 0)
+		p.qmu.Unlock()
+	}
+	return done, wrote, nil
+}
+
+// dataFrames splits a large message's payload into the frames that carry it into the
+// receiver's buffer id.
+func dataFrames(s *pendingSend, id uint64) []outFrame {
+	data := s.payload
+	frames := make([]outFrame, 0, (len(data)+dataChunk-1)/dataChunk)
+	for off := 0; off < len(data); off += dataChunk {
+		end := min(off+dataChunk, len(data))
+		var f outFrame
+		(&header{typ: frameData, length: uint64(end - off), id: id, offset: uint64(off)}).put(f.hdr[:])
+		f.data = data[off:end]
+		frames = append(frames, f)
+	}
+	frames[len(frames)-1].send = s
+	return frames
+}
+
+func ctsFrame(h header) outFrame {
+	var f outFrame
+	h.put(f.hdr[:])
+	return f
+}
+
+// heartbeatLoop writes a ping whenever the link has been quiet for a quarter of the peer
+// timeout, so that the peer knows this rank lives.
+func (p *tcpPeer) heartbeatLoop() {
 	interval := p.t.timeout / 4
 	if interval <= 0 {
-		interval = time.Hour
+		return
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -286,34 +431,6 @@ func (p *tcpPeer) writeLoop() {
 				if p.write(&header{typ: framePing}, nil) != nil {
 					return
 				}
-			}
-			continue
-		case <-p.kick:
-		}
-		for {
-			p.qmu.Lock()
-			jobs := p.queue
-			p.queue = nil
-			p.qmu.Unlock()
-			if len(jobs) == 0 {
-				break
-			}
-			for _, j := range jobs {
-				if j.send == nil {
-					if p.write(&j.hdr, nil) != nil {
-						return
-					}
-					continue
-				}
-				data := j.send.payload
-				for off := 0; off < len(data); off += dataChunk {
-					end := min(off+dataChunk, len(data))
-					h := header{typ: frameData, length: uint64(end - off), id: j.hdr.id, offset: uint64(off)}
-					if p.write(&h, data[off:end]) != nil {
-						return
-					}
-				}
-				j.send.req.complete(Status{}, nil)
 			}
 		}
 	}
@@ -376,7 +493,11 @@ func (p *tcpPeer) handleFrame() bool {
 			s.req.complete(Status{}, nil)
 			return true
 		}
-		p.enqueue(writeJob{hdr: header{id: h.offset}, send: s})
+		if len(s.payload) == 0 {
+			s.req.complete(Status{}, nil)
+			return true
+		}
+		p.queue(dataFrames(s, h.offset)...)
 	case frameData:
 		pr := p.recv(h.id)
 		if pr == nil || h.offset != pr.got || h.offset+h.length > pr.size {
@@ -402,7 +523,7 @@ func (p *tcpPeer) handleFrame() bool {
 func (p *tcpPeer) acceptRTS(sendID uint64, r *recvOp, tag int, size uint64) {
 	dst, terr := r.target(p.rank, tag, int(size))
 	if terr != nil {
-		p.enqueue(writeJob{hdr: header{typ: frameCTS, flags: flagDiscard, id: sendID}})
+		p.queue(ctsFrame(header{typ: frameCTS, flags: flagDiscard, id: sendID}))
 		r.req.complete(r.status(p.rank, tag, int(size)), terr)
 		return
 	}
@@ -411,7 +532,7 @@ func (p *tcpPeer) acceptRTS(sendID uint64, r *recvOp, tag int, size uint64) {
 		r.req.complete(Status{}, err)
 		return
 	}
-	p.enqueue(writeJob{hdr: header{typ: frameCTS, id: sendID, offset: rid}})
+	p.queue(ctsFrame(header{typ: frameCTS, id: sendID, offset: rid}))
 }
 
 // errPeerTimeout: nothing came from the peer for the peer timeout.
@@ -471,6 +592,7 @@ func (p *tcpPeer) fill(block bool) (bool, error) {
 // been silent for the peer timeout. The caller holds rmu.
 func (p *tcpPeer) readSome(b []byte, block bool) (int, error) {
 	spins := 0
+	var spinStart time.Time
 	for {
 		p.fdMu.RLock()
 		if p.fdClosed {
@@ -492,17 +614,55 @@ func (p *tcpPeer) readSome(b []byte, block bool) (int, error) {
 		case !block:
 			return 0, nil
 		}
-		// The rest of a frame whose start has come is normally microseconds behind.
-		if spins++; spins < 64 {
+		// The peer may be waiting, to send the rest, for what we have queued for it (or for a
+		// third rank, waiting in turn for us): push every link's output while we wait.
+		if p.t.flushAll() {
+			spins = 0
+			continue
+		}
+		// The rest of a frame whose start has come is normally microseconds behind: spin for
+		// it (a sleep in poll would cost a wake-up per socket-buffer's worth of a large message).
+		if spins++; spins == 1 {
+			spinStart = time.Now()
+		}
+		if p.t.oversubscribed {
+			osYield()
+		}
+		if time.Since(spinStart) < tcpSpinTime {
 			continue
 		}
 		if p.t.timeout > 0 && p.t.clock()-time.Duration(p.heard.Load()) > p.t.timeout {
 			return 0, errPeerTimeout
 		}
-		if err := p.waitFD(unix.POLLIN, 100*time.Millisecond); err != nil {
+		wait := 100 * time.Millisecond
+		if p.t.anyPending() {
+			wait = time.Millisecond // and then push again
+		}
+		if err := p.waitFD(unix.POLLIN, wait); err != nil {
 			return 0, err
 		}
 	}
+}
+
+// flushAll pushes every link's queued output that its socket takes now; it reports whether
+// any bytes went.
+func (t *tcpTransport) flushAll() bool {
+	did := false
+	for _, q := range t.peers {
+		if q != nil && q.flush() {
+			did = true
+		}
+	}
+	return did
+}
+
+func (t *tcpTransport) anyPending() bool {
+	for _, q := range t.peers {
+		if q != nil && q.pending.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *tcpPeer) readFailed(err error) {
@@ -538,6 +698,20 @@ func (p *tcpPeer) fail(cause error) {
 	p.mu.Unlock()
 	p.shutdownFD()
 	p.failPending(cause, sends, recvs)
+	// Sends whose data was queued fail too. (No caller of fail holds wmu; a writer holding it
+	// returns at once now that the socket is shut down.)
+	p.wmu.Lock()
+	p.qmu.Lock()
+	out := append(p.out, p.queued...)
+	p.out, p.outOff, p.queued = nil, 0, nil
+	p.pending.Store(false)
+	p.qmu.Unlock()
+	p.wmu.Unlock()
+	for _, f := range out {
+		if f.send != nil {
+			f.send.req.complete(Status{}, &PeerError{Rank: p.rank, Err: cause})
+		}
+	}
 	if sh := p.t.shm.Load(); sh != nil && sh.peers[p.rank] != nil {
 		sh.peers[p.rank].fail(cause)
 	}

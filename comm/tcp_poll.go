@@ -69,7 +69,11 @@ func (t *tcpTransport) pollLoop() {
 			if p == nil || p.broken() {
 				continue
 			}
-			fds = append(fds, unix.PollFd{Fd: int32(p.fd), Events: unix.POLLIN})
+			ev := int16(unix.POLLIN)
+			if p.pending.Load() {
+				ev |= unix.POLLOUT
+			}
+			fds = append(fds, unix.PollFd{Fd: int32(p.fd), Events: ev})
 			live = append(live, p)
 		}
 		if len(live) == 0 {
@@ -93,8 +97,11 @@ func (t *tcpTransport) pollLoop() {
 			continue
 		}
 		for i, p := range live {
-			if fds[i].Revents != 0 {
+			if fds[i].Revents&^unix.POLLOUT != 0 {
 				p.progress(true)
+			}
+			if fds[i].Revents&unix.POLLOUT != 0 {
+				p.flush()
 			}
 		}
 	}
@@ -152,11 +159,18 @@ func (p *tcpPeer) progress(wait bool) bool {
 	return did
 }
 
-// progressAll reads every link that has something; it reports whether any had.
+// progressAll reads every link that has something and writes what queued output the sockets
+// take; it reports whether anything moved.
 func (t *tcpTransport) progressAll(wait bool) bool {
 	did := false
 	for _, p := range t.peers {
-		if p != nil && p.progress(wait) {
+		if p == nil {
+			continue
+		}
+		if p.progress(wait) {
+			did = true
+		}
+		if p.flush() {
 			did = true
 		}
 	}
