@@ -19,5 +19,6 @@
 // full mesh of TCP connections set up at Init from a rendezvous with rank 0, each connection
 // authenticated with the job's secret; ranks sharing a host through shared memory; with
 // GORUN_TRANSPORT=verbs, every peer through RDMA queue pairs (verbs.go), TCP staying the
-// liveness channel.
+// liveness channel. As in MPI libraries, a goroutine waiting for a request drives the progress
+// of the shared-memory and TCP transports itself, polling for a bounded time before it sleeps.
 package comm

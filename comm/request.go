@@ -26,8 +26,9 @@ type Request struct {
 	state atomic.Uint32 // reqPending, reqCompleting (result being stored), reqDone
 	st    Status
 	err   error
-	// prog, when set, is the transport that needs waiters to drive its progress (shared
-	// memory has no reader goroutine to hand messages over) and to be told of completions.
+	// prog, when set, is the transport whose waiters drive its progress (they poll shared
+	// memory rings or TCP sockets themselves: a hand-off from another goroutine would cost a
+	// thread wake-up per message) and are told of completions.
 	prog progressor
 
 	// The done channel is made only for a waiter that blocks on it (most requests of a
