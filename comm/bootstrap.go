@@ -130,9 +130,21 @@ func initTCP(id identity) (*Comm, error) {
 		}
 		return nil, err
 	}
-	// Waiters drive the TCP links themselves unless shared memory or RDMA drives them.
-	if w.prog == nil {
+	// Waiters poll the links that carry data: with RDMA none; with shared memory the links to
+	// other hosts, alongside the rings.
+	sh := t.shm.Load()
+	if t.verbs.Load() == nil {
+		for r, p := range t.peers {
+			if p != nil && (sh == nil || sh.peers[r] == nil) {
+				t.dataPeers = append(t.dataPeers, p)
+			}
+		}
+	}
+	switch {
+	case w.prog == nil:
 		w.prog = t
+	case sh != nil && len(t.dataPeers) > 0:
+		w.prog = mixedProgress{shm: sh, tcp: t}
 	}
 	return newComm(w, worldCtx, nil), nil
 }

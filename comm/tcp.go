@@ -42,6 +42,7 @@ type tcpTransport struct {
 	// oversubscribed: this host runs more ranks than it has cores, so a waiter yields the core
 	// between polls and gives up polling sooner (the core may be the one its peer needs).
 	oversubscribed bool
+	dataPeers      []*tcpPeer    // the links that carry data (not only heartbeats): what waiters poll
 	waiters        atomic.Int32  // goroutines polling in Wait now
 	waits          atomic.Uint32 // polling waits begun, ever: the background goroutine's sign of activity
 	stop           chan struct{} // closed by finalize: the background goroutine ends

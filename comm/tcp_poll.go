@@ -61,7 +61,7 @@ func (t *tcpTransport) pollLoop() {
 		if waits := t.waits.Load(); t.waiters.Load() > 0 || waits != lastWaits {
 			lastWaits = waits
 			time.Sleep(tcpBusyNap)
-			t.progressAll(false)
+			t.progressAll(false, false)
 			continue
 		}
 		fds, live = fds[:0], live[:0]
@@ -160,10 +160,15 @@ func (p *tcpPeer) progress(wait bool) bool {
 }
 
 // progressAll reads every link that has something and writes what queued output the sockets
-// take; it reports whether anything moved.
-func (t *tcpTransport) progressAll(wait bool) bool {
+// take; it reports whether anything moved. Waiters pass dataOnly: links that carry only
+// heartbeats (the peer is reached through shared memory) are left to the background goroutine.
+func (t *tcpTransport) progressAll(wait, dataOnly bool) bool {
 	did := false
-	for _, p := range t.peers {
+	peers := t.peers
+	if dataOnly {
+		peers = t.dataPeers
+	}
+	for _, p := range peers {
 		if p == nil {
 			continue
 		}
@@ -188,32 +193,68 @@ func (t *tcpTransport) poll(r *Request) {
 	idle := 0 // polls in a row that found nothing
 	var idleSince time.Time
 	for !r.finished() {
-		if t.progressAll(false) {
+		if t.progressAll(false, true) {
 			idle = 0
 			continue
 		}
 		idle++
-		if t.oversubscribed {
-			osYield()
-			if idle >= tcpSharedSpinPolls {
-				return
-			}
-			continue
-		}
-		// The clock is read only now and then, and not in the first polls at all (most waits
-		// end there).
-		if idle%64 != 0 {
-			continue
-		}
-		if idle == 64 {
-			idleSince = time.Now()
-			continue
-		}
-		if time.Since(idleSince) >= tcpSpinTime {
+		if t.spunOut(idle, &idleSince) {
 			return
 		}
 	}
 }
+
+// spunOut tells a waiter whose idle-th poll in a row found nothing to stop polling: on an
+// oversubscribed host it yields the core after each empty poll and stops after
+// tcpSharedSpinPolls of them; else it stops after tcpSpinTime.
+func (t *tcpTransport) spunOut(idle int, idleSince *time.Time) bool {
+	if t.oversubscribed {
+		osYield()
+		return idle >= tcpSharedSpinPolls
+	}
+	// The clock is read only now and then, and not in the first polls at all (most waits end
+	// there).
+	if idle%64 != 0 {
+		return false
+	}
+	if idle == 64 {
+		*idleSince = time.Now()
+		return false
+	}
+	return time.Since(*idleSince) >= tcpSpinTime
+}
+
+// mixedProgress drives a rank that reaches the peers on its host through shared memory and
+// the others through TCP: a waiter polls both for a while, then sleeps as shared memory's
+// waiters do (a TCP completion by the background goroutine wakes it through kick).
+type mixedProgress struct {
+	shm *shmTransport
+	tcp *tcpTransport
+}
+
+func (m mixedProgress) poll(r *Request) {
+	t := m.tcp
+	t.waiters.Add(1)
+	t.waits.Add(1)
+	idle := 0
+	var idleSince time.Time
+	for !r.finished() {
+		if m.shm.pollOnce() || t.progressAll(false, true) {
+			idle = 0
+			continue
+		}
+		idle++
+		if t.spunOut(idle, &idleSince) {
+			break
+		}
+	}
+	t.waiters.Add(-1)
+	if !r.finished() {
+		m.shm.poll(r)
+	}
+}
+
+func (m mixedProgress) kick() { m.shm.kick() }
 
 // kick: a waiter that stopped polling blocks on its request's channel, which completion closes.
 func (t *tcpTransport) kick() {}
