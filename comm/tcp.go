@@ -140,13 +140,13 @@ func detach(conn *net.TCPConn) (int, error) {
 	}
 	fd := -1
 	var derr error
-	if err := rc.Control(func(s uintptr) { fd, derr = unix.Dup(int(s)) }); err != nil {
+	// Close-on-exec from the start: a rank that starts programs must not hand them its links.
+	if err := rc.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
 		return -1, err
 	}
 	if derr != nil {
 		return -1, derr
 	}
-	unix.CloseOnExec(fd)
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)
 		return -1, err
