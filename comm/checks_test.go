@@ -40,6 +40,7 @@ var checks = []struct {
 	fn   func(c *Comm) error
 }{
 	{"ring", checkRing},
+	{"bigring", checkBigRing},
 	{"anysource", checkAnySource},
 	{"tags", checkTagsOutOfOrder},
 	{"ordering", checkNonOvertaking},
@@ -72,6 +73,30 @@ func checkRing(c *Comm) error {
 		}
 	}
 	return nil
+}
+
+// checkBigRing: every rank sends a message larger than any socket buffer to both neighbours and
+// receives both of theirs, all at once, so that the ranks of a cycle must read while their own
+// data is still going out.
+func checkBigRing(c *Comm) error {
+	const size = 24<<20 + 5
+	n, r := c.Size(), c.Rank()
+	next, prev := (r+1)%n, (r+n-1)%n
+	toNext, toPrev := make([]byte, size), make([]byte, size)
+	fill(toNext, r*7+1)
+	fill(toPrev, r*7+2)
+	fromPrev, fromNext := make([]byte, size), make([]byte, size)
+	reqs := []*Request{
+		Irecv(c, fromPrev, prev, 21), Irecv(c, fromNext, next, 22),
+		Isend(c, toNext, next, 21), Isend(c, toPrev, prev, 22),
+	}
+	if err := WaitAll(reqs...); err != nil {
+		return fmt.Errorf("big ring: %w", err)
+	}
+	if err := expectPattern(fromPrev, prev*7+1, fmt.Sprintf("big ring from %d", prev)); err != nil {
+		return err
+	}
+	return expectPattern(fromNext, next*7+2, fmt.Sprintf("big ring from %d", next))
 }
 
 // checkAnySource: every rank sends to rank 0 (two sizes), which receives with AnySource.
