@@ -26,3 +26,6 @@ func futexWait(addr *uint32, val uint32, timeout time.Duration) {
 func futexWake(addr *uint32) {}
 
 func osYield() { runtime.Gosched() }
+
+// mapPopulate: macOS has no MAP_POPULATE; its segments fault in lazily.
+const mapPopulate = 0

@@ -48,3 +48,6 @@ func futexWake(addr *uint32) {
 // osYield gives the core to another thread of the machine: on an oversubscribed host the peer
 // a waiter polls for may be waiting for this very core.
 func osYield() { unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+
+// mapPopulate allocates and maps a segment's pages when it is mapped (see segPopulateMax).
+const mapPopulate = unix.MAP_POPULATE
