@@ -10,6 +10,9 @@ import (
 // Send sends buf to rank dst of c with the given tag and returns once buf may be reused
 // (MPI_Send, standard mode: small messages are buffered, large ones wait for the receiver).
 func Send[T Elem](c *Comm, buf []T, dst, tag int) error {
+	if ok, err := c.sendDirect(AsBytes(buf), dst, tag); ok {
+		return err
+	}
 	_, err := c.isend(AsBytes(buf), dst, tag).Wait()
 	return err
 }
@@ -22,6 +25,9 @@ func Isend[T Elem](c *Comm, buf []T, dst, tag int) *Request {
 // Recv receives a message from src (or AnySource) with tag (or AnyTag) into buf. A message
 // longer than buf fills it and returns a *TruncateError.
 func Recv[T Elem](c *Comm, buf []T, src, tag int) (Status, error) {
+	if ok, st, err := c.recvDirect(AsBytes(buf), src, tag); ok {
+		return st, err
+	}
 	return c.irecv(AsBytes(buf), src, tag, false).req.Wait()
 }
 

@@ -65,8 +65,9 @@ type shmTransport struct {
 	// oversubscribed: ranks outnumber cores here, so a waiter spins briefly and yields (the
 	// core may be the one its peer needs); else it spins for shmSpinTime without yielding.
 	oversubscribed bool
-	closed         atomic.Bool // mappings gone; set under pollMu
-	probe          *uint64     // a word peers read to test CMA
+	closed         atomic.Bool            // mappings gone; set under pollMu
+	probe          *uint64                // a word peers read to test CMA
+	freeRecv       atomic.Pointer[recvOp] // a receive operation for the next blocking Recv (shm_fast.go)
 }
 
 type shmPeer struct {

@@ -5,6 +5,8 @@ package comm
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"unsafe"
@@ -100,4 +102,81 @@ func FuzzShmRing(f *testing.F) {
 			r.advance(h)
 		}
 	})
+}
+
+// TestShmPingPongAllocs: a blocking Send and Recv of a small message over shared memory
+// allocate nothing (shm_fast.go), in the steady state of a ping-pong and across truncated and
+// zero-length receives that come between. Counted over the whole process: both goroutine
+// ranks, and their background goroutines, which may allocate now and then, hence the average
+// over many round trips.
+func TestShmPingPongAllocs(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("counts allocations: not under -short or the race detector")
+	}
+	const runs = 2000
+	err := runNet(2, "shm", func(c *Comm) error {
+		buf, small := make([]byte, 8), make([]byte, 4)
+		// A truncated receive ends in error and its operation is not reused; the next is.
+		if c.Rank() == 0 {
+			if err := Send(c, buf, 1, 3); err != nil {
+				return err
+			}
+			if err := Send(c, buf[:0], 1, 3); err != nil {
+				return err
+			}
+		} else {
+			var te *TruncateError
+			if st, err := Recv(c, small, 0, 3); !errors.As(err, &te) || st.Count != 8 {
+				return fmt.Errorf("an 8-byte message into a 4-byte buffer: status %+v, error %v", st, err)
+			}
+			if st, err := Recv(c, small, 0, 3); err != nil || st.Count != 0 {
+				return fmt.Errorf("empty message: status %+v, error %v", st, err)
+			}
+		}
+		round := func() error {
+			if c.Rank() == 0 {
+				buf[0]++
+				if err := Send(c, buf, 1, 1); err != nil {
+					return err
+				}
+				want := buf[0] + 1
+				if _, err := Recv(c, buf, 1, 1); err != nil {
+					return err
+				}
+				if buf[0] != want {
+					return fmt.Errorf("echo carries %d, want %d", buf[0], want)
+				}
+				return nil
+			}
+			if _, err := Recv(c, buf, 0, 1); err != nil {
+				return err
+			}
+			buf[0]++
+			return Send(c, buf, 0, 1)
+		}
+		if c.Rank() == 1 {
+			for range runs + 1 { // AllocsPerRun's warm-up call and its runs
+				if err := round(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		var err error
+		allocs := testing.AllocsPerRun(runs, func() {
+			if e := round(); e != nil && err == nil {
+				err = e
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if allocs >= 1 {
+			return fmt.Errorf("%v allocations per round trip, want none", allocs)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
