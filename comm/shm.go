@@ -79,10 +79,39 @@ type shmPeer struct {
 	in   *ring
 	cma  bool
 
-	rendezvous             // large messages in flight; its mu also guards ctrl and pushes
-	ctrl       []header    // control records waiting for room in out
-	pushes     []*shmPush  // fallback data streams waiting for room in out
-	backlog    atomic.Bool // ctrl or pushes may be non-empty: the pollers' cue to flush
+	rendezvous                     // large messages in flight; its mu also guards ctrl and pushes
+	ctrl       []header            // control records waiting for room in out
+	splits     map[uint64]shmSplit // receives copied half by each side, by receive id (under mu)
+	pushes     []*shmPush          // fallback data streams waiting for room in out
+	backlog    atomic.Bool         // ctrl or pushes may be non-empty: the pollers' cue to flush
+}
+
+// Split copies. When the sender of a large message waits for it (a blocking Send: it polls
+// meanwhile, so it answers at once), the receiver copies the first part out of the sender's
+// memory and the sender writes the rest into the receiver's buffer at the same time: two cores
+// copy instead of one, while the other side would only have polled. The sender's RTS says that
+// it waits; the receiver's frameSplit names its buffer and where the sender's part begins;
+// frameWritten says that part is in (or, flagSplitFailed, that the receiver must read it
+// itself). The receiver sends frameFin once all of the message is in, as for a single copy, and
+// only then does the send complete, so the sender's buffer stays valid throughout.
+const (
+	frameSplit   = 16 // receiver -> sender: ID = send id, Ctx = receive id, Offset = buffer address, Length = sender's part's start
+	frameWritten = 17 // sender -> receiver: ID = receive id, Length = bytes written
+	// flagSenderWaits (RTS): the sender polls until the message is taken.
+	flagSenderWaits = 2
+	// flagSplitFailed (frameWritten): the sender could not write into the receiver.
+	flagSplitFailed = 1
+	// shmSplitMin: smaller messages are copied by the receiver alone (the extra control
+	// records cost more than half the copy saves).
+	shmSplitMin = 256 << 10
+)
+
+// shmCMAWrite is cmaWrite; tests replace it to take the path where it fails.
+var shmCMAWrite = cmaWrite
+
+// shmSplit is a split receive's state at the receiver.
+type shmSplit struct {
+	sendID, addr, part uint64 // the sender's id and buffer address; where its part begins
 }
 
 // shmPush streams one large message's data through the ring (the fallback without CMA).
@@ -102,6 +131,11 @@ func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *R
 		req.complete(Status{}, p.writeBlocking(&header{typ: frameEager, tag: int32(tag), ctx: ctx, length: uint64(len(payload))}, payload))
 		return
 	}
+	p.sendRTS(ctx, tag, payload, req, 0)
+}
+
+// sendRTS starts a large send: registers it and tells the receiver where the data is.
+func (p *shmPeer) sendRTS(ctx uint64, tag int, payload []byte, req *Request, flags uint8) {
 	id, err := p.addSend(payload, req)
 	if err != nil {
 		req.complete(Status{}, err)
@@ -109,7 +143,7 @@ func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *R
 	}
 	// The RTS carries the buffer's address for a receiver that reads it directly.
 	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(payload))))
-	if err := p.writeBlocking(&header{typ: frameRTS, tag: int32(tag), ctx: ctx, length: uint64(len(payload)), id: id, offset: addr}, nil); err != nil {
+	if err := p.writeBlocking(&header{typ: frameRTS, flags: flags, tag: int32(tag), ctx: ctx, length: uint64(len(payload)), id: id, offset: addr}, nil); err != nil {
 		p.takeSend(id)
 		req.complete(Status{}, err)
 	}
@@ -265,12 +299,44 @@ func (p *shmPeer) handle(h header, payload []byte) {
 		arriveEager(eng, p.rank, h, payload)
 	case frameRTS:
 		sendID, tag, size, addr := h.id, int(h.tag), h.length, h.offset
+		waits := h.flags&flagSenderWaits != 0
 		r, _ := eng.arrive(p.rank, h.ctx, tag, int(size), func(m *inMsg) {
-			m.fetch = func(r *recvOp) { p.acceptRTS(sendID, addr, r, tag, size) }
+			m.fetch = func(r *recvOp) { p.acceptRTS(sendID, addr, r, tag, size, waits) }
 		})
 		if r != nil {
-			p.acceptRTS(sendID, addr, r, tag, size)
+			p.acceptRTS(sendID, addr, r, tag, size, waits)
 		}
+	case frameSplit:
+		p.mu.Lock()
+		s := p.sends[h.id]
+		p.mu.Unlock()
+		if s == nil || h.length == 0 || h.length >= uint64(len(s.payload)) {
+			p.protocolError(fmt.Errorf("split copy of unknown message %d (from byte %d)", h.id, h.length))
+			return
+		}
+		part := s.payload[h.length:]
+		w := header{typ: frameWritten, id: h.ctx, length: uint64(len(part))}
+		if shmCMAWrite(p.pid, h.offset+h.length, part) != nil {
+			w.flags = flagSplitFailed
+		}
+		p.queueCtrl(w)
+	case frameWritten:
+		p.mu.Lock()
+		sp, ok := p.splits[h.id]
+		pr := p.recvs[h.id]
+		p.mu.Unlock()
+		if !ok || pr == nil || h.length != pr.size-sp.part {
+			p.protocolError(fmt.Errorf("split copy for unknown receive %d", h.id))
+			return
+		}
+		if h.flags&flagSplitFailed != 0 {
+			// The sender's buffer stays put until our frameFin: read its part ourselves.
+			if err := cmaRead(p.pid, sp.addr+sp.part, pr.buf[sp.part:pr.size]); err != nil {
+				p.fail(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
+				return
+			}
+		}
+		p.splitDone(h.id, h.length)
 	case frameCTS:
 		s := p.takeSend(h.id)
 		if s != nil && h.flags&flagDiscard == 0 {
@@ -306,11 +372,15 @@ func (p *shmPeer) handle(h header, payload []byte) {
 
 // acceptRTS runs when a receive matches a large message: read it straight from the sender's
 // memory where the kernel allows, else ask the sender to stream it.
-func (p *shmPeer) acceptRTS(sendID, addr uint64, r *recvOp, tag int, size uint64) {
+func (p *shmPeer) acceptRTS(sendID, addr uint64, r *recvOp, tag int, size uint64, senderWaits bool) {
 	dst, terr := r.target(p.rank, tag, int(size))
 	if terr != nil {
 		p.queueCtrl(header{typ: frameCTS, flags: flagDiscard, id: sendID})
 		r.req.complete(r.status(p.rank, tag, int(size)), terr)
+		return
+	}
+	if p.cma && senderWaits && size >= shmSplitMin {
+		p.acceptSplit(sendID, addr, r, tag, size, dst)
 		return
 	}
 	if p.cma {
@@ -327,6 +397,47 @@ func (p *shmPeer) acceptRTS(sendID, addr uint64, r *recvOp, tag int, size uint64
 		return
 	}
 	p.queueCtrl(header{typ: frameCTS, id: sendID, offset: rid})
+}
+
+// acceptSplit takes a large message from a waiting sender by a split copy (see frameSplit).
+func (p *shmPeer) acceptSplit(sendID, addr uint64, r *recvOp, tag int, size uint64, dst []byte) {
+	part := size / 2 &^ 4095 // the sender's part starts on a page
+	rid, err := p.addRecv(&pendingRecv{op: r, buf: dst, size: size, src: p.rank, tag: tag})
+	if err != nil {
+		r.req.complete(Status{}, err)
+		return
+	}
+	p.mu.Lock()
+	p.splits[rid] = shmSplit{sendID: sendID, addr: addr, part: part}
+	p.mu.Unlock()
+	p.queueCtrl(header{typ: frameSplit, id: sendID, ctx: rid, offset: uint64(uintptr(unsafe.Pointer(&dst[0]))), length: part})
+	if err := cmaRead(p.pid, addr, dst[:part]); err != nil {
+		p.fail(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
+		return
+	}
+	p.splitDone(rid, part)
+}
+
+// splitDone counts n more bytes of split receive rid in; once all are, the receive completes
+// and the sender hears that its buffer is free.
+func (p *shmPeer) splitDone(rid, n uint64) {
+	p.mu.Lock()
+	pr := p.recvs[rid]
+	if pr == nil { // the link failed meanwhile, and the receive with it
+		p.mu.Unlock()
+		return
+	}
+	pr.got += n
+	if pr.got < pr.size {
+		p.mu.Unlock()
+		return
+	}
+	sp := p.splits[rid]
+	delete(p.recvs, rid)
+	delete(p.splits, rid)
+	p.mu.Unlock()
+	p.queueCtrl(header{typ: frameFin, id: sp.sendID})
+	pr.op.req.complete(pr.op.status(p.rank, pr.tag, int(pr.size)), nil)
 }
 
 func (p *shmPeer) protocolError(err error) {
@@ -595,7 +706,7 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 			pseg.close()
 			return fail(err)
 		}
-		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in, rendezvous: newRendezvous(r)}
+		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in, rendezvous: newRendezvous(r), splits: map[uint64]shmSplit{}}
 		var word [8]byte
 		p.cma = cmaRead(info.PID, info.Probe, word[:]) == nil && *(*uint64)(unsafe.Pointer(&word[0])) == info.Want
 		t.peers[r] = p

@@ -12,6 +12,10 @@ func cmaRead(pid int, addr uint64, dst []byte) error {
 	return errors.New("no cross-memory attach on macOS")
 }
 
+func cmaWrite(pid int, addr uint64, src []byte) error {
+	return errors.New("no cross-memory attach on macOS")
+}
+
 func allowCMA() {}
 
 // futexWait has no cross-process futex to use here: it naps in short steps until the word

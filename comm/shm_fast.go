@@ -19,16 +19,26 @@ func (c *Comm) shmPeerOf(w int) *shmPeer {
 	return t.peers[w]
 }
 
-// sendDirect sends b at once when it is a small message to a shared-memory peer in good
-// standing; it reports false (having done nothing) otherwise, and the general path, which
-// also produces every error, takes the message.
+// sendDirect sends b to a shared-memory peer in good standing, a small message at once; it
+// reports false (having done nothing) otherwise, and the general path, which also produces
+// every error, takes the message.
+//
+// A large message goes by rendezvous as from Isend, but its RTS tells the receiver that the
+// sender waits (polls) until the message is taken, which allows a split copy (see frameSplit).
 func (c *Comm) sendDirect(b []byte, dst, tag int) (bool, error) {
-	if len(b) > shmEagerLimit || dst < 0 || dst >= c.Size() || tag < 0 || tag >= MaxTag || c.w.closed.Load() || c.w.eng.ndead.Load() != 0 {
+	if dst < 0 || dst >= c.Size() || tag < 0 || tag >= MaxTag || c.w.closed.Load() || c.w.eng.ndead.Load() != 0 {
 		return false, nil
 	}
 	p := c.shmPeerOf(c.WorldRank(dst))
 	if p == nil || p.t.stopping.Load() {
 		return false, nil
+	}
+	if len(b) > shmEagerLimit {
+		req := newRequest()
+		req.prog = p.t
+		p.sendRTS(c.ctx, tag, b, req, flagSenderWaits)
+		_, err := req.Wait()
+		return true, err
 	}
 	return true, p.writeBlocking(&header{typ: frameEager, tag: int32(tag), ctx: c.ctx, length: uint64(len(b))}, b)
 }

@@ -27,6 +27,25 @@ func cmaRead(pid int, addr uint64, dst []byte) error {
 	return nil
 }
 
+// cmaWrite copies src into process pid's memory at addr (the other direction of cmaRead).
+func cmaWrite(pid int, addr uint64, src []byte) error {
+	for len(src) > 0 {
+		local := []unix.Iovec{{Base: &src[0]}}
+		local[0].SetLen(len(src))
+		remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(src)}}
+		n, err := unix.ProcessVMWritev(pid, local, remote, 0)
+		if err != nil {
+			return err
+		}
+		if n <= 0 {
+			return unix.EIO
+		}
+		src = src[n:]
+		addr += uint64(n)
+	}
+	return nil
+}
+
 // allowCMA lets sibling ranks read this process's memory where the Yama LSM would otherwise
 // restrict ptrace-class access to descendants (ptrace_scope=1).
 func allowCMA() { unix.Prctl(unix.PR_SET_PTRACER, ^uintptr(0), 0, 0, 0) }

@@ -180,3 +180,65 @@ func TestShmPingPongAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestShmSplitCopy: large blocking sends over shared memory, taken by a split copy (the
+// receiver reads the first part, the sender writes the rest), arrive whole for sizes around
+// the threshold and not a multiple of a page, whether the receive was posted first or the
+// message waited for it, also when the sender cannot write into the receiver (it asks the
+// receiver to read its part); and a truncating receive still gets its error.
+func TestShmSplitCopy(t *testing.T) {
+	sizes := []int{shmEagerLimit + 1, shmSplitMin - 1, shmSplitMin, shmSplitMin + 4097, 3<<20 + 123}
+	for _, writeFails := range []bool{false, true} {
+		if writeFails {
+			shmCMAWrite = func(int, uint64, []byte) error { return errors.New("refused (test)") }
+		}
+		err := runNet(2, "shm", func(c *Comm) error {
+			for i, n := range sizes {
+				if c.Rank() == 0 {
+					msg := make([]byte, n)
+					for j := range msg {
+						msg[j] = byte(j*7 + i + j>>12)
+					}
+					if i%2 == 1 { // let the receive be posted first
+						if _, err := Recv(c, []byte{0}, 1, 9); err != nil {
+							return err
+						}
+					}
+					if err := Send(c, msg, 1, i); err != nil {
+						return err
+					}
+					continue
+				}
+				got := make([]byte, n+5)
+				if i%2 == 1 {
+					r := Irecv(c, got, 0, i)
+					if err := Send(c, []byte{1}, 0, 9); err != nil {
+						return err
+					}
+					if _, err := r.Wait(); err != nil {
+						return err
+					}
+				} else if _, err := Recv(c, got, 0, i); err != nil {
+					return err
+				}
+				for j := range n {
+					if want := byte(j*7 + i + j>>12); got[j] != want {
+						return fmt.Errorf("%d-byte message: byte %d is %d, want %d", n, j, got[j], want)
+					}
+				}
+			}
+			if c.Rank() == 0 {
+				return Send(c, make([]byte, 1<<20), 1, 99)
+			}
+			var te *TruncateError
+			if _, err := Recv(c, make([]byte, 1000), 0, 99); !errors.As(err, &te) {
+				return fmt.Errorf("1 MiB into 1000 bytes: error %v, want a truncation", err)
+			}
+			return nil
+		})
+		shmCMAWrite = cmaWrite
+		if err != nil {
+			t.Fatalf("sender's write fails: %v: %v", writeFails, err)
+		}
+	}
+}

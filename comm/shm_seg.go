@@ -337,6 +337,22 @@ func (r *ring) empty() bool { return !r.ready() }
 // and lengths within what the ring can hold.
 func parseShmHeader(b []byte, r *ring) (header, error) {
 	switch b[0] {
+	case frameSplit, frameWritten:
+		h := header{typ: b[0], flags: b[1], ctx: binary.LittleEndian.Uint64(b[8:]), length: binary.LittleEndian.Uint64(b[16:]),
+			id: binary.LittleEndian.Uint64(b[24:]), offset: binary.LittleEndian.Uint64(b[32:])}
+		if h.length == 0 || h.length > maxMessage || (h.typ == frameSplit && h.flags != 0) || h.flags&^flagSplitFailed != 0 {
+			return h, fmt.Errorf("malformed record type %d (length %d, flags %#x)", h.typ, h.length, h.flags)
+		}
+		return h, nil
+	case frameRTS:
+		if b[1] == flagSenderWaits { // the one flag an RTS takes over shared memory
+			var c [headerSize]byte
+			copy(c[:], b)
+			c[1] = 0
+			h, err := parseHeaderLimits(c[:], shmEagerLimit, uint64(r.maxRecord()-recordHeader))
+			h.flags = flagSenderWaits
+			return h, err
+		}
 	case framePad, frameFin:
 		h := header{typ: b[0], flags: b[1], length: binary.LittleEndian.Uint64(b[16:]), id: binary.LittleEndian.Uint64(b[24:])}
 		if h.flags != 0 || (h.typ == frameFin && h.length != 0) || h.length > r.cap {
