@@ -379,7 +379,9 @@ func (p *shmPeer) acceptRTS(sendID, addr uint64, r *recvOp, tag int, size uint64
 		r.req.complete(r.status(p.rank, tag, int(size)), terr)
 		return
 	}
-	if p.cma && senderWaits && size >= shmSplitMin {
+	// With more ranks than cores the sender may not be running to copy its part (nor is
+	// there a core for two copies at once): then the receiver copies alone.
+	if p.cma && senderWaits && size >= shmSplitMin && !p.t.oversubscribed {
 		p.acceptSplit(sendID, addr, r, tag, size, dst)
 		return
 	}
