@@ -84,6 +84,12 @@ func trsmRec(th int, left, upper, trans, unit bool, m, n int, alpha float64, a [
 	if !left {
 		ka = n
 	}
+	// op(A) lower on the left (HPL's and LU's solve): the kernel-based
+	// solver, once the triangle is small enough to stay in cache.
+	if left && upper == trans && ka <= trsmKernMax && n >= kern.nr {
+		trsmKernLower(kern, trans, unit, m, n, alpha, a, lda, b, ldb)
+		return
+	}
 	if ka <= trsmLeaf {
 		trsmUnblocked(left, upper, trans, unit, m, n, alpha, a, lda, b, ldb)
 		return

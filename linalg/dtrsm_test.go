@@ -105,3 +105,59 @@ func TestDtrsmPanics(t *testing.T) {
 		mustPanic(t, name, f)
 	}
 }
+
+// TestTrsmKernLower runs the kernel-based lower solve with every kernel
+// this CPU has, on triangles around multiples of each kernel's tile and up
+// to trsmKernMax, against gonum.
+func TestTrsmKernLower(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, kn := range availableKernels() {
+		for _, m := range []int{1, 2, kn.mr - 1, kn.mr, kn.mr + 1, 3*kn.mr - 1, 3 * kn.mr, 100, 192, trsmKernMax} {
+			for _, n := range []int{kn.nr, kn.nr + 1, 2*kn.nr - 1, 37} {
+				for _, trans := range []bool{false, true} {
+					for _, unit := range []bool{false, true} {
+						alpha := []float64{1, -0.5, 2}[rng.IntN(3)]
+						lda, ldb := m+rng.IntN(3), m+rng.IntN(3)
+						a := randMat(rng, m, m, lda)
+						for j := range m {
+							for i := range m {
+								if i != j {
+									a[i+j*lda] /= float64(m)
+								}
+							}
+						}
+						if unit {
+							for i := range m {
+								a[i+i*lda] = pad
+							}
+						} else {
+							wellConditionedTri(a, m, lda)
+						}
+						aRef := append([]float64(nil), a...)
+						if unit {
+							for i := range m {
+								aRef[i+i*lda] = 1
+							}
+						}
+						b := randMat(rng, m, n, ldb)
+						want := append([]float64(nil), b...)
+						ul, tA, d := Lower, NoTrans, NonUnit
+						if trans {
+							ul, tA = Upper, Trans
+						}
+						if unit {
+							d = Unit
+						}
+						refDtrsm(Left, ul, tA, d, m, n, alpha, aRef, lda, want, ldb)
+						trsmKernLower(kn, trans, unit, m, n, alpha, a, lda, b, ldb)
+						name := fmt.Sprintf("%s: trsmKernLower(trans=%v,unit=%v,m=%d,n=%d,alpha=%v,lda=%d,ldb=%d)", kn.name, trans, unit, m, n, alpha, lda, ldb)
+						if diff := maxDiff(m, n, b, ldb, want, ldb); diff > 1e-12 {
+							t.Fatalf("%s: max difference from gonum %g", name, diff)
+						}
+						checkPad(t, name+" B", b, m, n, ldb)
+					}
+				}
+			}
+		}
+	}
+}
