@@ -12,7 +12,7 @@ func kernAVX2(kc int, a, b, c *float64, ldc int, alpha float64)
 
 var (
 	avx512Kernel = microKernel{name: "avx512-24x8", mr: 24, nr: 8, fn: kernAVX512, mc: 192, kc: 384, nc: 4096}
-	avx2Kernel   = microKernel{name: "avx2-8x6", mr: 8, nr: 6, fn: kernAVX2, mc: 96, kc: 256, nc: 4092}
+	avx2Kernel   = microKernel{name: "avx2-8x6", mr: 8, nr: 6, fn: kernAVX2, mc: 96, kc: 256, nc: 1020}
 )
 
 // availableKernels lists the kernels this CPU can run, best first.
