@@ -199,3 +199,18 @@ func TestDgemmEveryKernel(t *testing.T) {
 		}
 	}
 }
+
+// TestDgemmThin covers the shapes gemmThin takes (small k and op(B), LU's
+// panel updates) and its limits, rows that are not a multiple of the tile,
+// and both forms of B, against gonum.
+func TestDgemmThin(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, m := range []int{kern.mr, kern.mr + 1, 3*kern.mr - 1, 301} {
+		for _, nk := range [][2]int{{1, 1}, {4, 4}, {4, 8}, {5, 3}, {12, 12}, {13, 24}, {48, 48}, {7, thinMaxK}, {thinMaxB / 32, 32}, {thinMaxB/32 + 1, 32}, {3, thinMaxK + 1}} {
+			for _, tB := range transes {
+				testDgemmCase(t, rng, NoTrans, tB, m, nk[0], nk[1], rng.IntN(3), rng.IntN(3), rng.IntN(3), -1, 1)
+				testDgemmCase(t, rng, NoTrans, tB, m, nk[0], nk[1], 0, 1, 2, 0.5, 0)
+			}
+		}
+	}
+}

@@ -16,7 +16,15 @@ type microKernel struct {
 	fn     func(kc int, a, b, c *float64, ldc int, alpha float64)
 	// Cache blocking for this kernel (see blocking.go).
 	mc, kc, nc int
+	// thin[w], where present, computes an mr×w tile (w = 1..nr) reading A
+	// unpacked (lda elements per k step) and B from a packed panel of
+	// width nr: the kernels of gemmThin.
+	thin []stridedKernel
 }
+
+// stridedKernel is a micro-kernel for C += alpha*A*B on an mr×w tile with A
+// read in place from column-major storage.
+type stridedKernel func(kc int, a *float64, lda int, b, c *float64, ldc int, alpha float64)
 
 // kern is the micro-kernel Dgemm uses, chosen at init by CPU features.
 var kern microKernel

@@ -74,3 +74,57 @@ func FuzzKernel(f *testing.F) {
 		}
 	})
 }
+
+// TestThinKernels checks each strided kernel (A read in place, tile width
+// 1..nr) against the reference, with A's leading dimension padded, for k
+// values around the unrolling; values are exact as in kernelCheck.
+func TestThinKernels(t *testing.T) {
+	for _, kn := range availableKernels() {
+		if kn.thin == nil {
+			continue
+		}
+		mr, nr := kn.mr, kn.nr
+		for w := 1; w <= nr; w++ {
+			for kc := 1; kc <= 13; kc++ {
+				lda, ldc := mr+kc%4, mr+kc%3
+				val := func(i int) float64 { return float64((i*37+kc)%15-7) / 4 }
+				a := make([]float64, lda*kc)
+				for i := range a {
+					a[i] = val(i)
+				}
+				b := make([]float64, nr*kc) // packed, width nr; columns >= w ignored
+				for i := range b {
+					b[i] = val(1000 + i)
+				}
+				c := make([]float64, ldc*w)
+				for i := range c {
+					c[i] = pad
+				}
+				for j := range w {
+					for i := range mr {
+						c[i+j*ldc] = val(3*i + 5*j)
+					}
+				}
+				want := append([]float64(nil), c...)
+				alpha := []float64{1, -1, 0.5, -2}[kc%4]
+				for j := range w {
+					for i := range mr {
+						s := 0.0
+						for l := range kc {
+							s += a[i+l*lda] * b[l*nr+j]
+						}
+						want[i+j*ldc] += alpha * s
+					}
+				}
+				kn.thin[w](kc, &a[0], lda, &b[0], &c[0], ldc, alpha)
+				name := fmt.Sprintf("%s thin width %d kc=%d lda=%d ldc=%d", kn.name, w, kc, lda, ldc)
+				checkPad(t, name, c, mr, w, ldc)
+				for i := range c {
+					if c[i] != want[i] && !(c[i] != c[i] && want[i] != want[i]) {
+						t.Fatalf("%s: C[%d] = %v, reference %v", name, i, c[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -34,6 +34,7 @@ func main() {
 	files := map[string]func(*writer){
 		"kern_avx512_amd64.s": avx512,
 		"kern_avx2_amd64.s":   avx2,
+		"kern_avx2s_amd64.s":  avx2Strided,
 		"kern_neon_arm64.s":   neon,
 	}
 	for name, gen := range files {
@@ -146,6 +147,62 @@ func avx2(w *writer) {
 		}
 	}
 	w.p("\tVZEROUPPER\n\tRET")
+}
+
+// avx2Strided writes kernAVX2s1..kernAVX2s6: 8×nb tiles (nb = 1..6) that
+// read A unpacked, straight from the column-major matrix (8 rows at a time,
+// lda elements from one k step to the next), and B from a packed panel of
+// width 6. Dgemm uses them for thin updates (LU's panel factorization),
+// where packing A would copy as much data as the kernel reads and a
+// 6-column tile would be mostly padding.
+//
+//	func kernAVX2sN(kc int, a *float64, lda int, b, c *float64, ldc int, alpha float64)
+func avx2Strided(w *writer) {
+	const mr, nrPacked = 8, 6
+	for nb := 1; nb <= nrPacked; nb++ {
+		acc := func(j, r int) string { return fmt.Sprintf("Y%d", 4+j*2+r) }
+		name := fmt.Sprintf("kernAVX2s%d", nb)
+		w.p("\n// func %s(kc int, a *float64, lda int, b, c *float64, ldc int, alpha float64)", name)
+		w.p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+		w.p("\tMOVQ kc+0(FP), AX\n\tMOVQ a+8(FP), SI\n\tMOVQ lda+16(FP), R8\n\tSHLQ $3, R8\n\tMOVQ b+24(FP), BX\n\tMOVQ c+32(FP), DI\n\tMOVQ ldc+40(FP), CX\n\tSHLQ $3, CX")
+		for j := range nb {
+			for r := range 2 {
+				w.p("\tVXORPD %s, %s, %s", acc(j, r), acc(j, r), acc(j, r))
+			}
+		}
+		w.p("\tMOVQ DI, DX")
+		for range nb {
+			w.p("\tPREFETCHT0 (DX)\n\tPREFETCHT0 56(DX)\n\tADDQ CX, DX")
+		}
+		step := func(u int) {
+			w.p("\tVMOVUPD (SI), Y0\n\tVMOVUPD 32(SI), Y1\n\tADDQ R8, SI")
+			for j := range nb {
+				w.p("\tVBROADCASTSD %d(BX), Y2", u*nrPacked*8+j*8)
+				for r := range 2 {
+					w.p("\tVFMADD231PD Y%d, Y2, %s", r, acc(j, r))
+				}
+			}
+		}
+		const unroll = 4
+		w.p("s%dloop:\n\tCMPQ AX, $%d\n\tJLT s%dtail", nb, unroll, nb)
+		for u := range unroll {
+			step(u)
+		}
+		w.p("\tADDQ $%d, BX\n\tSUBQ $%d, AX\n\tJMP s%dloop", unroll*nrPacked*8, unroll, nb)
+		w.p("s%dtail:\n\tTESTQ AX, AX\n\tJEQ s%ddone", nb, nb)
+		step(0)
+		w.p("\tADDQ $%d, BX\n\tDECQ AX\n\tJMP s%dtail", nrPacked*8, nb)
+		w.p("s%ddone:\n\tVBROADCASTSD alpha+48(FP), Y2", nb)
+		for j := range nb {
+			for r := range 2 {
+				w.p("\tVMOVUPD %d(DI), Y0\n\tVFMADD231PD %s, Y2, Y0\n\tVMOVUPD Y0, %d(DI)", r*32, acc(j, r), r*32)
+			}
+			if j < nb-1 {
+				w.p("\tADDQ CX, DI")
+			}
+		}
+		w.p("\tVZEROUPPER\n\tRET")
+	}
 }
 
 // neon writes the 8×6 NEON kernel: 24 accumulators (V8-V31, four per
