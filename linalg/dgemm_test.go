@@ -214,3 +214,18 @@ func TestDgemmThin(t *testing.T) {
 		}
 	}
 }
+
+// TestDgemmPrepackA covers one worker with k inside one block and several
+// column blocks (HPL's update), where A is packed once for all of them:
+// row counts around the tile, k at and below the block, against gonum.
+func TestDgemmPrepackA(t *testing.T) {
+	defer SetThreads(SetThreads(1))
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, m := range []int{kern.mr, 3*kern.mr + 1, kern.mc + 5} {
+		for _, k := range []int{1, 37, kern.kc} {
+			n := 2*kern.nc + kern.nr + 1
+			testDgemmCase(t, rng, NoTrans, NoTrans, m, n, k, 1, 0, 2, -1, 1)
+			testDgemmCase(t, rng, Trans, Trans, m, n, k, 0, 3, 0, 0.5, 0)
+		}
+	}
+}

@@ -91,6 +91,10 @@ func gemmThin(kn microKernel, transB bool, m, n, k int, alpha float64, a []float
 
 func roundUp(x, q int) int { return (x + q - 1) / q * q }
 
+// prepackMaxA bounds the packed copy of all of A (elements) that one
+// worker keeps across column blocks: 32 MiB.
+const prepackMaxA = 4 << 20
+
 // gemmBufs holds the packing buffers of one gemm call. They are large
 // (megabytes) and the first touch of fresh pages is slow, so they are kept
 // for reuse instead of being left to the garbage collector.
@@ -158,6 +162,7 @@ type gemmJob struct {
 	kcB, mcB, ncB  int // block sizes for this call
 	threads        int
 	splitM         bool // tasks are row blocks of C (else column chunks of each B block)
+	prepackA       bool // one worker, one k block: all of A is packed once, on the first column block
 	mPanels        int  // row micro-panels of C
 	mBlocks        int  // row blocks (tasks) when splitM: a multiple of threads
 	bufs           *gemmBufs
@@ -191,7 +196,16 @@ func gemmPacked(kn microKernel, threads int, transA, transB bool, m, n, k int, a
 	// last round of blocks does not leave workers idle.
 	j.mPanels = (m + mr - 1) / mr
 	j.mBlocks = roundUp((m+j.mcB-1)/j.mcB, threads)
-	j.bufs = getBufs(threads, j.mcB*j.kcB, j.kcB*roundUp(j.ncB, nr))
+	aLen := j.mcB * j.kcB
+	// One worker, k within one block and several column blocks (HPL's
+	// update: thousands of rows and columns, k = NB): pack all of A once
+	// instead of once per column block. Packing reads A from memory at a
+	// stride of lda, so repacking it cost more than the copies suggest.
+	if threads == 1 && k <= j.kcB && n > j.ncB && roundUp(m, mr)*j.kcB <= prepackMaxA {
+		j.prepackA = true
+		aLen = roundUp(m, mr) * j.kcB
+	}
+	j.bufs = getBufs(threads, aLen, j.kcB*roundUp(j.ncB, nr))
 	if threads == 1 {
 		j.work(0)
 	} else {
@@ -221,8 +235,14 @@ func (j *gemmJob) work(w int) {
 				packB(j.transB, nr, kc, nc, j.b, j.ldb, pc, jc, 0, npanels, bbuf)
 				for ic := 0; ic < j.m; ic += j.mcB {
 					mc := min(j.mcB, j.m-ic)
-					packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, abuf)
-					macroKernel(j.kn, mc, nc, kc, j.alpha, abuf, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
+					ap := abuf
+					if j.prepackA {
+						ap = abuf[ic*kc : (ic+roundUp(mc, j.kn.mr))*kc]
+					}
+					if !j.prepackA || jc == 0 {
+						packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, ap)
+					}
+					macroKernel(j.kn, mc, nc, kc, j.alpha, ap, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
 				}
 				continue
 			}

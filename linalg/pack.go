@@ -5,23 +5,14 @@ package linalg
 // [0, kc), the mr elements op(A)[ic+p*mr+r, pc+l] (r < mr) consecutively.
 // Rows past mc are zero so that edge tiles can use the full kernel.
 func packA(trans bool, mr, mc, kc int, a []float64, lda, ic, pc int, dst []float64) {
+	if !trans {
+		packANoTrans(mr, mc, kc, a, lda, ic, pc, dst)
+		return
+	}
 	for p := 0; p*mr < mc; p++ {
 		i0 := ic + p*mr
 		rows := min(mr, mc-p*mr)
 		d := dst[p*mr*kc : (p+1)*mr*kc]
-		if !trans {
-			// op(A)[i, l] = a[i + l*lda]: mr contiguous elements per l.
-			if rows == mr && packAFull(mr, kc, a[i0+pc*lda:], lda, d) {
-				continue
-			}
-			for l := range kc {
-				src := a[i0+(pc+l)*lda : i0+(pc+l)*lda+rows]
-				dd := d[l*mr : l*mr+mr]
-				copy(dd, src)
-				clear(dd[rows:])
-			}
-			continue
-		}
 		// op(A)[i, l] = a[l + i*lda]: row r of the panel is contiguous in a.
 		for r := range rows {
 			src := a[pc+(i0+r)*lda : pc+(i0+r)*lda+kc]
@@ -94,25 +85,39 @@ func packB8(kc int, b []float64, ldb int, d []float64) {
 	}
 }
 
-// packAFull packs a full-height panel of a non-transposed A with fixed-size
-// array copies (one block move per k step instead of a copy call) for the
-// kernels' row counts. It reports false for other mr.
-func packAFull(mr, kc int, a []float64, lda int, d []float64) bool {
-	switch mr {
-	case 24:
-		for l := range kc {
-			*(*[24]float64)(d[l*24:]) = *(*[24]float64)(a[l*lda:])
+// packANoTrans is packA for a non-transposed A. It reads A in memory order,
+// down each column of the block, and scatters each column's mc elements to
+// the micro-panels: reading panel by panel instead would visit kc columns
+// for every mr rows, a stride the hardware prefetchers follow poorly when A
+// is not in cache (HPL's L panel, thousands of rows).
+func packANoTrans(mr, mc, kc int, a []float64, lda, ic, pc int, dst []float64) {
+	full := mc / mr
+	rows := mc - full*mr // of the last, partial panel
+	for l := range kc {
+		src := a[ic+(pc+l)*lda : ic+(pc+l)*lda+mc]
+		switch mr {
+		case 8:
+			// Element by element: the compiler turns an [8]float64 block
+			// assignment or a copy of 8 into a call to memmove.
+			for p := range full {
+				s := src[p*8 : p*8+8 : p*8+8]
+				d := dst[p*8*kc+l*8 : p*8*kc+l*8+8 : p*8*kc+l*8+8]
+				d[0], d[1], d[2], d[3] = s[0], s[1], s[2], s[3]
+				d[4], d[5], d[6], d[7] = s[4], s[5], s[6], s[7]
+			}
+		default:
+			for p := range full {
+				s := src[p*mr : p*mr+mr]
+				d := dst[p*mr*kc+l*mr : p*mr*kc+l*mr+mr]
+				for i := range d {
+					d[i] = s[i]
+				}
+			}
 		}
-	case 8:
-		for l := range kc {
-			*(*[8]float64)(d[l*8:]) = *(*[8]float64)(a[l*lda:])
+		if rows > 0 {
+			d := dst[full*mr*kc+l*mr : full*mr*kc+l*mr+mr]
+			copy(d, src[full*mr:])
+			clear(d[rows:])
 		}
-	case 4:
-		for l := range kc {
-			*(*[4]float64)(d[l*4:]) = *(*[4]float64)(a[l*lda:])
-		}
-	default:
-		return false
 	}
-	return true
 }
