@@ -136,8 +136,19 @@ try:
 except OSError:
     load = "?"
 ncpu = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
+# The CPU as the machine reports it (these VMs change between sessions).
+cpu, simd = "?", "no AVX-512"
+try:
+    info = open("/proc/cpuinfo").read()
+    cpu = next((l.split(":", 1)[1].strip() for l in info.splitlines() if l.startswith("model name")), "?")
+    if " avx512f" in info:
+        simd = "AVX-512"
+    elif " avx2" in info:
+        simd = "AVX2"
+except OSError:
+    pass
 body = f"""Measured {date} by `bench/collectives/run.sh` (best of {rounds} alternating rounds{", QUICK smoke run: not for the record" if quick else ""};
-machine: {ncpu}-core AMD EPYC VM, AVX-512, load average {load} at the end; np=4 is oversubscribed).
+machine: {ncpu}-core {cpu} VM, {simd}, load average {load} at the end; np=4 is oversubscribed).
 - ours: `gorun -n NP -x GORUN_TRANSPORT=tcp|shm commbench TEST --csv -m SIZE -M SIZE` (float32 sum for allreduce)
 - peer: `mpirun --allow-run-as-root --mca pml ob1 --mca btl tcp,self|self,vader --mca mpi_yield_when_idle 0|1 [--oversubscribe] -np NP -x MALLOC_MMAP_THRESHOLD_=1073741824 -x MALLOC_TRIM_THRESHOLD_=4294967296 mpibench TEST ...`
   (the better of busy-polling and yielding: under load from other jobs Open MPI's default polling collapses)
