@@ -101,23 +101,47 @@ func avx512(w *writer) {
 	w.p("\tVZEROUPPER\n\tRET")
 }
 
+// avx2Acc is the accumulator of column j, half r (rows 4r..4r+3) of the
+// AVX2 kernels' 8-row tiles: Y4-Y15.
+func avx2Acc(j, r int) string { return fmt.Sprintf("Y%d", 4+j*2+r) }
+
+// avx2Prologue clears the accumulators of cols columns and prefetches the C
+// tile (DI, column stride CX bytes) while the k loop runs.
+func avx2Prologue(w *writer, cols int) {
+	for j := range cols {
+		for r := range 2 {
+			w.p("\tVXORPD %s, %s, %s", avx2Acc(j, r), avx2Acc(j, r), avx2Acc(j, r))
+		}
+	}
+	w.p("\tMOVQ DI, DX")
+	for range cols {
+		w.p("\tPREFETCHT0 (DX)\n\tPREFETCHT0 56(DX)\n\tADDQ CX, DX")
+	}
+}
+
+// avx2Epilogue adds alpha (in Y2) times the accumulators to the C tile and
+// returns.
+func avx2Epilogue(w *writer, cols int) {
+	for j := range cols {
+		for r := range 2 {
+			w.p("\tVMOVUPD %d(DI), Y0\n\tVFMADD231PD %s, Y2, Y0\n\tVMOVUPD Y0, %d(DI)", r*32, avx2Acc(j, r), r*32)
+		}
+		if j < cols-1 {
+			w.p("\tADDQ CX, DI")
+		}
+	}
+	w.p("\tVZEROUPPER\n\tRET")
+}
+
 // avx2 writes the 8×6 AVX2+FMA kernel: 12 ymm accumulators (Y4-Y15), A in
 // Y0-Y1, B broadcast into Y2.
 func avx2(w *writer) {
 	const mr, nr, unroll = 8, 6, 4
-	acc := func(j, r int) string { return fmt.Sprintf("Y%d", 4+j*2+r) }
+	acc := avx2Acc
 	w.p("\n// func kernAVX2(kc int, a, b, c *float64, ldc int, alpha float64)")
 	w.p("TEXT ·kernAVX2(SB), NOSPLIT, $0-48")
 	w.p("\tMOVQ kc+0(FP), AX\n\tMOVQ a+8(FP), SI\n\tMOVQ b+16(FP), BX\n\tMOVQ c+24(FP), DI\n\tMOVQ ldc+32(FP), CX\n\tSHLQ $3, CX")
-	for j := range nr {
-		for r := range 2 {
-			w.p("\tVXORPD %s, %s, %s", acc(j, r), acc(j, r), acc(j, r))
-		}
-	}
-	w.p("\tMOVQ DI, DX")
-	for range nr {
-		w.p("\tPREFETCHT0 (DX)\n\tPREFETCHT0 56(DX)\n\tADDQ CX, DX")
-	}
+	avx2Prologue(w, nr)
 	step := func(u int) {
 		ao, bo := u*mr*8, u*nr*8
 		w.p("\tVMOVUPD %d(SI), Y0\n\tVMOVUPD %d(SI), Y1", ao, ao+32)
@@ -138,15 +162,7 @@ func avx2(w *writer) {
 	step(0)
 	w.p("\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ AX\n\tJMP tail", mr*8, nr*8)
 	w.p("done:\n\tVBROADCASTSD alpha+40(FP), Y2")
-	for j := range nr {
-		for r := range 2 {
-			w.p("\tVMOVUPD %d(DI), Y0\n\tVFMADD231PD %s, Y2, Y0\n\tVMOVUPD Y0, %d(DI)", r*32, acc(j, r), r*32)
-		}
-		if j < nr-1 {
-			w.p("\tADDQ CX, DI")
-		}
-	}
-	w.p("\tVZEROUPPER\n\tRET")
+	avx2Epilogue(w, nr)
 }
 
 // avx2Strided writes kernAVX2s1..kernAVX2s6: 8×nb tiles (nb = 1..6) that
@@ -160,20 +176,12 @@ func avx2(w *writer) {
 func avx2Strided(w *writer) {
 	const mr, nrPacked = 8, 6
 	for nb := 1; nb <= nrPacked; nb++ {
-		acc := func(j, r int) string { return fmt.Sprintf("Y%d", 4+j*2+r) }
+		acc := avx2Acc
 		name := fmt.Sprintf("kernAVX2s%d", nb)
 		w.p("\n// func %s(kc int, a *float64, lda int, b, c *float64, ldc int, alpha float64)", name)
 		w.p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
 		w.p("\tMOVQ kc+0(FP), AX\n\tMOVQ a+8(FP), SI\n\tMOVQ lda+16(FP), R8\n\tSHLQ $3, R8\n\tMOVQ b+24(FP), BX\n\tMOVQ c+32(FP), DI\n\tMOVQ ldc+40(FP), CX\n\tSHLQ $3, CX")
-		for j := range nb {
-			for r := range 2 {
-				w.p("\tVXORPD %s, %s, %s", acc(j, r), acc(j, r), acc(j, r))
-			}
-		}
-		w.p("\tMOVQ DI, DX")
-		for range nb {
-			w.p("\tPREFETCHT0 (DX)\n\tPREFETCHT0 56(DX)\n\tADDQ CX, DX")
-		}
+		avx2Prologue(w, nb)
 		step := func(u int) {
 			w.p("\tVMOVUPD (SI), Y0\n\tVMOVUPD 32(SI), Y1\n\tADDQ R8, SI")
 			for j := range nb {
@@ -193,15 +201,7 @@ func avx2Strided(w *writer) {
 		step(0)
 		w.p("\tADDQ $%d, BX\n\tDECQ AX\n\tJMP s%dtail", nrPacked*8, nb)
 		w.p("s%ddone:\n\tVBROADCASTSD alpha+48(FP), Y2", nb)
-		for j := range nb {
-			for r := range 2 {
-				w.p("\tVMOVUPD %d(DI), Y0\n\tVFMADD231PD %s, Y2, Y0\n\tVMOVUPD Y0, %d(DI)", r*32, acc(j, r), r*32)
-			}
-			if j < nb-1 {
-				w.p("\tADDQ CX, DI")
-			}
-		}
-		w.p("\tVZEROUPPER\n\tRET")
+		avx2Epilogue(w, nb)
 	}
 }
 
