@@ -34,6 +34,35 @@ func wellConditionedTri(a []float64, k, lda int) {
 	}
 }
 
+// testTriangle returns a random ka×ka triangle for Dtrsm tests (both
+// triangles filled, leading dimension lda) that solves accurately enough to
+// compare elementwise, and the same matrix as the reference should see it:
+// with unit, a's diagonal is poisoned (Dtrsm must not read it) and aRef's is 1.
+func testTriangle(rng *rand.Rand, ka, lda int, unit bool) (a, aRef []float64) {
+	a = randMat(rng, ka, ka, lda)
+	if unit {
+		for j := range ka {
+			for i := range ka {
+				if i != j {
+					a[i+j*lda] /= float64(ka)
+				}
+			}
+		}
+		for i := range ka {
+			a[i+i*lda] = pad
+		}
+	} else {
+		wellConditionedTri(a, ka, lda)
+	}
+	aRef = append([]float64(nil), a...)
+	if unit {
+		for i := range ka {
+			aRef[i+i*lda] = 1
+		}
+	}
+	return a, aRef
+}
+
 func TestDtrsm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	dims := append(append([]int(nil), sizes...), 100, 130)
@@ -49,33 +78,9 @@ func TestDtrsm(t *testing.T) {
 						}
 						alpha := []float64{1, -0.5, 0, 2}[rng.IntN(4)]
 						lda, ldb := ka+rng.IntN(3), m+rng.IntN(3)
-						a := randMat(rng, ka, ka, lda)
-						if d == Unit {
-							// Unit diagonal is not referenced: poison it.
-							for i := range ka {
-								a[i+i*lda] = pad
-							}
-						} else {
-							wellConditionedTri(a, ka, lda)
-						}
-						if d == Unit {
-							// Keep the unit-diagonal triangle well conditioned too.
-							for j := range ka {
-								for i := range ka {
-									if i != j {
-										a[i+j*lda] /= float64(ka)
-									}
-								}
-							}
-						}
+						a, aRef := testTriangle(rng, ka, lda, d == Unit)
 						b := randMat(rng, m, n, ldb)
 						want := append([]float64(nil), b...)
-						aRef := append([]float64(nil), a...)
-						if d == Unit {
-							for i := range ka {
-								aRef[i+i*lda] = 1
-							}
-						}
 						refDtrsm(s, ul, tA, d, m, n, alpha, aRef, lda, want, ldb)
 						Dtrsm(s, ul, tA, d, m, n, alpha, a, lda, b, ldb)
 						name := fmt.Sprintf("Dtrsm(%c,%c,%c,%c,m=%d,n=%d,alpha=%v,lda=%d,ldb=%d)", s, ul, tA, d, m, n, alpha, lda, ldb)
@@ -118,27 +123,7 @@ func TestTrsmKernLower(t *testing.T) {
 					for _, unit := range []bool{false, true} {
 						alpha := []float64{1, -0.5, 2}[rng.IntN(3)]
 						lda, ldb := m+rng.IntN(3), m+rng.IntN(3)
-						a := randMat(rng, m, m, lda)
-						for j := range m {
-							for i := range m {
-								if i != j {
-									a[i+j*lda] /= float64(m)
-								}
-							}
-						}
-						if unit {
-							for i := range m {
-								a[i+i*lda] = pad
-							}
-						} else {
-							wellConditionedTri(a, m, lda)
-						}
-						aRef := append([]float64(nil), a...)
-						if unit {
-							for i := range m {
-								aRef[i+i*lda] = 1
-							}
-						}
+						a, aRef := testTriangle(rng, m, lda, unit)
 						b := randMat(rng, m, n, ldb)
 						want := append([]float64(nil), b...)
 						ul, tA, d := Lower, NoTrans, NonUnit

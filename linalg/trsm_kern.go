@@ -1,7 +1,5 @@
 package linalg
 
-import "sync"
-
 // trsmKernMax is the largest triangle trsmKernLower takes whole: its packed
 // form (about m²/2 elements) is read once per nr columns of B, so it should
 // stay in L2. Larger triangles are first halved by trsmRec.
@@ -28,26 +26,25 @@ const trsmKernMax = 256
 func trsmKernLower(kn microKernel, trans, unit bool, m, n int, alpha float64, a []float64, lda int, b []float64, ldb int) {
 	mr, nr := kn.mr, kn.nr
 	nblk := (m + mr - 1) / mr
-	// Block I's panel: mr*i0 elements of op(A)[i0:i0+mr, 0:i0], then the
-	// mr×mr inverse of the diagonal block.
-	packLen := 0
-	for i := range nblk {
-		packLen += mr*i*mr + mr*mr
-	}
-	bufs := trsmBufPool.Get().(*trsmBufs)
-	defer trsmBufPool.Put(bufs)
-	lp := bufs.get(&bufs.l, packLen)
-	xp := bufs.get(&bufs.x, nblk*mr*nr)
+	// Block I's panel starts at off[I]: mr*i0 elements of
+	// op(A)[i0:i0+mr, 0:i0], then the mr×mr inverse of the diagonal block.
 	off := make([]int, nblk+1)
+	for blk := range nblk {
+		off[blk+1] = off[blk] + mr*blk*mr + mr*mr
+	}
+	// Dgemm's buffer cache: the packed triangle as "A", the strip's solved
+	// rows as "B".
+	bufs := getBufs(1, off[nblk], nblk*mr*nr)
+	defer putBufs(bufs)
+	lp, xp := bufs.a[0], bufs.b
 	for blk := range nblk {
 		i0 := blk * mr
 		rows := min(mr, m-i0)
-		d := lp[off[blk]:]
+		d := lp[off[blk]:off[blk+1]]
 		if i0 > 0 {
 			packA(trans, mr, rows, i0, a, lda, i0, 0, d)
 		}
-		invLowerBlock(trans, unit, rows, mr, a, lda, i0, d[mr*i0:mr*i0+mr*mr])
-		off[blk+1] = off[blk] + mr*i0 + mr*mr
+		invLowerBlock(trans, unit, rows, mr, a, lda, i0, d[mr*i0:])
 	}
 	var tmp [32 * 32]float64
 	for j0 := 0; j0 < n; j0 += nr {
@@ -138,16 +135,3 @@ func invLowerBlock(trans, unit bool, rows, mr int, a []float64, lda, i0 int, dst
 		}
 	}
 }
-
-// trsmBufs holds trsmKernLower's packed triangle and solved rows for reuse
-// (fresh pages are slow to touch on first use).
-type trsmBufs struct{ l, x []float64 }
-
-func (t *trsmBufs) get(s *[]float64, n int) []float64 {
-	if cap(*s) < n {
-		*s = make([]float64, n)
-	}
-	return (*s)[:n]
-}
-
-var trsmBufPool = sync.Pool{New: func() any { return new(trsmBufs) }}
