@@ -201,6 +201,16 @@ func waitAllReady() {
 	}
 }
 
+// waitAnyReady waits (up to 20 s) until some rank of the test's job has reported ready.
+func waitAnyReady() {
+	d := os.Getenv("LAUNCHER_TEST_DIR")
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m, _ := filepath.Glob(filepath.Join(d, "ready.*")); len(m) > 0 {
+			return
+		}
+	}
+}
+
 // spamLine is line i of rank r in the "spam" behaviour: lengths from a few bytes to maxLen.
 func spamLine(r, i, maxLen int) string {
 	n := (i*7919 + r*104729) % maxLen

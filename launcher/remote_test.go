@@ -39,6 +39,9 @@ func fakeSSH(args []string) int {
 	}
 	host, command := args[i], strings.Join(args[i+1:], " ")
 	if host == unreachableHost {
+		// A real ssh times out only after the other hosts' ranks are up; failing at once would
+		// let gorun terminate them before they can report the SIGTERM the test looks for.
+		waitAnyReady()
 		fmt.Fprintf(os.Stderr, "ssh: connect to host %s port 22: Connection timed out\n", host)
 		return 255
 	}
