@@ -140,8 +140,12 @@ func (p *tcpPeer) progress(wait bool) bool {
 	}
 	defer p.rmu.Unlock()
 	did := false
+	drained := false // the last read left the socket empty: another would find nothing
 	for !p.broken() {
 		if p.rlo == p.rhi {
+			if drained {
+				return did
+			}
 			got, err := p.fill(false)
 			if err != nil {
 				p.readFailed(err)
@@ -150,6 +154,7 @@ func (p *tcpPeer) progress(wait bool) bool {
 			if !got {
 				return did
 			}
+			drained = p.rhi < len(p.rbuf)
 		}
 		did = true
 		if !p.handleFrame() {
