@@ -3,6 +3,7 @@ package linalg
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -226,6 +227,48 @@ func TestDgemmPrepackA(t *testing.T) {
 			n := 2*kern.nc + kern.nr + 1
 			testDgemmCase(t, rng, NoTrans, NoTrans, m, n, k, 1, 0, 2, -1, 1)
 			testDgemmCase(t, rng, Trans, Trans, m, n, k, 0, 3, 0, 0.5, 0)
+		}
+	}
+}
+
+// TestPackAssembly checks the assembly packing routines against the Go loops they replace:
+// A in blocks of 8 rows, B in panels of 6 columns, depths around the four-row step of packB6.
+func TestPackAssembly(t *testing.T) {
+	if packA8 == nil && packB6 == nil {
+		t.Skip("no assembly packing on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	randSlice := func(n int) []float64 {
+		s := make([]float64, n)
+		for i := range s {
+			s[i] = rng.NormFloat64()
+		}
+		return s
+	}
+	withoutAsm := func(f func()) {
+		a8, b6 := packA8, packB6
+		packA8, packB6 = nil, nil
+		defer func() { packA8, packB6 = a8, b6 }()
+		f()
+	}
+	for _, kc := range []int{1, 3, 4, 5, 8, 37, 192} {
+		for _, mc := range []int{8, 17, 96} {
+			lda, ic, pc := mc+5, 2, 1
+			a := randSlice(lda * (kc + pc))
+			want, got := make([]float64, (mc+7)/8*8*kc), make([]float64, (mc+7)/8*8*kc)
+			withoutAsm(func() { packANoTrans(8, mc, kc, a, lda, ic, pc, want) })
+			packANoTrans(8, mc, kc, a, lda, ic, pc, got)
+			if !slices.Equal(want, got) {
+				t.Fatalf("packA mc=%d kc=%d: assembly and Go differ", mc, kc)
+			}
+		}
+		nc, ldb, pc, jc := 3*6+2, kc+4, 3, 1
+		b := randSlice(ldb * (jc + nc))
+		want, got := make([]float64, 4*6*kc), make([]float64, 4*6*kc)
+		withoutAsm(func() { packB(false, 6, kc, nc, b, ldb, pc, jc, 0, 4, want) })
+		packB(false, 6, kc, nc, b, ldb, pc, jc, 0, 4, got)
+		if !slices.Equal(want, got) {
+			t.Fatalf("packB kc=%d: assembly and Go differ", kc)
 		}
 	}
 }

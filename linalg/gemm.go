@@ -300,7 +300,14 @@ func macroKernel(kn microKernel, mc, nc, kc int, alpha float64, ap, bp, c []floa
 		jj := jp * nr
 		nrEff := min(nr, nc-jj)
 		bpan := bp[jp*kc*nr : (jp+1)*kc*nr]
-		for ii := 0; ii < mc; ii += mr {
+		ii := 0
+		if full := mc / mr; kn.multi != nil && nrEff == nr && full > 0 {
+			off := ic + (jc+jj)*ldc
+			col := c[off : off+(nr-1)*ldc+full*mr] // bounds check before the kernel writes
+			kn.multi(kc, &ap[0], &bpan[0], &col[0], ldc, alpha, full)
+			ii = full * mr
+		}
+		for ; ii < mc; ii += mr {
 			mrEff := min(mr, mc-ii)
 			apan := ap[ii*kc : ii*kc+mr*kc]
 			off := ic + ii + (jc+jj)*ldc

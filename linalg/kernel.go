@@ -20,6 +20,10 @@ type microKernel struct {
 	// unpacked (lda elements per k step) and B from a packed panel of
 	// width nr: the kernels of gemmThin.
 	thin []stridedKernel
+	// multi, where present, is fn over tiles consecutive mr-row tiles of a
+	// column of C (packed A tiles back to back, the same B panel): the
+	// macro-kernel's inner loop in one call.
+	multi func(kc int, a, b, c *float64, ldc int, alpha float64, tiles int)
 }
 
 // stridedKernel is a micro-kernel for C += alpha*A*B on an mr×w tile with A

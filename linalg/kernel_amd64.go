@@ -11,6 +11,9 @@ func kernAVX512(kc int, a, b, c *float64, ldc int, alpha float64)
 func kernAVX2(kc int, a, b, c *float64, ldc int, alpha float64)
 
 //go:noescape
+func kernAVX2m(kc int, a, b, c *float64, ldc int, alpha float64, tiles int)
+
+//go:noescape
 func kernAVX2s1(kc int, a *float64, lda int, b, c *float64, ldc int, alpha float64)
 
 //go:noescape
@@ -28,9 +31,21 @@ func kernAVX2s5(kc int, a *float64, lda int, b, c *float64, ldc int, alpha float
 //go:noescape
 func kernAVX2s6(kc int, a *float64, lda int, b, c *float64, ldc int, alpha float64)
 
+//go:noescape
+func packA8AVX(n int, src, dst *float64, stride int)
+
+//go:noescape
+func packB6AVX(k4 int, b *float64, ldb int, d *float64)
+
+func init() {
+	if cpu.X86.HasAVX {
+		packA8, packB6 = packA8AVX, packB6AVX
+	}
+}
+
 var (
 	avx512Kernel = microKernel{name: "avx512-24x8", mr: 24, nr: 8, fn: kernAVX512, mc: 192, kc: 384, nc: 4096}
-	avx2Kernel   = microKernel{name: "avx2-8x6", mr: 8, nr: 6, fn: kernAVX2, mc: 96, kc: 256, nc: 1020,
+	avx2Kernel   = microKernel{name: "avx2-8x6", mr: 8, nr: 6, fn: kernAVX2, multi: kernAVX2m, mc: 96, kc: 256, nc: 1020,
 		thin: []stridedKernel{nil, kernAVX2s1, kernAVX2s2, kernAVX2s3, kernAVX2s4, kernAVX2s5, kernAVX2s6}}
 )
 

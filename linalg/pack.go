@@ -52,6 +52,20 @@ func packB(trans bool, nr, kc, nc int, b []float64, ldb, pc, jc, plo, phi int, d
 			packB8(kc, b[pc+j0*ldb:], ldb, d)
 			continue
 		}
+		if cols == nr && nr == 6 && packB6 != nil {
+			// The assembly reads four rows of each column at once; the rest row by row.
+			src := b[pc+j0*ldb : pc+(j0+5)*ldb+kc] // bounds check for the assembly's reads
+			k4 := kc / 4
+			if k4 > 0 {
+				packB6(k4, &src[0], ldb, &d[0])
+			}
+			for l := k4 * 4; l < kc; l++ {
+				for x := range 6 {
+					d[l*6+x] = src[l+x*ldb]
+				}
+			}
+			continue
+		}
 		for x := range cols {
 			src := b[pc+(j0+x)*ldb : pc+(j0+x)*ldb+kc]
 			for l, v := range src {
@@ -85,6 +99,14 @@ func packB8(kc int, b []float64, ldb int, d []float64) {
 	}
 }
 
+// Assembly packing routines, where the CPU has them (nil otherwise): packA8 copies one
+// column's n blocks of 8 elements into n micro-panels stride elements apart; packB6 packs
+// rows [0, 4*k4) of six columns of B, row by row.
+var (
+	packA8 func(n int, src, dst *float64, stride int)
+	packB6 func(k4 int, b *float64, ldb int, d *float64)
+)
+
 // packANoTrans is packA for a non-transposed A. It reads A in memory order,
 // down each column of the block, and scatters each column's mc elements to
 // the micro-panels: reading panel by panel instead would visit kc columns
@@ -97,6 +119,10 @@ func packANoTrans(mr, mc, kc int, a []float64, lda, ic, pc int, dst []float64) {
 		src := a[ic+(pc+l)*lda : ic+(pc+l)*lda+mc]
 		switch mr {
 		case 8:
+			if packA8 != nil && full > 0 {
+				packA8(full, &src[0], &dst[l*8:][0], 8*kc)
+				break
+			}
 			// Element by element: the compiler turns an [8]float64 block
 			// assignment or a copy of 8 into a call to memmove.
 			for p := range full {

@@ -122,15 +122,21 @@ func avx2Prologue(w *writer, cols int) {
 // avx2Epilogue adds alpha (in Y2) times the accumulators to the C tile and
 // returns.
 func avx2Epilogue(w *writer, cols int) {
+	avx2AddToC(w, cols, "Y2")
+	w.p("\tVZEROUPPER\n\tRET")
+}
+
+// avx2AddToC adds alpha (in register alpha) times the accumulators to the C
+// tile at DI (column stride CX bytes); DI ends at the tile's last column.
+func avx2AddToC(w *writer, cols int, alpha string) {
 	for j := range cols {
 		for r := range 2 {
-			w.p("\tVMOVUPD %d(DI), Y0\n\tVFMADD231PD %s, Y2, Y0\n\tVMOVUPD Y0, %d(DI)", r*32, avx2Acc(j, r), r*32)
+			w.p("\tVMOVUPD %d(DI), Y0\n\tVFMADD231PD %s, %s, Y0\n\tVMOVUPD Y0, %d(DI)", r*32, avx2Acc(j, r), alpha, r*32)
 		}
 		if j < cols-1 {
 			w.p("\tADDQ CX, DI")
 		}
 	}
-	w.p("\tVZEROUPPER\n\tRET")
 }
 
 // avx2 writes the 8×6 AVX2+FMA kernel: 12 ymm accumulators (Y4-Y15), A in
@@ -163,6 +169,31 @@ func avx2(w *writer) {
 	w.p("\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ AX\n\tJMP tail", mr*8, nr*8)
 	w.p("done:\n\tVBROADCASTSD alpha+40(FP), Y2")
 	avx2Epilogue(w, nr)
+
+	// kernAVX2m runs the same tile over tiles consecutive 8-row tiles of C (a
+	// column of the macro-kernel): packed A tiles follow each other, so SI
+	// runs on from one to the next, B's panel restarts each time, and C moves
+	// down 8 rows. One call per column of tiles saves the Go loop's per-tile
+	// call and slicing.
+	w.p("\n// func kernAVX2m(kc int, a, b, c *float64, ldc int, alpha float64, tiles int)")
+	w.p("TEXT ·kernAVX2m(SB), NOSPLIT, $0-56")
+	w.p("\tMOVQ kc+0(FP), R11\n\tMOVQ a+8(FP), SI\n\tMOVQ b+16(FP), R10\n\tMOVQ c+24(FP), R9\n\tMOVQ ldc+32(FP), CX\n\tSHLQ $3, CX")
+	w.p("\tVBROADCASTSD alpha+40(FP), Y3\n\tMOVQ tiles+48(FP), R12\n\tTESTQ R12, R12\n\tJLE mdone")
+	w.p("mtile:\n\tMOVQ R11, AX\n\tMOVQ R10, BX\n\tMOVQ R9, DI")
+	avx2Prologue(w, nr)
+	w.p("mloop%d:\n\tCMPQ AX, $%d\n\tJLT mtail", unroll, unroll)
+	w.p("\tPREFETCHT0 %d(SI)\n\tPREFETCHT0 %d(SI)", 512, 512+64)
+	for u := range unroll {
+		step(u)
+	}
+	w.p("\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tSUBQ $%d, AX\n\tJMP mloop%d", unroll*mr*8, unroll*nr*8, unroll, unroll)
+	w.p("mtail:\n\tTESTQ AX, AX\n\tJEQ mstore")
+	step(0)
+	w.p("\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ AX\n\tJMP mtail", mr*8, nr*8)
+	w.p("mstore:")
+	avx2AddToC(w, nr, "Y3")
+	w.p("\tADDQ $%d, R9\n\tDECQ R12\n\tJNZ mtile", mr*8)
+	w.p("mdone:\n\tVZEROUPPER\n\tRET")
 }
 
 // avx2Strided writes kernAVX2s1..kernAVX2s6: 8×nb tiles (nb = 1..6) that
