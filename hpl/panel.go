@@ -198,10 +198,7 @@ func (s *solver) pfact(p *panel, off, n int) error {
 		if piv != 0 {
 			below := w[c+1+c*ldw : (c+1)*ldw]
 			if math.Abs(piv) >= safeMin {
-				r := 1 / piv
-				for i := range below {
-					below[i] *= r
-				}
+				linalg.Dscal(len(below), 1/piv, below, 1)
 			} else {
 				for i := range below {
 					below[i] /= piv

@@ -23,7 +23,24 @@ func Daxpy(n int, alpha float64, x []float64, incx int, y []float64, incy int) {
 // axpyUnit computes y += alpha*x for len(x) == len(y).
 func axpyUnit(alpha float64, x, y []float64) {
 	y = y[:len(x)]
+	if axpyAsm != nil && len(x) >= level1AsmMin {
+		axpyAsm(len(x), alpha, &x[0], &y[0])
+		return
+	}
 	for i, v := range x {
 		y[i] += alpha * v
 	}
 }
+
+// Assembly for unit-stride level-1 loops, where the CPU has it (nil otherwise): axpyAsm is
+// y += alpha*x, scalAsm x *= alpha, maxAbsAsm the largest |x[i]| (NaNs skipped) and
+// findAbsAsm the first i with |x[i]| == v (n if none). Vectors shorter than level1AsmMin
+// stay in Go, where a call costs more than the loop.
+var (
+	axpyAsm    func(n int, alpha float64, x, y *float64)
+	scalAsm    func(n int, alpha float64, x *float64)
+	maxAbsAsm  func(n int, x *float64) float64
+	findAbsAsm func(n int, x *float64, v float64) int
+)
+
+const level1AsmMin = 16

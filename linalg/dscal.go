@@ -18,6 +18,10 @@ func Dscal(n int, alpha float64, x []float64, incx int) {
 			clear(x) // BLAS semantics: no NaN propagation from x.
 			return
 		}
+		if scalAsm != nil && n >= level1AsmMin {
+			scalAsm(n, alpha, &x[0])
+			return
+		}
 		for i := range x {
 			x[i] *= alpha
 		}

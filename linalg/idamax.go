@@ -13,6 +13,10 @@ func Idamax(n int, x []float64, incx int) int {
 		return -1
 	}
 	best, bestAbs := 0, math.Abs(x[0])
+	if incx == 1 && maxAbsAsm != nil && n >= level1AsmMin && !math.IsNaN(bestAbs) {
+		// The first element of largest magnitude: NaNs after the first never win.
+		return findAbsAsm(n, &x[0], maxAbsAsm(n, &x[0]))
+	}
 	if incx == 1 {
 		for i, v := range x[1:n] {
 			if a := math.Abs(v); a > bestAbs {

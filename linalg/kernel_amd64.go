@@ -37,9 +37,24 @@ func packA8AVX(n int, src, dst *float64, stride int)
 //go:noescape
 func packB6AVX(k4 int, b *float64, ldb int, d *float64)
 
+//go:noescape
+func axpyAVX(n int, alpha float64, x, y *float64)
+
+//go:noescape
+func scalAVX(n int, alpha float64, x *float64)
+
+//go:noescape
+func maxAbsAVX(n int, x *float64) float64
+
+//go:noescape
+func findAbsAVX(n int, x *float64, v float64) int
+
 func init() {
 	if cpu.X86.HasAVX {
 		packA8, packB6 = packA8AVX, packB6AVX
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		axpyAsm, scalAsm, maxAbsAsm, findAbsAsm = axpyAVX, scalAVX, maxAbsAVX, findAbsAVX
 	}
 }
 

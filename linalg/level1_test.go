@@ -2,7 +2,9 @@ package linalg
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/blas/blas64"
@@ -134,5 +136,75 @@ func TestLevel1Panics(t *testing.T) {
 	}
 	for name, f := range cases {
 		mustPanic(t, name, f)
+	}
+}
+
+// TestLevel1Assembly checks the assembly level-1 loops against the Go ones at every length
+// up to 70 and a long one, from unaligned starts: axpy exactly as math.FMA, scal exactly, and
+// Idamax's index with ties of either sign, ±0, infinities and NaNs anywhere.
+func TestLevel1Assembly(t *testing.T) {
+	if axpyAsm == nil {
+		t.Skip("no assembly level-1 loops on this CPU")
+	}
+	goIdamax := func(n int, x []float64) int {
+		m := maxAbsAsm
+		maxAbsAsm = nil
+		defer func() { maxAbsAsm = m }()
+		return Idamax(n, x, 1)
+	}
+	rng := rand.New(rand.NewPCG(17, 18))
+	lengths := []int{1037}
+	for n := 0; n <= 70; n++ {
+		lengths = append(lengths, n)
+	}
+	for _, n := range lengths {
+		for off := range 4 {
+			x, y := randVec(rng, n+off, 1)[off:off+n], randVec(rng, n+off, 1)[off:off+n]
+			want := make([]float64, n)
+			for i := range y {
+				want[i] = math.FMA(-0.7, x[i], y[i])
+			}
+			if n > 0 {
+				axpyAsm(n, -0.7, &x[0], &y[0])
+			}
+			if !slices.Equal(y, want) {
+				t.Fatalf("axpy n=%d offset %d: differs from math.FMA", n, off)
+			}
+			for i := range want {
+				want[i] = y[i] * 1.3
+			}
+			Dscal(n, 1.3, y, 1)
+			if !slices.Equal(y, want) {
+				t.Fatalf("Dscal n=%d offset %d: differs from the Go loop", n, off)
+			}
+			if n == 0 {
+				continue
+			}
+			for c := range 6 {
+				v := slices.Clone(x)
+				switch c {
+				case 1: // a tie of opposite signs: the first wins
+					i, j := rng.IntN(n), rng.IntN(n)
+					v[i], v[j] = 5, -5
+				case 2:
+					clear(v)
+					v[rng.IntN(n)] = math.Copysign(0, -1)
+				case 3:
+					v[rng.IntN(n)] = math.NaN()
+					v[rng.IntN(n)] = math.NaN()
+				case 4:
+					v[rng.IntN(n)] = math.Inf(-1)
+					v[rng.IntN(n)] = math.NaN()
+				case 5:
+					for i := range v {
+						v[i] = math.NaN()
+					}
+					v[0], v[n-1] = 0.25, 0.5 // NaNs between, in the vector and in the scalar loop
+				}
+				if got, want := Idamax(n, v, 1), goIdamax(n, v); got != want {
+					t.Fatalf("Idamax n=%d offset %d case %d: %d, the Go loop %d", n, off, c, got, want)
+				}
+			}
+		}
 	}
 }
