@@ -303,7 +303,8 @@ func macroKernel(kn microKernel, mc, nc, kc int, alpha float64, ap, bp, c []floa
 		ii := 0
 		if full := mc / mr; kn.multi != nil && nrEff == nr && full > 0 {
 			off := ic + (jc+jj)*ldc
-			col := c[off : off+(nr-1)*ldc+full*mr] // bounds check before the kernel writes
+			col := c[off : off+(nr-1)*ldc+full*mr] // bounds checks before the kernel
+			_ = ap[full*mr*kc-1]
 			kn.multi(kc, &ap[0], &bpan[0], &col[0], ldc, alpha, full)
 			ii = full * mr
 		}

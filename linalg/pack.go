@@ -120,7 +120,8 @@ func packANoTrans(mr, mc, kc int, a []float64, lda, ic, pc int, dst []float64) {
 		switch mr {
 		case 8:
 			if packA8 != nil && full > 0 {
-				packA8(full, &src[0], &dst[l*8:][0], 8*kc)
+				_ = dst[(full-1)*8*kc+l*8+7] // bounds check for the assembly's last block
+				packA8(full, &src[0], &dst[l*8], 8*kc)
 				break
 			}
 			// Element by element: the compiler turns an [8]float64 block

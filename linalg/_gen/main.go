@@ -142,31 +142,12 @@ func avx2AddToC(w *writer, cols int, alpha string) {
 // avx2 writes the 8×6 AVX2+FMA kernel: 12 ymm accumulators (Y4-Y15), A in
 // Y0-Y1, B broadcast into Y2.
 func avx2(w *writer) {
-	const mr, nr, unroll = 8, 6, 4
-	acc := avx2Acc
+	const mr, nr = 8, 6
 	w.p("\n// func kernAVX2(kc int, a, b, c *float64, ldc int, alpha float64)")
 	w.p("TEXT ·kernAVX2(SB), NOSPLIT, $0-48")
 	w.p("\tMOVQ kc+0(FP), AX\n\tMOVQ a+8(FP), SI\n\tMOVQ b+16(FP), BX\n\tMOVQ c+24(FP), DI\n\tMOVQ ldc+32(FP), CX\n\tSHLQ $3, CX")
 	avx2Prologue(w, nr)
-	step := func(u int) {
-		ao, bo := u*mr*8, u*nr*8
-		w.p("\tVMOVUPD %d(SI), Y0\n\tVMOVUPD %d(SI), Y1", ao, ao+32)
-		for j := range nr {
-			w.p("\tVBROADCASTSD %d(BX), Y2", bo+j*8)
-			for r := range 2 {
-				w.p("\tVFMADD231PD Y%d, Y2, %s", r, acc(j, r))
-			}
-		}
-	}
-	w.p("loop%d:\n\tCMPQ AX, $%d\n\tJLT tail", unroll, unroll)
-	w.p("\tPREFETCHT0 %d(SI)\n\tPREFETCHT0 %d(SI)", 512, 512+64)
-	for u := range unroll {
-		step(u)
-	}
-	w.p("\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tSUBQ $%d, AX\n\tJMP loop%d", unroll*mr*8, unroll*nr*8, unroll, unroll)
-	w.p("tail:\n\tTESTQ AX, AX\n\tJEQ done")
-	step(0)
-	w.p("\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ AX\n\tJMP tail", mr*8, nr*8)
+	avx2KLoop(w, "", "done")
 	w.p("done:\n\tVBROADCASTSD alpha+40(FP), Y2")
 	avx2Epilogue(w, nr)
 
@@ -181,19 +162,37 @@ func avx2(w *writer) {
 	w.p("\tVBROADCASTSD alpha+40(FP), Y3\n\tMOVQ tiles+48(FP), R12\n\tTESTQ R12, R12\n\tJLE mdone")
 	w.p("mtile:\n\tMOVQ R11, AX\n\tMOVQ R10, BX\n\tMOVQ R9, DI")
 	avx2Prologue(w, nr)
-	w.p("mloop%d:\n\tCMPQ AX, $%d\n\tJLT mtail", unroll, unroll)
-	w.p("\tPREFETCHT0 %d(SI)\n\tPREFETCHT0 %d(SI)", 512, 512+64)
-	for u := range unroll {
-		step(u)
-	}
-	w.p("\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tSUBQ $%d, AX\n\tJMP mloop%d", unroll*mr*8, unroll*nr*8, unroll, unroll)
-	w.p("mtail:\n\tTESTQ AX, AX\n\tJEQ mstore")
-	step(0)
-	w.p("\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ AX\n\tJMP mtail", mr*8, nr*8)
+	avx2KLoop(w, "m", "mstore")
 	w.p("mstore:")
 	avx2AddToC(w, nr, "Y3")
 	w.p("\tADDQ $%d, R9\n\tDECQ R12\n\tJNZ mtile", mr*8)
 	w.p("mdone:\n\tVZEROUPPER\n\tRET")
+}
+
+// avx2KLoop writes the k loop of the 8x6 tile (SI: packed A, BX: packed B, AX:
+// k steps; labels prefixed with prefix), unrolled 4 times, which jumps to
+// done when the accumulators hold the tile.
+func avx2KLoop(w *writer, prefix, done string) {
+	const mr, nr, unroll = 8, 6, 4
+	step := func(u int) {
+		ao, bo := u*mr*8, u*nr*8
+		w.p("\tVMOVUPD %d(SI), Y0\n\tVMOVUPD %d(SI), Y1", ao, ao+32)
+		for j := range nr {
+			w.p("\tVBROADCASTSD %d(BX), Y2", bo+j*8)
+			for r := range 2 {
+				w.p("\tVFMADD231PD Y%d, Y2, %s", r, avx2Acc(j, r))
+			}
+		}
+	}
+	w.p("%sloop%d:\n\tCMPQ AX, $%d\n\tJLT %stail", prefix, unroll, unroll, prefix)
+	w.p("\tPREFETCHT0 %d(SI)\n\tPREFETCHT0 %d(SI)", 512, 512+64)
+	for u := range unroll {
+		step(u)
+	}
+	w.p("\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tSUBQ $%d, AX\n\tJMP %sloop%d", unroll*mr*8, unroll*nr*8, unroll, prefix, unroll)
+	w.p("%stail:\n\tTESTQ AX, AX\n\tJEQ %s", prefix, done)
+	step(0)
+	w.p("\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ AX\n\tJMP %stail", mr*8, nr*8, prefix)
 }
 
 // avx2Strided writes kernAVX2s1..kernAVX2s6: 8×nb tiles (nb = 1..6) that
