@@ -207,7 +207,7 @@ func TestDgemmEveryKernel(t *testing.T) {
 func TestDgemmThin(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, m := range []int{kern.mr, kern.mr + 1, 3*kern.mr - 1, 301} {
-		for _, nk := range [][2]int{{1, 1}, {4, 4}, {4, 8}, {5, 3}, {12, 12}, {13, 24}, {48, 48}, {7, thinMaxK}, {thinMaxB / 32, 32}, {thinMaxB/32 + 1, 32}, {3, thinMaxK + 1}} {
+		for _, nk := range [][2]int{{1, 1}, {4, 4}, {4, 8}, {5, 3}, {12, 12}, {13, 24}, {48, 48}, {7, thinMaxK}, {thinMaxB / thinMaxK, thinMaxK}, {thinMaxB/thinMaxK + 1, thinMaxK}, {3, thinMaxK + 1}} {
 			for _, tB := range transes {
 				testDgemmCase(t, rng, NoTrans, tB, m, nk[0], nk[1], rng.IntN(3), rng.IntN(3), rng.IntN(3), -1, 1)
 				testDgemmCase(t, rng, NoTrans, tB, m, nk[0], nk[1], 0, 1, 2, 0.5, 0)

@@ -52,13 +52,16 @@ func gemm(th int, transA, transB bool, m, n, k int, alpha float64, a []float64, 
 	gemmPacked(kern, threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 }
 
-// gemmThin is used up to these sizes: k at most thinMaxK (an 8×k strip of
-// A stays in L1 while it meets all of B) and op(B) at most thinMaxB
-// elements (packed B stays in L2). In that range A's elements are used for
-// too few multiply-adds to repay packing them (4000×48×48: 31-33 GF/s
-// packed, 42 thin, on Zen 3).
+// gemmThin is used up to these sizes: k at most thinMaxK and op(B) at most
+// thinMaxB elements (packed B stays in L2). There A's elements are used for
+// too few multiply-adds to repay packing them (Zen 3: 12000×12×12 26 GF/s
+// thin, 21 packed). Beyond, packing wins now that it runs in assembly and
+// A is packed once: the strip's k columns lie far apart in a tall matrix,
+// k cache misses the prefetchers cannot predict (12000×48×48 with lda
+// 12000: 23-31 GF/s thin, 25-35 packed; HPL's rfact at N=12000, 1x1:
+// 0.63-0.81 s with k up to 128 thin, 0.56-0.69 s with k up to 16).
 const (
-	thinMaxK = 128
+	thinMaxK = 16
 	thinMaxB = 32 << 10
 )
 
