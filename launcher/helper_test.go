@@ -190,22 +190,20 @@ func readyForTerm(r int) <-chan os.Signal {
 	return c
 }
 
+// waitAllReady waits (up to 20 s) until every rank of the job has reported ready.
 func waitAllReady() {
-	d := os.Getenv("LAUNCHER_TEST_DIR")
 	n, _ := strconv.Atoi(os.Getenv(jobenv.Size))
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		m, _ := filepath.Glob(filepath.Join(d, "ready.*"))
-		if len(m) >= n {
-			return
-		}
-	}
+	waitReady(n)
 }
 
 // waitAnyReady waits (up to 20 s) until some rank of the test's job has reported ready.
-func waitAnyReady() {
+func waitAnyReady() { waitReady(1) }
+
+// waitReady waits (up to 20 s) until n ranks have reported ready in LAUNCHER_TEST_DIR.
+func waitReady(n int) {
 	d := os.Getenv("LAUNCHER_TEST_DIR")
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m, _ := filepath.Glob(filepath.Join(d, "ready.*")); len(m) > 0 {
+		if m, _ := filepath.Glob(filepath.Join(d, "ready.*")); len(m) >= n {
 			return
 		}
 	}
