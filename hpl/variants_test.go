@@ -67,9 +67,10 @@ func TestCommVariantsAllGrids(t *testing.T) {
 }
 
 // Every PFACT x RFACT x NBMIN x NDIV combination, on a grid with several process rows (the
-// pivot search crosses processes) and on one process.
+// pivot search crosses processes), on one process, and on one process row (local pivot
+// search, panel broadcast along the row).
 func TestFactVariants(t *testing.T) {
-	for _, gr := range [][2]int{{1, 1}, {3, 2}} {
+	for _, gr := range [][2]int{{1, 1}, {3, 2}, {1, 3}} {
 		var tests []Case
 		for pf := Left; pf <= Right; pf++ {
 			for rf := Left; rf <= Right; rf++ {
