@@ -167,3 +167,70 @@ func TestCollTagsAgree(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestPatientView: a Patient view is the same communicator as its parent: messages cross
+// between the two both ways, eager and rendezvous sizes, blocking and not, also when the
+// patient side waits long enough to sleep; its requests wait without polling first, and what
+// it splits off is an ordinary communicator.
+func TestPatientView(t *testing.T) {
+	for _, tc := range transports {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, tc.run(2, func(c *Comm) error {
+				p := c.Patient()
+				if p.Patient() != p || p.Rank() != c.Rank() || p.Size() != c.Size() {
+					return errors.New("Patient: not a view of the same communicator")
+				}
+				other := 1 - c.Rank()
+				for i, n := range []int{0, 8, shmEagerLimit + 1, 4 << 20} {
+					out := make([]byte, n)
+					fill(out, c.Rank())
+					in := make([]byte, n)
+					tag := 10 + i
+					if c.Rank() == 0 {
+						// Patient send, ordinary receive; then the peer answers late, so that the
+						// patient receive sleeps before the message comes.
+						if err := Send(p, out, other, tag); err != nil {
+							return err
+						}
+						r := Irecv(p, in, other, tag)
+						if !r.patient {
+							return errors.New("a request on the Patient view is not patient")
+						}
+						if _, err := r.Wait(); err != nil {
+							return err
+						}
+					} else {
+						if _, err := Recv(c, in, other, tag); err != nil {
+							return err
+						}
+						time.Sleep(20 * time.Millisecond)
+						if err := Send(c, out, other, tag); err != nil {
+							return err
+						}
+					}
+					if err := expectPattern(in, other, fmt.Sprintf("%d bytes", n)); err != nil {
+						return err
+					}
+				}
+				r := Isend(c, []byte{1}, c.Rank(), 99)
+				if r.patient {
+					return errors.New("a request on the parent is patient")
+				}
+				if _, err := Recv(c, make([]byte, 1), c.Rank(), 99); err != nil {
+					return err
+				}
+				if _, err := r.Wait(); err != nil {
+					return err
+				}
+				sub, err := p.Split(0, c.Rank())
+				if err != nil {
+					return err
+				}
+				if sub.patient {
+					return errors.New("Split of a Patient view is patient")
+				}
+				return nil
+			}))
+		})
+	}
+}

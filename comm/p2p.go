@@ -126,7 +126,7 @@ func (c *Comm) isend(b []byte, dst, tag int) *Request {
 		return completedRequest(Status{}, rankError("destination", dst, c.Size()))
 	}
 	req := newRequest()
-	req.prog = c.w.prog
+	req.prog, req.patient = c.w.prog, c.patient
 	w := c.WorldRank(dst)
 	if w == c.w.rank {
 		deliverLocal(c.w.eng, w, c.ctx, tag, b, req)
@@ -142,7 +142,7 @@ func (c *Comm) isend(b []byte, dst, tag int) *Request {
 
 func (c *Comm) irecv(b []byte, src, tag int, alloc bool) *recvOp {
 	r := &recvOp{ctx: c.ctx, tag: tag, buf: b, alloc: alloc, comm: c}
-	r.req.prog = c.w.prog
+	r.req.prog, r.req.patient = c.w.prog, c.patient
 	ws, err := c.checkRecvArgs(src, tag)
 	if err != nil {
 		r.req.complete(Status{}, err)

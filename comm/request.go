@@ -30,6 +30,8 @@ type Request struct {
 	// memory rings or TCP sockets themselves: a hand-off from another goroutine would cost a
 	// thread wake-up per message) and are told of completions.
 	prog progressor
+	// patient: the waiter sleeps at once instead of polling first (Comm.Patient).
+	patient bool
 
 	// The done channel is made only for a waiter that blocks on it (most requests of a
 	// polling transport complete without one).

@@ -40,7 +40,12 @@ const (
 	// every shmYieldEvery polls (its peer may need it), before it sleeps.
 	shmSharedSpinPolls = 100
 	// shmBusyNap: how long the background goroutine naps while waiters drive progress.
-	shmBusyNap    = 10 * time.Millisecond
+	shmBusyNap = 10 * time.Millisecond
+	// shmIdleNapMax: the longest nap of the background goroutine while nothing comes (its
+	// naps double from 20 us). Each wake takes a thread, and on a host whose cores all
+	// compute, a core: at a 1 ms cap, HPL 1x2 took ~1000 context switches a second per rank
+	// from the naps alone. Traffic nobody waits for waits that long at most (a waiter polls).
+	shmIdleNapMax = 10 * time.Millisecond
 	shmYieldEvery = 16
 )
 
@@ -516,7 +521,7 @@ func (t *shmTransport) progressLoop() {
 		// sleep (a goroutine blocked in that syscall would cost every message a futex wake
 		// and the runtime a processor hand-off): short naps, growing while nothing comes.
 		time.Sleep(nap)
-		nap = min(2*nap, time.Millisecond)
+		nap = min(2*nap, shmIdleNapMax)
 	}
 }
 
@@ -558,7 +563,8 @@ func (t *shmTransport) sleep(r *Request, timeout time.Duration) {
 
 // poll drives progress while the caller waits for r: it drains the rings itself (no hand-off
 // to another goroutine on the fast path), yields the core now and then (the peer may need it),
-// and after a while sleeps on the wake word, so a long wait costs no CPU.
+// and after a while (a patient request: at once) sleeps on the wake word, so a long wait costs
+// no CPU.
 func (t *shmTransport) poll(r *Request) {
 	t.waiters.Add(1)
 	t.waits.Add(1)
@@ -571,14 +577,17 @@ func (t *shmTransport) poll(r *Request) {
 			continue
 		}
 		idle++
-		if t.oversubscribed {
+		switch {
+		case r.patient:
+			// Sleep after every empty poll: whatever moves r wakes us.
+		case t.oversubscribed:
 			if idle%shmYieldEvery == 0 {
 				osYield()
 			}
 			if idle < shmSharedSpinPolls {
 				continue
 			}
-		} else if idle < 1<<20 {
+		case idle < 1<<20:
 			// The clock is read only now and then, and not in the first polls at all (most
 			// waits end there).
 			if idle%256 != 0 {

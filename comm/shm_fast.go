@@ -35,7 +35,7 @@ func (c *Comm) sendDirect(b []byte, dst, tag int) (bool, error) {
 	}
 	if len(b) > shmEagerLimit {
 		req := newRequest()
-		req.prog = p.t
+		req.prog, req.patient = p.t, c.patient
 		p.sendRTS(c.ctx, tag, b, req, flagSenderWaits)
 		_, err := req.Wait()
 		return true, err
@@ -66,7 +66,7 @@ func (c *Comm) recvDirect(b []byte, src, tag int) (bool, Status, error) {
 		r = &recvOp{}
 	}
 	*r = recvOp{src: ws, ctx: c.ctx, tag: tag, buf: b, comm: c}
-	r.req.prog = t
+	r.req.prog, r.req.patient = t, c.patient
 	c.w.eng.post(r)
 	st, err := r.req.Wait()
 	if err == nil {

@@ -203,7 +203,7 @@ func (t *tcpTransport) poll(r *Request) {
 			continue
 		}
 		idle++
-		if t.spunOut(idle, &idleSince) {
+		if r.patient || t.spunOut(idle, &idleSince) {
 			return
 		}
 	}
@@ -249,7 +249,7 @@ func (m mixedProgress) poll(r *Request) {
 			continue
 		}
 		idle++
-		if t.spunOut(idle, &idleSince) {
+		if r.patient || t.spunOut(idle, &idleSince) {
 			break
 		}
 	}

@@ -713,7 +713,7 @@ func (t *verbsTransport) poll(r *Request) {
 				continue
 			}
 		}
-		if spins < 100 {
+		if spins < 100 && !r.patient {
 			runtime.Gosched()
 			continue
 		}
