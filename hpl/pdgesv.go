@@ -162,7 +162,7 @@ func (s *solver) factorAll() (int, error) {
 			}
 			// The broadcast runs beside the update, in a goroutine whose waits sleep rather
 			// than poll: polling would take a core from this rank's or a neighbour's update.
-			req := comm.Go(func() error { return s.bcastOn(s.g.Row.Patient(), nxt) })
+			req := comm.Go(func() error { return s.bcast(s.g.Row.Patient(), nxt) })
 			if err := s.update(cur, restFrom, s.nqb); err != nil {
 				return 0, err
 			}
@@ -215,15 +215,12 @@ func (s *solver) factorAndBcast(p *panel) error {
 			return err
 		}
 	}
-	return s.bcast(p)
+	return s.bcast(s.g.Row, p)
 }
 
-// bcast sends panel p from its process column along every process row with the BCAST
-// topology; receivers unpack the pivots.
-func (s *solver) bcast(p *panel) error { return s.bcastOn(s.g.Row, p) }
-
-// bcastOn is bcast over row, s.g.Row or a view of it.
-func (s *solver) bcastOn(row *comm.Comm, p *panel) error {
+// bcast sends panel p from its process column along every process row (row: s.g.Row or a
+// view of it) with the BCAST topology; receivers unpack the pivots.
+func (s *solver) bcast(row *comm.Comm, p *panel) error {
 	root := g2p(p.jj, s.nb, s.g.Q)
 	if err := bcastPanel(row, p.buf, root, s.algo.BCast, tagPanel+p.k); err != nil {
 		return err
