@@ -47,6 +47,7 @@ type tcpTransport struct {
 	waits          atomic.Uint32 // polling waits begun, ever: the background goroutine's sign of activity
 	stop           chan struct{} // closed by finalize: the background goroutine ends
 	pollDone       chan struct{}
+	idle           linkWaiter // how the background goroutine sleeps on the links
 }
 
 type tcpPeer struct {

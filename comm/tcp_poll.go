@@ -18,15 +18,34 @@ const (
 	// tcpBusyNap: while waiters poll, the background goroutine stays out of poll(2) (each
 	// message would wake its thread) and only looks at the sockets this often.
 	tcpBusyNap = 2 * time.Millisecond
-	// tcpIdlePoll bounds a poll(2) sleep of the background goroutine, so that it checks
-	// the peers' liveness and a stop request at least this often.
+	// tcpIdlePoll bounds a sleep of the background goroutine on the links, so that it checks
+	// the peers' liveness at least this often.
 	tcpIdlePoll = 100 * time.Millisecond
 )
+
+// linkWaiter is how the background goroutine sleeps on the links: wait is poll(2)'s contract
+// (fds' Revents set, the number of ready descriptors returned; 0 when the timeout passed or
+// wake was called).
+type linkWaiter interface {
+	wait(fds []unix.PollFd, timeout time.Duration) (int, error)
+	wake()
+	close()
+}
+
+// pollWaiter sleeps in poll(2); wake does not shorten the sleep.
+type pollWaiter struct{}
+
+func (pollWaiter) wait(fds []unix.PollFd, timeout time.Duration) (int, error) {
+	return unix.Poll(fds, int(timeout/time.Millisecond))
+}
+func (pollWaiter) wake()  {}
+func (pollWaiter) close() {}
 
 // startPolling starts the background goroutine that reads what arrives while nobody waits.
 func (t *tcpTransport) startPolling() {
 	t.stop = make(chan struct{})
 	t.pollDone = make(chan struct{})
+	t.idle = newLinkWaiter()
 	go t.pollLoop()
 }
 
@@ -35,11 +54,15 @@ func (t *tcpTransport) stopPolling() {
 		return
 	}
 	select {
-	case <-t.stop:
+	case <-t.stop: // stopped already
+		<-t.pollDone
+		return
 	default:
-		close(t.stop)
 	}
+	close(t.stop)
+	t.idle.wake()
 	<-t.pollDone
+	t.idle.close() // after the goroutine's last wait, and wake's last use
 }
 
 // pollLoop reads the links nobody else is reading: it sleeps in poll(2) on every live link
@@ -86,7 +109,7 @@ func (t *tcpTransport) pollLoop() {
 			continue
 		}
 		// The descriptors stay open while we poll: they are closed only after stopPolling.
-		n, err := unix.Poll(fds, int(tcpIdlePoll/time.Millisecond))
+		n, err := t.idle.wait(fds, tcpIdlePoll)
 		if err != nil && err != unix.EINTR {
 			for _, p := range live {
 				p.fail(fmt.Errorf("poll on the link to %s: %w", p.addr, err))

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package comm
+
+func newLinkWaiter() linkWaiter { return pollWaiter{} }
