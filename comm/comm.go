@@ -83,12 +83,12 @@ func newComm(w *world, ctx uint64, group []int) *Comm {
 	return c
 }
 
-// Patient returns a view of c whose blocking calls wait without polling: they sleep until
-// their message moves, where a waiter on c polls for a while first (the lowest latency when
-// the caller has nothing else to do). It is for communication in the background of a
-// computation, such as a look-ahead broadcast in a goroutine: a polling waiter there takes
-// the core from the computation it overlaps, and a wake-up (tens of microseconds) costs less
-// than that. The view is the same communicator: messages sent on either are received on
+// Patient returns a view of c whose blocking calls wait without spinning: they sleep at once,
+// looking again now and then (at most a millisecond apart), where a waiter on c polls
+// continuously for a while first (the lowest latency when the caller has nothing else to
+// do). It is for communication in the background of a computation, such as a look-ahead
+// broadcast in a goroutine: a polling waiter there takes the core from the computation it
+// overlaps, and the later wake-up costs less than that. The view is the same communicator: messages sent on either are received on
 // either, and its Coll, Split and Dup are c's.
 func (c *Comm) Patient() *Comm {
 	if c.patient {
