@@ -24,7 +24,8 @@ func (c *Comm) shmPeerOf(w int) *shmPeer {
 // every error, takes the message.
 //
 // A large message goes by rendezvous as from Isend, but its RTS tells the receiver that the
-// sender waits (polls) until the message is taken, which allows a split copy (see frameSplit).
+// sender waits (polls) until the message is taken, which allows a split copy (see frameSplit);
+// a patient sender does not poll (it naps), so its receiver copies the whole message.
 func (c *Comm) sendDirect(b []byte, dst, tag int) (bool, error) {
 	if dst < 0 || dst >= c.Size() || tag < 0 || tag >= MaxTag || c.w.closed.Load() || c.w.eng.ndead.Load() != 0 {
 		return false, nil
@@ -36,7 +37,11 @@ func (c *Comm) sendDirect(b []byte, dst, tag int) (bool, error) {
 	if len(b) > shmEagerLimit {
 		req := newRequest()
 		req.prog, req.patient = p.t, c.patient
-		p.sendRTS(c.ctx, tag, b, req, flagSenderWaits)
+		flags := uint8(flagSenderWaits)
+		if c.patient {
+			flags = 0
+		}
+		p.sendRTS(c.ctx, tag, b, req, flags)
 		_, err := req.Wait()
 		return true, err
 	}
