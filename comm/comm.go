@@ -88,8 +88,8 @@ func newComm(w *world, ctx uint64, group []int) *Comm {
 // continuously for a while first (the lowest latency when the caller has nothing else to
 // do). It is for communication in the background of a computation, such as a look-ahead
 // broadcast in a goroutine: a polling waiter there takes the core from the computation it
-// overlaps, and the later wake-up costs less than that. The view is the same communicator: messages sent on either are received on
-// either, and its Coll, Split and Dup are c's.
+// overlaps, and the later wake-up costs less than that. The view is the same communicator:
+// messages sent on either are received on either, and its Coll, Split and Dup are c's.
 func (c *Comm) Patient() *Comm {
 	if c.patient {
 		return c
