@@ -65,7 +65,7 @@ func (t *tcpTransport) stopPolling() {
 	t.idle.close() // after the goroutine's last wait, and wake's last use
 }
 
-// pollLoop reads the links nobody else is reading: it sleeps in poll(2) on every live link
+// pollLoop reads the links nobody else is reading: it sleeps on every live link (t.idle)
 // while no waiter polls, and naps while waiters do (they read what comes, and a thread woken
 // for each message would take a core from them or their peers). It also declares dead a peer
 // silent for the peer timeout.
