@@ -90,6 +90,44 @@ func runRole(role string) int {
 		fmt.Printf("waited %v, cpu %v (%.1f%% of a core)\n", wall.Round(time.Millisecond), cpu.Round(time.Millisecond), 100*cpu.Seconds()/wall.Seconds())
 		c.Finalize()
 		return boolExit(err == nil && cpu < wall/4)
+	case "patient-wait":
+		// Rank 1 waits patiently (Comm.Patient) a second each for a small and a large message
+		// and reports its process's voluntary context switches meanwhile: a patient wait
+		// sleeps until the message comes instead of looking every millisecond.
+		big := make([]byte, 1<<20)
+		if c.Rank() == 0 {
+			for i := range big {
+				big[i] = byte(i * 7)
+			}
+			time.Sleep(time.Second)
+			err := Send(c, []byte("8 bytes!"), 1, 0)
+			if err == nil {
+				time.Sleep(time.Second)
+				err = Send(c, big, 1, 1)
+			}
+			c.Finalize()
+			return boolExit(err == nil)
+		}
+		pc := c.Patient()
+		var before, after syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+		start := time.Now()
+		small := make([]byte, 8)
+		_, err := Recv(pc, small, 0, 0)
+		if err == nil {
+			_, err = Recv(pc, big, 0, 1)
+		}
+		wall := time.Since(start)
+		syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+		ok := err == nil && string(small) == "8 bytes!"
+		for i := range big {
+			ok = ok && big[i] == byte(i*7)
+		}
+		switches := after.Nvcsw - before.Nvcsw
+		fmt.Printf("waited %v, %d voluntary context switches, err %v, data ok %v\n", wall.Round(time.Millisecond), switches, err, ok)
+		c.Finalize()
+		// Measured on a 2-core VM: ~330; with naps of up to a millisecond instead, ~5500.
+		return boolExit(ok && switches < 1000)
 	case "pingpong":
 		// Rank 1 of the ping-pong benchmark: echo every message back until a zero-tag stop.
 		buf := make([]byte, 64<<20)
@@ -373,6 +411,16 @@ func TestShmNoLeftovers(t *testing.T) {
 	require.NoError(t, procs[1].cmd.Process.Signal(syscall.SIGKILL))
 	waitJob(t, procs, 30*time.Second)
 	requireNoSegments(t)
+}
+
+// TestPatientWaitSleeps: a patient wait over shared memory sleeps on the doorbell until the
+// message comes (small and large), rather than waking every millisecond to look.
+func TestPatientWaitSleeps(t *testing.T) {
+	procs := startJob(t, 2, "patient-wait", jobenv.Transport+"=shm")
+	codes := waitJob(t, procs, 60*time.Second)
+	t.Logf("%s", strings.TrimSpace(procs[1].out.String()))
+	require.Equal(t, 0, codes[0], procs[0].out.String())
+	require.Equal(t, 0, codes[1], procs[1].out.String())
 }
 
 // TestWaitingRankIdles: a rank blocked in Recv for two seconds uses a small fraction of a core

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // The shared-memory transport carries messages between ranks on one host through rings in
@@ -48,14 +50,17 @@ const (
 	// that long at most (a waiter polls).
 	shmIdleNapMax = 10 * time.Millisecond
 	shmYieldEvery = 16
-	// A patient waiter (Comm.Patient) naps between polls, from shmPatientNapMin doubling to
-	// shmPatientNapMax, rather than sleep on the wake word: a goroutine blocked in the futex
-	// syscall holds its processor, which the runtime's monitor thread takes back after 20 us
-	// when no other is idle, and each such hand-off sends the monitor into a millisecond of
-	// 20 us wake-ups, every one of which preempts a computing thread on a host whose cores
-	// all compute. A nap parks the goroutine in the scheduler instead. Measured on HPL 1x2
-	// (N=8000, two ranks on two cores): the monitor's sleeps per run fell from about 10
-	// thousand to 4 thousand.
+	// shmBellTimeout: the longest sleep of the background goroutine on the doorbell
+	// (shm_bell.go), a safety net only (every record rings it).
+	shmBellTimeout = 50 * time.Millisecond
+	// A patient waiter (Comm.Patient) leaves progress to the background goroutine asleep on
+	// the doorbell, and blocks on its request's channel. Where there is no doorbell it naps
+	// between polls, from shmPatientNapMin doubling to shmPatientNapMax. Never a sleep on the
+	// wake word: a goroutine blocked in the futex syscall holds its processor, which the
+	// runtime's monitor thread takes back after 20 us when no other is idle, and each such
+	// hand-off sends the monitor into a millisecond of 20 us wake-ups, every one of which
+	// preempts a computing thread on a host whose cores all compute (HPL 1x2, N=8000, two
+	// ranks on two cores: ~10 thousand monitor sleeps per run, ~4 thousand with naps).
 	shmPatientNapMin = 20 * time.Microsecond
 	shmPatientNapMax = time.Millisecond
 )
@@ -78,6 +83,17 @@ type shmTransport struct {
 	// every waiter would stall until it ran again).
 	waiters atomic.Int32
 	waits   atomic.Uint32 // waits begun, ever: the background goroutine's sign that waiters are active
+	// waitersGone gets a token when the last waiter leaves while the background goroutine
+	// blocks on it (bgBlocked), as it does while waiters drive progress.
+	waitersGone chan struct{}
+	bgBlocked   atomic.Bool
+	// patients counts patient waiters blocked on their requests, which the background
+	// goroutine completes; the first to come while it naps (bgNapping) wakes it (patientCame).
+	patients    atomic.Int32
+	patientCame chan struct{}
+	bgNapping   atomic.Bool
+	// bell: the doorbell the background goroutine sleeps on (nil: none; it naps).
+	bell *shmBell
 	// oversubscribed: ranks outnumber cores here, so a waiter spins briefly and yields (the
 	// core may be the one its peer needs); else it spins for shmSpinTime without yielding.
 	oversubscribed bool
@@ -91,9 +107,11 @@ type shmPeer struct {
 	rank int
 	pid  int
 	seg  *segment // the peer's segment: we produce into out
-	out  *ring
-	in   *ring
-	cma  bool
+	// bellFD: the write end of the peer's doorbell, -1 when it has none.
+	bellFD int
+	out    *ring
+	in     *ring
+	cma    bool
 
 	rendezvous                     // large messages in flight; its mu also guards ctrl and pushes
 	ctrl       []header            // control records waiting for room in out
@@ -196,13 +214,17 @@ func backoff(spins int) {
 	}
 }
 
-// wakePeer wakes the peer's goroutines asleep on its wake word, if any. The record's stamp was
-// stored (sequentially consistent) before the sleep count is read, and a sleeper counts itself
-// before it last looks at its rings: either it sees the record or we see it.
+// wakePeer wakes the peer's goroutines asleep on its wake word or its doorbell, if any. The
+// record's stamp was stored (sequentially consistent) before the sleep count and the bell word
+// are read, and a sleeper counts itself (arms the bell) before it last looks at its rings:
+// either it sees the record or we see it.
 func (p *shmPeer) wakePeer() {
 	if atomic.LoadUint32(p.seg.sleep) != 0 {
 		atomic.AddUint32(p.seg.wake, 1)
 		futexWake(p.seg.wake)
+	}
+	if p.bellFD >= 0 && atomic.LoadUint32(p.seg.bell) != 0 && atomic.CompareAndSwapUint32(p.seg.bell, 1, 0) {
+		ringFD(p.bellFD)
 	}
 }
 
@@ -511,6 +533,8 @@ func (t *shmTransport) progressLoop() {
 	defer close(t.done)
 	nap := 20 * time.Microsecond
 	lastWaits := t.waits.Load()
+	busyNap := time.NewTimer(shmBusyNap)
+	defer busyNap.Stop()
 	for {
 		select {
 		case <-t.stop:
@@ -519,10 +543,33 @@ func (t *shmTransport) progressLoop() {
 		}
 		// While ranks wait (now, or since the last nap) their waiters poll: every wake of this
 		// goroutine would take a thread, and on a busy host a core, from them or their peers.
-		if waits := t.waits.Load(); t.waiters.Load() > 0 || waits != lastWaits {
-			lastWaits = waits
-			time.Sleep(shmBusyNap)
-			continue
+		// It sleeps until the last waiter leaves, then naps (waits come in bursts), unless a
+		// patient waiter depends on it (one that comes meanwhile ends the nap).
+		if t.waiters.Load() > 0 || t.waits.Load() != lastWaits {
+			t.bgBlocked.Store(true)
+			if t.waiters.Load() > 0 {
+				select {
+				case <-t.stop:
+					return
+				case <-t.waitersGone:
+				}
+			}
+			t.bgBlocked.Store(false)
+			lastWaits = t.waits.Load()
+			t.bgNapping.Store(true)
+			if t.patients.Load() == 0 {
+				busyNap.Reset(shmBusyNap)
+				select {
+				case <-t.stop:
+					return
+				case <-t.patientCame:
+				case <-busyNap.C:
+				}
+			}
+			t.bgNapping.Store(false)
+			if t.patients.Load() == 0 {
+				continue
+			}
 		}
 		if t.pollOnce() {
 			nap = 20 * time.Microsecond
@@ -530,7 +577,11 @@ func (t *shmTransport) progressLoop() {
 		}
 		// Neither spinning (this goroutine runs beside the rank's computation) nor a futex
 		// sleep (a goroutine blocked in that syscall would cost every message a futex wake
-		// and the runtime a processor hand-off): short naps, growing while nothing comes.
+		// and the runtime a processor hand-off): the doorbell, else short naps, growing while
+		// nothing comes.
+		if t.bellSleep() {
+			continue
+		}
 		time.Sleep(nap)
 		nap = min(2*nap, shmIdleNapMax)
 	}
@@ -575,11 +626,27 @@ func (t *shmTransport) sleep(r *Request, timeout time.Duration) {
 // poll drives progress while the caller waits for r: it drains the rings itself (no hand-off
 // to another goroutine on the fast path), yields the core now and then (the peer may need it),
 // and after a while sleeps on the wake word, so a long wait costs no CPU. A patient request
-// naps between polls instead (see shmPatientNapMax).
+// leaves progress to the background goroutine instead, or naps between polls where there is
+// no doorbell (see shmPatientNapMax).
 func (t *shmTransport) poll(r *Request) {
+	if r.patient && t.bell != nil {
+		// Not counted as a waiter: the background goroutine keeps the rings.
+		if t.patients.Add(1) == 1 && t.bgNapping.Load() {
+			select {
+			case t.patientCame <- struct{}{}:
+			default:
+			}
+		}
+		t.pollOnce()
+		if !r.finished() {
+			<-r.Done()
+		}
+		t.patients.Add(-1)
+		return
+	}
 	t.waiters.Add(1)
 	t.waits.Add(1)
-	defer t.waiters.Add(-1)
+	defer t.leave()
 	idle := 0 // polls in a row that found nothing
 	var idleSince time.Time
 	nap := shmPatientNapMin
@@ -622,6 +689,50 @@ func (t *shmTransport) poll(r *Request) {
 	}
 }
 
+// leave ends a wait in poll; the last waiter out hands progress back to the background
+// goroutine.
+func (t *shmTransport) leave() {
+	if t.waiters.Add(-1) == 0 && t.bgBlocked.Load() {
+		select {
+		case t.waitersGone <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// bellSleep is the background goroutine's sleep on the doorbell: it arms the bell, looks at
+// the rings a last time and sleeps until a record rings it (or shmBellTimeout passes). It
+// reports false when there is no bell to sleep on, or another goroutine polls (a record it
+// has passed by may have come before the bell was armed): the caller naps then.
+func (t *shmTransport) bellSleep() bool {
+	if t.bell == nil {
+		return false
+	}
+	t.segMu.RLock()
+	if t.closed.Load() {
+		t.segMu.RUnlock()
+		return false
+	}
+	atomic.StoreUint32(t.seg.bell, 1)
+	polled, quiet := t.pollMu.TryLock(), false
+	if polled {
+		quiet = t.quiet()
+		t.pollMu.Unlock()
+	}
+	// Not held across the sleep: shutdown takes it to unmap, after it rang.
+	t.segMu.RUnlock()
+	again := polled
+	if quiet && !t.stopping.Load() {
+		again = t.bell.wait(shmBellTimeout)
+	}
+	t.segMu.RLock()
+	if !t.closed.Load() {
+		atomic.StoreUint32(t.seg.bell, 0)
+	}
+	t.segMu.RUnlock()
+	return again
+}
+
 // kick wakes this process's waiters sleeping on its segment's wake word.
 func (t *shmTransport) kick() {
 	if t.sleepers.Load() == 0 {
@@ -645,6 +756,9 @@ func (t *shmTransport) shutdown() {
 	close(t.stop)
 	atomic.AddUint32(t.seg.wake, 1)
 	futexWake(t.seg.wake)
+	if t.bell != nil {
+		ringFD(t.bell.self)
+	}
 	<-t.done
 	// Peers may still be reading what we wrote into their segments: only the mappings go.
 	// pollMu first: its holder may kick (segMu read) while completing requests.
@@ -654,9 +768,15 @@ func (t *shmTransport) shutdown() {
 	t.closed.Store(true)
 	for _, p := range t.active {
 		p.seg.close()
+		if p.bellFD >= 0 {
+			unix.Close(p.bellFD)
+		}
 	}
 	t.seg.close()
 	t.pollMu.Unlock()
+	if t.bell != nil {
+		t.bell.close() // its sleeper, the background goroutine, has returned
+	}
 }
 
 var errNoShm = errors.New("no shared-memory peers")
@@ -687,7 +807,8 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 	if err != nil {
 		return nil, err
 	}
-	t := &shmTransport{w: w, seg: seg, peers: make([]*shmPeer, w.size), stop: make(chan struct{}), done: make(chan struct{})}
+	t := &shmTransport{w: w, seg: seg, peers: make([]*shmPeer, w.size), stop: make(chan struct{}), done: make(chan struct{}),
+		waitersGone: make(chan struct{}, 1), patientCame: make(chan struct{}, 1), bell: createBell(seg.path)}
 	t.oversubscribed = len(local)+1 > runtime.NumCPU()
 	probe := new(uint64)
 	*probe = 0x676f72756e636d61 ^ uint64(os.Getpid())
@@ -698,16 +819,33 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		PID   int    `msgpack:"pid"`
 		Probe uint64 `msgpack:"probe"`
 		Want  uint64 `msgpack:"want"`
+		Bell  string `msgpack:"bell"` // the doorbell's path; empty: none
+	}
+	removeNames := func() {
+		os.Remove(seg.path)
+		if t.bell != nil {
+			os.Remove(t.bell.path)
+		}
 	}
 	fail := func(err error) (*shmTransport, error) {
-		os.Remove(seg.path)
+		removeNames()
 		for _, p := range t.active {
 			p.seg.close()
+			if p.bellFD >= 0 {
+				unix.Close(p.bellFD)
+			}
 		}
 		seg.close()
+		if t.bell != nil {
+			t.bell.close()
+		}
 		return nil, err
 	}
 	mine := shmInfo{Path: seg.path, PID: os.Getpid(), Probe: uint64(uintptr(unsafe.Pointer(probe))), Want: *probe}
+	if t.bell != nil {
+		mine.Bell = t.bell.path
+	}
+	ringsAll := int64(1) // whether we can ring every local peer that has a bell
 	var reqs []*Request
 	for _, r := range local {
 		reqs = append(reqs, Go(func() error { return setup.SendValue(mine, r, 1) }))
@@ -731,7 +869,14 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 			pseg.close()
 			return fail(err)
 		}
-		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in, rendezvous: newRendezvous(r), splits: map[uint64]shmSplit{}}
+		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in, rendezvous: newRendezvous(r), splits: map[uint64]shmSplit{}, bellFD: -1}
+		if info.Bell != "" {
+			if fd, err := openPeerBell(info.Bell, pseg.path); err == nil {
+				p.bellFD = fd
+			} else {
+				ringsAll = 0
+			}
+		}
 		var word [8]byte
 		p.cma = cmaRead(info.PID, info.Probe, word[:]) == nil && *(*uint64)(unsafe.Pointer(&word[0])) == info.Want
 		t.peers[r] = p
@@ -740,11 +885,20 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 	if err := WaitAll(reqs...); err != nil {
 		return fail(err)
 	}
-	// Everyone has mapped everything it needs: the file names can go.
-	if _, err := setup.allgatherPair(0, 0, collTag(1)); err != nil {
+	// Everyone has mapped everything it needs: the file names can go. A rank keeps its
+	// doorbell only if every local peer can ring it (else it would sleep through their
+	// records); the others never arm theirs.
+	all, err := setup.allgatherPair(ringsAll, 0, collTag(1))
+	if err != nil {
 		return fail(fmt.Errorf("comm: rank %d: shared-memory setup: %w", w.rank, err))
 	}
-	os.Remove(seg.path)
+	removeNames()
+	for _, r := range local {
+		if all[2*r] == 0 && t.bell != nil {
+			t.bell.close()
+			t.bell = nil
+		}
+	}
 	runtime.KeepAlive(probe)
 	go t.progressLoop()
 	return t, nil

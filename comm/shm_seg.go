@@ -30,12 +30,13 @@ import (
 //	32   job hash u64
 //	64   wake sequence u32 (futex word: bumped by producers after each record)
 //	128  owner's sleeping threads u32 (producers issue a futex wake when it is not 0)
+//	136  owner's doorbell armed u32 (a producer that swaps it from 1 to 0 rings the bell; shm_bell.go)
 //	192  producer world rank of ring i, u32 each
 //	...  rings, each ringHeader bytes (consumer head at +0, producer tail at +64) then capacity bytes
 //	     of records (see tryWrite)
 const (
 	segMagic      = "GRSHM001"
-	segVersion    = 2
+	segVersion    = 3
 	segTableOff   = 192
 	segMaxRings   = 4096
 	ringHeader    = 128
@@ -44,6 +45,7 @@ const (
 	maxRingCap    = 1 << 30
 	segWakeOff    = 64
 	segSleepOff   = 128
+	segBellOff    = 136
 	segRingsAlign = 4096
 )
 
@@ -55,6 +57,7 @@ type segment struct {
 	pid    int
 	wake   *uint32
 	sleep  *uint32
+	bell   *uint32
 	rings  []*ring
 }
 
@@ -187,6 +190,7 @@ func parseSegment(path string, mem []byte, ownerPID int, jobHash uint64) (*segme
 	s := &segment{path: path, mem: mem, nrings: n, cap: capacity, pid: ownerPID,
 		wake:  (*uint32)(unsafe.Pointer(&mem[segWakeOff])),
 		sleep: (*uint32)(unsafe.Pointer(&mem[segSleepOff])),
+		bell:  (*uint32)(unsafe.Pointer(&mem[segBellOff])),
 	}
 	off := alignUp(segTableOff+4*n, segRingsAlign)
 	for i := 0; i < n; i++ {
