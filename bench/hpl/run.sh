@@ -15,6 +15,11 @@
 # `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` (OpenBLAS's AVX-512 kernel) and
 # OPENBLAS_NUM_THREADS=1; ours runs under `gorun -n P*Q` with one Dgemm goroutine per rank.
 # Per-run figures go to stderr.
+#
+# Cores of a VM need not be equally fast (another tenant on a sibling thread, clocks): a 1xQ
+# grid splits the work evenly, so it runs at its slowest core's pace, while a 1x1 run's best
+# may come from the fastest. Before each repetition the script times one Dgemm of HPL's
+# update shape (m=n=2048, k=192) pinned to each core with taskset, and prints the spread.
 set -euo pipefail
 
 xhpl=${1:?usage: run.sh PATH/TO/xhpl [reps] [Ns] [grids] [NB]}
@@ -29,6 +34,7 @@ trap 'rm -rf "$work"' EXIT
 
 go build -o "$work/gorun" "$root/cmd/gorun"
 go build -o "$work/hpl" "$root/cmd/hpl"
+(cd "$root" && go test -c -o "$work/linalg.test" ./linalg)
 cores=$(nproc)
 
 dat() { # N NB P Q
@@ -82,8 +88,20 @@ ours_run() { # dir np rep
 	(cd "$1" && "$work/gorun" -n "$2" "$work/hpl" --dat HPL.dat >"$1/ours.$3.out" 2>&1)
 }
 
+core_probe() { # one line: GF/s of the update Dgemm on each core
+	local c out
+	for c in $(seq 0 $((cores - 1))); do
+		out=$(taskset -c "$c" "$work/linalg.test" -test.run '^$' -test.bench 'DgemmUpdate/m=n=2048/k=192/threads=1$' -test.benchtime 30x 2>/dev/null |
+			awk '/GFLOP\/s/ {for (i = 1; i < NF; i++) if ($(i + 1) == "GFLOP/s") print $i}')
+		printf 'cpu%d %s ' "$c" "${out:-n/a}"
+		echo "${out:-0}" >>"$work/core$c.gf"
+	done
+	echo
+}
+
 for n in $ns; do
 	for r in $(seq "$reps"); do
+		echo "  $(date -u +%H:%M:%S) update Dgemm per core (GF/s): $(core_probe)" >&2
 		for grid in $grids; do
 			P=${grid%x*} Q=${grid#*x}
 			np=$((P * Q))
@@ -122,6 +140,11 @@ for grid in $grids; do
 		echo "| $label | $n | $nb | $bo | $bt | $(ratio "$bo" "$bt") | $(median <"$d/pair.ratio") | $(resid "$d/ours.1.out") / $(resid "$d/netlib.1.out") | $(sort -g "$d/load" | head -n 1)-$(sort -g "$d/load" | tail -n 1) |"
 	done
 done
+spread=""
+for c in $(seq 0 $((cores - 1))); do
+	spread+="cpu$c $(sort -g "$work/core$c.gf" | head -n 1)-$(sort -g "$work/core$c.gf" | tail -n 1) "
+done
+echo "update Dgemm per core over the repetitions (GF/s, min-max): $spread"
 case " $grids " in *" 1x1 "*) ;; *) exit 0 ;; esac
 for grid in $grids; do
 	[ "$grid" != 1x1 ] && [ "${grid%x*}" = 1 ] || continue
