@@ -3,3 +3,5 @@
 package hpl
 
 func adviseHuge([]float64) {}
+
+func prefault([]float64) {}

@@ -34,6 +34,7 @@ func (s *solver) newPanel(k int) *panel {
 	if cap(s.panelBufs[slot]) < need {
 		s.panelBufs[slot] = make([]float64, need)
 		adviseHuge(s.panelBufs[slot])
+		prefault(s.panelBufs[slot]) // factor and broadcast write all of it soon
 	}
 	buf := s.panelBufs[slot][:need]
 	return &panel{k: k, jj: jj, jb: jb, mloc: mloc, ldw: ldw, lp0: lp0, w: buf[:ldw*jb],
