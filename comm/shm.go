@@ -702,8 +702,10 @@ func (t *shmTransport) leave() {
 
 // bellSleep is the background goroutine's sleep on the doorbell: it arms the bell, looks at
 // the rings a last time and sleeps until a record rings it (or shmBellTimeout passes). It
-// reports false when there is no bell to sleep on, or another goroutine polls (a record it
-// has passed by may have come before the bell was armed): the caller naps then.
+// reports whether to look at the rings again at once (it slept, or a record is there); false
+// asks the caller to nap: there is no bell, another goroutine polls (a record it has passed
+// by may have come before the bell was armed), or records wait for room in a peer's ring (no
+// one rings when the peer makes room).
 func (t *shmTransport) bellSleep() bool {
 	if t.bell == nil {
 		return false
@@ -714,15 +716,18 @@ func (t *shmTransport) bellSleep() bool {
 		return false
 	}
 	atomic.StoreUint32(t.seg.bell, 1)
-	polled, quiet := t.pollMu.TryLock(), false
+	polled, ready, backlog := t.pollMu.TryLock(), false, false
 	if polled {
-		quiet = t.quiet()
+		for _, p := range t.active {
+			ready = ready || p.in.ready()
+			backlog = backlog || p.backlog.Load()
+		}
 		t.pollMu.Unlock()
 	}
 	// Not held across the sleep: shutdown takes it to unmap, after it rang.
 	t.segMu.RUnlock()
-	again := polled
-	if quiet && !t.stopping.Load() {
+	again := ready || t.stopping.Load()
+	if polled && !ready && !backlog && !t.stopping.Load() {
 		again = t.bell.wait(shmBellTimeout)
 	}
 	t.segMu.RLock()
