@@ -17,14 +17,7 @@ func adviseHuge(a []float64) {
 	if len(a)*8 < 2*huge {
 		return
 	}
-	base := unsafe.Pointer(unsafe.SliceData(a))
-	start := uintptr(base)
-	end := start + uintptr(len(a))*8
-	lo, hi := (start+huge-1)&^(huge-1), end&^(huge-1)
-	if hi <= lo {
-		return
-	}
-	_ = unix.Madvise(unsafe.Slice((*byte)(unsafe.Add(base, lo-start)), hi-lo), unix.MADV_HUGEPAGE)
+	madviseWhole(a, huge, unix.MADV_HUGEPAGE)
 }
 
 // prefault maps in the pages under a with one system call (MADV_POPULATE_WRITE, Linux 5.14;
@@ -34,7 +27,12 @@ func adviseHuge(a []float64) {
 // solve's samples, most in the first panels' copies, and prefaulting the panel buffers
 // raised its median from 44.9 to 46.6 Gflops (12 alternating runs).
 func prefault(a []float64) {
-	const page = 4096
+	madviseWhole(a, 4096, unix.MADV_POPULATE_WRITE)
+}
+
+// madviseWhole applies advice to the whole pages (of size page) inside a; errors are ignored,
+// the advice being an optimization.
+func madviseWhole(a []float64, page uintptr, advice int) {
 	base := unsafe.Pointer(unsafe.SliceData(a))
 	start := uintptr(base)
 	end := start + uintptr(len(a))*8
@@ -42,5 +40,5 @@ func prefault(a []float64) {
 	if hi <= lo {
 		return
 	}
-	_ = unix.Madvise(unsafe.Slice((*byte)(unsafe.Add(base, lo-start)), hi-lo), unix.MADV_POPULATE_WRITE)
+	_ = unix.Madvise(unsafe.Slice((*byte)(unsafe.Add(base, lo-start)), hi-lo), advice)
 }
