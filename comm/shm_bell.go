@@ -24,7 +24,7 @@ import (
 type shmBell struct {
 	path   string
 	reader *os.File // in the network poller: a read parks the goroutine
-	self   int      // a write end of our own, for local completions; also keeps EOF away
+	self   int      // a write end of our own: shutdown rings it, and it keeps EOF away
 	broken atomic.Bool
 }
 
