@@ -86,8 +86,8 @@ func newComm(w *world, ctx uint64, group []int) *Comm {
 // Patient returns a view of c whose blocking calls wait without spinning: they sleep at once
 // (over shared memory and TCP the transport's background goroutine, woken by the peer's
 // records, completes their operations and wakes them; over RDMA they look again now and then,
-// at most a millisecond apart), where a waiter on c polls
-// continuously for a while first (the lowest latency when the caller has nothing else to do).
+// at most a millisecond apart), where a waiter on c polls continuously for a while first (the
+// lowest latency when the caller has nothing else to do).
 // It is for communication in the background of a computation, such as a look-ahead broadcast
 // in a goroutine: a polling waiter there takes the core from the computation it overlaps, and
 // the later wake-up costs less than that. The view is the same communicator: messages sent on

@@ -587,15 +587,21 @@ func (t *shmTransport) progressLoop() {
 	}
 }
 
-// quiet reports that no incoming ring has a record and nothing waits to be flushed. The
-// caller holds pollMu (the consumer's positions are its).
-func (t *shmTransport) quiet() bool {
+// pending reports whether an incoming ring has a record (ready) and whether records wait to be
+// flushed into a peer's ring (backlog). The caller holds pollMu (the consumer's positions are
+// its).
+func (t *shmTransport) pending() (ready, backlog bool) {
 	for _, p := range t.active {
-		if p.in.ready() || p.backlog.Load() {
-			return false
-		}
+		ready = ready || p.in.ready()
+		backlog = backlog || p.backlog.Load()
 	}
-	return true
+	return ready, backlog
+}
+
+// quiet reports that nothing is pending; the caller holds pollMu.
+func (t *shmTransport) quiet() bool {
+	ready, backlog := t.pending()
+	return !ready && !backlog
 }
 
 // sleep waits on the segment's wake word until a producer, or a completion elsewhere in this
@@ -718,10 +724,7 @@ func (t *shmTransport) bellSleep() bool {
 	atomic.StoreUint32(t.seg.bell, 1)
 	polled, ready, backlog := t.pollMu.TryLock(), false, false
 	if polled {
-		for _, p := range t.active {
-			ready = ready || p.in.ready()
-			backlog = backlog || p.backlog.Load()
-		}
+		ready, backlog = t.pending()
 		t.pollMu.Unlock()
 	}
 	// Not held across the sleep: shutdown takes it to unmap, after it rang.

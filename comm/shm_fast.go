@@ -25,7 +25,7 @@ func (c *Comm) shmPeerOf(w int) *shmPeer {
 //
 // A large message goes by rendezvous as from Isend, but its RTS tells the receiver that the
 // sender waits (polls) until the message is taken, which allows a split copy (see frameSplit);
-// a patient sender does not poll (it naps), so its receiver copies the whole message.
+// a patient sender does not poll (it sleeps), so its receiver copies the whole message.
 func (c *Comm) sendDirect(b []byte, dst, tag int) (bool, error) {
 	if dst < 0 || dst >= c.Size() || tag < 0 || tag >= MaxTag || c.w.closed.Load() || c.w.eng.ndead.Load() != 0 {
 		return false, nil

@@ -17,8 +17,8 @@ import (
 // into a millisecond of 20 us wake-ups, every one of which preempts a computing thread on a
 // host whose cores all compute. The background goroutine's 100 ms sleeps did that ten times a
 // second on every rank with links, shared-memory jobs included (their links carry liveness):
-// with this waiter (and patient waits that nap) an HPL 1x2 run's monitor slept about 900
-// times instead of 10 thousand.
+// with this waiter (and patient waits kept out of futex sleeps) an HPL 1x2 run's monitor
+// slept about 900 times instead of 10 thousand.
 type epollWaiter struct {
 	epfd   int
 	f      *os.File // epfd, readable when a descriptor of the set is ready
