@@ -15,6 +15,9 @@ import (
 	"github.com/gorun-hpc/gorun/linalg/internal/openblas"
 )
 
+// packedABackend: OpenBLAS packs its operands itself, so PackA has nothing to hand it.
+const packedABackend = false
+
 // i32 converts a size to the 32-bit integers of OpenBLAS's LP64 interface.
 func i32(routine string, v int) int32 {
 	if v > math.MaxInt32 {

@@ -24,7 +24,11 @@
 // chosen at start-up from the CPU's features: AVX-512 (24×8 tile) or
 // AVX2+FMA (8×6) on amd64, NEON (8×6) on arm64, and a pure-Go 4×4 kernel
 // elsewhere or when built with the noasm tag. GORUN_LINALG_BLOCKS=mc,kc,nc
-// overrides the cache blocking for tuning on a new CPU.
+// overrides the cache blocking for tuning on a new CPU. PackA and
+// DgemmPackedA pack a left operand once for many products (HPL's L panel is
+// packed by the process that factors it and broadcast packed); the layout is
+// the kernel's, named by PackedALayout, so processes that exchange packed
+// matrices must first agree on it.
 //
 // A call uses up to GOMAXPROCS goroutines (see SetThreads); every routine is
 // safe for concurrent use on disjoint outputs. Packing buffers are kept and

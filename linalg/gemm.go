@@ -164,10 +164,11 @@ type gemmJob struct {
 	ldc            int
 	kcB, mcB, ncB  int // block sizes for this call
 	threads        int
-	splitM         bool // tasks are row blocks of C (else column chunks of each B block)
-	prepackA       bool // one worker, one k block: all of A is packed once, on the first column block
-	mPanels        int  // row micro-panels of C
-	mBlocks        int  // row blocks (tasks) when splitM: a multiple of threads
+	splitM         bool      // tasks are row blocks of C (else column chunks of each B block)
+	prepackA       bool      // one worker, one k block: all of A is packed once, on the first column block
+	packedA        []float64 // A packed by PackA (one k block), used in place: nothing to pack
+	mPanels        int       // row micro-panels of C
+	mBlocks        int       // row blocks (tasks) when splitM: a multiple of threads
 	bufs           *gemmBufs
 	bar            barrier
 	// Work is handed out dynamically, so that a worker whose core is busy
@@ -180,9 +181,22 @@ type gemmJob struct {
 // (packed by the worker that uses it), the micro-kernel sweeps the mc×nc
 // block of C tile by tile.
 func gemmPacked(kn microKernel, threads int, transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
-	mr, nr := kn.mr, kn.nr
 	j := &gemmJob{kn: kn, transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha,
 		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
+	j.run(threads)
+}
+
+// gemmPackedA is gemmPacked with A already packed by PackA (k within one block).
+func gemmPackedA(kn microKernel, threads int, transB bool, m, n, k int, alpha float64, pa []float64, b []float64, ldb int, c []float64, ldc int) {
+	j := &gemmJob{kn: kn, transB: transB, m: m, n: n, k: k, alpha: alpha,
+		packedA: pa, b: b, ldb: ldb, c: c, ldc: ldc}
+	j.run(threads)
+}
+
+// run blocks the job and does it with up to threads goroutines.
+func (j *gemmJob) run(threads int) {
+	kn, m, n, k := j.kn, j.m, j.n, j.k
+	mr, nr := kn.mr, kn.nr
 	j.kcB = min(kn.kc, k)
 	j.ncB = min(kn.nc, roundUp(n, nr))
 	j.mcB = min(kn.mc, roundUp(m, mr))
@@ -207,6 +221,9 @@ func gemmPacked(kn microKernel, threads int, transA, transB bool, m, n, k int, a
 	if threads == 1 && k <= j.kcB && n > j.ncB && roundUp(m, mr)*j.kcB <= prepackMaxA {
 		j.prepackA = true
 		aLen = roundUp(m, mr) * j.kcB
+	}
+	if j.packedA != nil {
+		aLen = 0 // k <= kc: one block, and the micro-panels are read where they lie
 	}
 	j.bufs = getBufs(threads, aLen, j.kcB*roundUp(j.ncB, nr))
 	if threads == 1 {
@@ -238,11 +255,8 @@ func (j *gemmJob) work(w int) {
 				packB(j.transB, nr, kc, nc, j.b, j.ldb, pc, jc, 0, npanels, bbuf)
 				for ic := 0; ic < j.m; ic += j.mcB {
 					mc := min(j.mcB, j.m-ic)
-					ap := abuf
-					if j.prepackA {
-						ap = abuf[ic*kc : (ic+roundUp(mc, j.kn.mr))*kc]
-					}
-					if !j.prepackA || jc == 0 {
+					ap := j.aBlock(abuf, ic, mc, kc)
+					if j.packedA == nil && (!j.prepackA || jc == 0) {
 						packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, ap)
 					}
 					macroKernel(j.kn, mc, nc, kc, j.alpha, ap, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
@@ -269,8 +283,11 @@ func (j *gemmJob) work(w int) {
 					p0, p1 := j.mPanels*i/j.mBlocks, j.mPanels*(i+1)/j.mBlocks
 					ic := p0 * j.kn.mr
 					mc := min(p1*j.kn.mr, j.m) - ic
-					packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, abuf)
-					macroKernel(j.kn, mc, nc, kc, j.alpha, abuf, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
+					ap := j.aBlock(abuf, ic, mc, kc)
+					if j.packedA == nil {
+						packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, ap)
+					}
+					macroKernel(j.kn, mc, nc, kc, j.alpha, ap, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
 				}
 			} else {
 				// Few rows: every task packs the (small) A block itself.
@@ -282,8 +299,11 @@ func (j *gemmJob) work(w int) {
 					hi := min(lo+chunk, npanels)
 					for ic := 0; ic < j.m; ic += j.mcB {
 						mc := min(j.mcB, j.m-ic)
-						packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, abuf)
-						macroKernel(j.kn, mc, nc, kc, j.alpha, abuf, bbuf, j.c, j.ldc, ic, jc, lo, hi, &tmp)
+						ap := j.aBlock(abuf, ic, mc, kc)
+						if j.packedA == nil {
+							packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, ap)
+						}
+						macroKernel(j.kn, mc, nc, kc, j.alpha, ap, bbuf, j.c, j.ldc, ic, jc, lo, hi, &tmp)
 					}
 				}
 			}
@@ -291,6 +311,20 @@ func (j *gemmJob) work(w int) {
 			j.bar.wait(func() { j.compNext.Store(0) })
 		}
 	}
+}
+
+// aBlock is where the packed rows [ic, ic+mc) of A lie (ic a multiple of mr): in the caller's
+// packed A, in the whole-A buffer of prepackA, or else at the start of the worker's buffer,
+// which holds one block.
+func (j *gemmJob) aBlock(abuf []float64, ic, mc, kc int) []float64 {
+	end := (ic + roundUp(mc, j.kn.mr)) * kc
+	switch {
+	case j.packedA != nil:
+		return j.packedA[ic*kc : end]
+	case j.prepackA:
+		return abuf[ic*kc : end]
+	}
+	return abuf[:end-ic*kc]
 }
 
 // macroKernel runs the micro-kernel over the mc×nc block of C at (ic, jc),
