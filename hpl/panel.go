@@ -8,17 +8,26 @@ import (
 
 // panel is one block column of jb columns starting at global row and column jj, as the
 // process column that factors it and, after the broadcast, every process of its process row
-// holds it. w is column-major with ldw = jb + mloc rows: rows 0..jb-1 are the diagonal block
-// (replicated down the process column, as netlib's L1), rows jb.. are this process's own rows
-// of the panel below the diagonal block (L2). The factorization swaps whole rows of w, so
-// every sub-block the recursive variants touch is a contiguous piece of w.
+// holds it. The factorization works in w, column-major with ldw = jb + mloc rows: rows
+// 0..jb-1 are the diagonal block (replicated down the process column, as netlib's L1), rows
+// jb.. are this process's own rows of the panel below the diagonal block (L2). It swaps
+// whole rows of w, so every sub-block the recursive variants touch is a contiguous piece.
+//
+// The updates read L1 (the unit lower triangle, for U = L1^-1 U) and L2 (the A of the
+// trailing Dgemm). When the solver packs L2 (see solver.packL2), the broadcast carries L1
+// and L2 packed in the Dgemm kernel's layout, and w is the factoring process's workspace;
+// otherwise the broadcast carries w itself.
 type panel struct {
 	k, jj, jb int
 	mloc, ldw int
 	lp0       int       // local row index of w's row jb (first local row below the block)
-	w         []float64 // ldw x jb
+	w         []float64 // ldw x jb; nil after the broadcast on processes that did not factor
+	l1        []float64 // L1 (and U1 above it), jb x jb, leading dimension ldl1
+	ldl1      int
+	l2        []float64 // L2, mloc x jb column-major with leading dimension ldw, when not packed
+	l2p       []float64 // L2 packed by linalg.PackA, when packed
 	ipiv      []int     // global pivot rows, jb of them
-	buf       []float64 // w followed by ipiv (as float64): what the broadcast carries
+	buf       []float64 // what the broadcast carries: w, or L1 then L2 packed; then ipiv as float64
 	info      int       // 1-based global column of the first zero pivot, 0 if none
 }
 
@@ -29,16 +38,35 @@ func (s *solver) newPanel(k int) *panel {
 	lp0 := numroc(jj+jb, s.nb, s.g.MyRow, s.g.P)
 	mloc := s.mp - lp0
 	ldw := jb + mloc
-	need := ldw*jb + jb
-	slot := k % len(s.panelBufs) // the look-ahead window holds depth+1 panels
-	if cap(s.panelBufs[slot]) < need {
-		s.panelBufs[slot] = make([]float64, need)
-		adviseHuge(s.panelBufs[slot])
-		prefault(s.panelBufs[slot]) // factor and broadcast write all of it soon
+	p := &panel{k: k, jj: jj, jb: jb, mloc: mloc, ldw: ldw, lp0: lp0, ipiv: make([]int, jb)}
+	body := ldw * jb
+	if s.packL2 {
+		body = jb*jb + linalg.PackedALen(mloc, jb)
 	}
-	buf := s.panelBufs[slot][:need]
-	return &panel{k: k, jj: jj, jb: jb, mloc: mloc, ldw: ldw, lp0: lp0, w: buf[:ldw*jb],
-		ipiv: make([]int, jb), buf: buf}
+	slot := k % len(s.panelBufs) // the look-ahead window holds depth+1 panels
+	p.buf = growBuf(&s.panelBufs[slot], body+jb)
+	if s.packL2 {
+		p.l1, p.ldl1 = p.buf[:jb*jb], jb
+		p.l2p = p.buf[jb*jb : body]
+		if s.g.MyCol == g2p(jj, s.nb, s.g.Q) {
+			p.w = growBuf(&s.factorBuf, ldw*jb)
+		}
+	} else {
+		p.w = p.buf[:body]
+		p.l1, p.ldl1 = p.w, ldw
+		p.l2 = p.w[jb:]
+	}
+	return p
+}
+
+// growBuf returns (*b)[:n], first replacing *b with a larger buffer if it is too small.
+func growBuf(b *[]float64, n int) []float64 {
+	if cap(*b) < n {
+		*b = make([]float64, n)
+		adviseHuge(*b)
+		prefault(*b) // the factorization or the broadcast writes all of it soon
+	}
+	return (*b)[:n]
 }
 
 // globalRow is the global row of row r of w.
@@ -84,20 +112,43 @@ func (s *solver) factor(p *panel) error {
 			copy(s.a[lr+(lc+j)*ld:lr+(lc+j)*ld+p.jb], p.w[j*p.ldw:j*p.ldw+p.jb])
 		}
 	}
+	if s.packL2 {
+		for j := range p.jb {
+			copy(p.l1[j*p.jb:(j+1)*p.jb], p.w[j*p.ldw:j*p.ldw+p.jb])
+		}
+		linalg.PackA(p.mloc, p.jb, p.w[p.jb:], p.ldw, p.l2p)
+	}
 	s.packPivots(p)
 	return nil
 }
 
+// The pivots travel as the broadcast's last jb entries.
 func (s *solver) packPivots(p *panel) {
+	at := len(p.buf) - p.jb
 	for i, v := range p.ipiv {
-		p.buf[p.ldw*p.jb+i] = float64(v)
+		p.buf[at+i] = float64(v)
 	}
 }
 
 func (s *solver) unpackPivots(p *panel) {
+	at := len(p.buf) - p.jb
 	for i := range p.ipiv {
-		p.ipiv[i] = int(p.buf[p.ldw*p.jb+i])
+		p.ipiv[i] = int(p.buf[at+i])
 	}
+}
+
+// gemmL2 computes C -= L2 * U for nc columns of U (leading dimension ldu) and of C (the
+// matrix from local row p.lp0 and column c0 on): the trailing update.
+func (s *solver) gemmL2(p *panel, nc int, u []float64, ldu int, c0 int) {
+	if p.mloc == 0 || nc == 0 {
+		return
+	}
+	c := s.a[p.lp0+c0*s.ld:]
+	if p.l2p != nil {
+		linalg.DgemmPackedA(linalg.NoTrans, p.mloc, nc, p.jb, -1, p.l2p, u, ldu, 1, c, s.ld)
+		return
+	}
+	linalg.Dgemm(linalg.NoTrans, linalg.NoTrans, p.mloc, nc, p.jb, -1, p.l2, p.ldw, u, ldu, 1, c, s.ld)
 }
 
 // rfact factors columns [off, off+n) of the panel, already updated by the columns left of

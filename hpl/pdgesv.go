@@ -53,12 +53,17 @@ type solver struct {
 	nqb           int // local columns including b's
 	a             []float64
 	panelBufs     [][]float64
-	diagBuf       []float64
-	pivBuf        []float64
-	pivScratch    []float64
-	ubuf, rowBuf  []float64
-	progress      func(done, total int)
-	timing        Timing
+	factorBuf     []float64 // the factorization's workspace when packL2
+	// packL2: panels travel with L2 packed for the trailing Dgemm (linalg.PackA), by the
+	// processes that factor them, once, instead of by every Dgemm that reads them. Every
+	// process must use the same layout, so it is agreed on at the start (see agreePacking).
+	packL2       bool
+	diagBuf      []float64
+	pivBuf       []float64
+	pivScratch   []float64
+	ubuf, rowBuf []float64
+	progress     func(done, total int)
+	timing       Timing
 }
 
 // Timing is the time one process spent in each phase of a solve, in seconds (netlib's
@@ -86,6 +91,10 @@ func Solve(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) error 
 	s.diagBuf = make([]float64, m.NB*m.NB)
 	s.pivBuf = make([]float64, 2+m.NB)
 	s.pivScratch = make([]float64, 2+m.NB)
+	var err error
+	if s.packL2, err = agreePacking(g.All, panelLayout(g.All.Rank(), m.NB)); err != nil {
+		return err
+	}
 	info, err := s.factorAll()
 	if err != nil {
 		return err
@@ -99,6 +108,26 @@ func Solve(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) error 
 	stop()
 	m.Timing = s.timing
 	return err
+}
+
+// panelLayout is the layout in which this process (rank of the grid) packs panels of nb
+// columns, 0 if it cannot. It is a variable, and takes the rank, so that tests can give
+// ranks different ones.
+var panelLayout = func(rank, nb int) int {
+	if linalg.PackedALen(0, nb) < 0 {
+		return 0
+	}
+	return linalg.PackedALayout()
+}
+
+// agreePacking reports whether every process can pack panels (layout > 0) and all of them
+// in the same layout: ranks on hosts with different CPUs may not.
+func agreePacking(all *comm.Comm, layout int) (bool, error) {
+	v := []float64{float64(layout), -float64(layout)}
+	if err := allreduce(all, v, make([]float64, 2), tagCheck, opMax); err != nil {
+		return false, err
+	}
+	return layout > 0 && v[0] == -v[1], nil // the largest layout is also the smallest
 }
 
 // factorAll runs the panel loop and returns the global first zero pivot (1-based, 0 if none).
@@ -249,11 +278,8 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 		swapRows(s.a, ld, s.mp, c0, c1, jj, p.ipiv)
 		stopSwap()
 		u := s.a[jj+c0*ld:]
-		linalg.Dtrsm(linalg.Left, linalg.Lower, linalg.NoTrans, linalg.Unit, jb, nc, 1, p.w, p.ldw, u, ld)
-		if p.mloc > 0 {
-			linalg.Dgemm(linalg.NoTrans, linalg.NoTrans, p.mloc, nc, jb, -1, p.w[jb:], p.ldw, u, ld, 1,
-				s.a[p.lp0+c0*ld:], ld)
-		}
+		linalg.Dtrsm(linalg.Left, linalg.Lower, linalg.NoTrans, linalg.Unit, jb, nc, 1, p.l1, p.ldl1, u, ld)
+		s.gemmL2(p, nc, u, ld, c0)
 		return nil
 	}
 	g := s.g
@@ -296,10 +322,7 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 		if err != nil {
 			return err
 		}
-		if p.mloc > 0 {
-			linalg.Dgemm(linalg.NoTrans, linalg.NoTrans, p.mloc, nc, jb, -1, p.w[jb:], p.ldw, u, ldu, 1,
-				s.a[p.lp0+c0*ld:], ld)
-		}
+		s.gemmL2(p, nc, u, ldu, c0)
 		return nil
 	}
 
@@ -340,7 +363,7 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 			return err
 		}
 		// U = L1^-1 U, and U is final: it goes back into the block rows.
-		linalg.Dtrsm(linalg.Left, linalg.Lower, linalg.NoTrans, linalg.Unit, jb, nc, 1, p.w, p.ldw, u, jb)
+		linalg.Dtrsm(linalg.Left, linalg.Lower, linalg.NoTrans, linalg.Unit, jb, nc, 1, p.l1, p.ldl1, u, jb)
 		lr := lrow(p.jj)
 		for j := range nc {
 			copy(s.a[lr+(c0+j)*ld:lr+(c0+j)*ld+jb], u[j*jb:(j+1)*jb])
@@ -361,10 +384,7 @@ func (s *solver) update(p *panel, c0, c1 int) error {
 		return err
 	}
 	stopSwap()
-	if p.mloc > 0 {
-		linalg.Dgemm(linalg.NoTrans, linalg.NoTrans, p.mloc, nc, jb, -1, p.w[jb:], p.ldw, u, jb, 1,
-			s.a[p.lp0+c0*ld:], ld)
-	}
+	s.gemmL2(p, nc, u, jb, c0)
 	return nil
 }
 
@@ -513,7 +533,7 @@ func (s *solver) swapExchange(p *panel, c0, nc int, src, outside []int, pos map[
 		}
 	}
 	// Everyone solves U and writes the rows that land here.
-	linalg.Dtrsm(linalg.Left, linalg.Lower, linalg.NoTrans, linalg.Unit, jb, nc, 1, p.w, p.ldw, t, nt)
+	linalg.Dtrsm(linalg.Left, linalg.Lower, linalg.NoTrans, linalg.Unit, jb, nc, 1, p.l1, p.ldl1, t, nt)
 	var dst, from []int
 	if me == prow {
 		lr := g2l(p.jj, nb, g.P)

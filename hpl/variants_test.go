@@ -2,6 +2,7 @@ package hpl
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +227,103 @@ func TestPeerFailureNoHang(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("ranks hang after a peer failed")
+	}
+}
+
+// withPanelLayout runs f with panelLayout replaced by layout.
+func withPanelLayout(layout func(rank, nb int) int, f func()) {
+	saved := panelLayout
+	panelLayout = layout
+	defer func() { panelLayout = saved }()
+	f()
+}
+
+// TestAgreePacking: panels are packed only when every rank can pack them and all in the
+// same layout.
+func TestAgreePacking(t *testing.T) {
+	for _, tc := range []struct {
+		layouts []int
+		want    bool
+	}{
+		{[]int{24}, true},
+		{[]int{24, 24, 24}, true},
+		{[]int{24, 8, 24}, false},
+		{[]int{8, 24}, false},
+		{[]int{24, 24, 0}, false},
+		{[]int{0, 0}, false},
+	} {
+		err := comm.Run(len(tc.layouts), func(c *comm.Comm) error {
+			got, err := agreePacking(c, tc.layouts[c.Rank()])
+			if err != nil {
+				return err
+			}
+			if got != tc.want {
+				return fmt.Errorf("rank %d: agreePacking = %v, want %v", c.Rank(), got, tc.want)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("layouts %v: %v", tc.layouts, err)
+		}
+	}
+}
+
+// TestUnpackedPanels covers the panels that travel column-major (no packed layout, or ranks
+// that disagree on it) over every BCAST and SWAP variant and both look-ahead depths, and
+// checks that they give the packed panels' solution.
+func TestUnpackedPanels(t *testing.T) {
+	own := panelLayout
+	mixed := func(rank, nb int) int {
+		if rank == 1 {
+			return own(rank, nb) + 1 // another CPU's layout
+		}
+		return own(rank, nb)
+	}
+	none := func(int, int) int { return 0 }
+	for _, gr := range [][2]int{{1, 2}, {2, 2}, {2, 3}} {
+		t.Run(fmt.Sprintf("%dx%d", gr[0], gr[1]), func(t *testing.T) {
+			var tests []Case
+			for top := Ring1; top <= LongM; top++ {
+				for depth := 0; depth <= 1; depth++ {
+					for sw := SwapBinExch; sw <= SwapMix; sw++ {
+						a := defaultAlgo()
+						a.BCast, a.Depth, a.Swap, a.SwapThr = top, depth, sw, 3
+						tests = append(tests, Case{N: 57, NB: 5, Algo: a})
+					}
+				}
+			}
+			withPanelLayout(none, func() { runMany(t, gr[0], gr[1], RowMajor, tests) })
+			withPanelLayout(mixed, func() { runMany(t, gr[0], gr[1], RowMajor, tests[:3]) })
+		})
+	}
+	// The same system solved with panels packed and column-major.
+	solve := func() [][]float64 {
+		xs := make([][]float64, 4)
+		err := comm.Run(4, func(c *comm.Comm) error {
+			g, err := NewGrid(c, RowMajor, 2, 2)
+			if err != nil {
+				return err
+			}
+			_, m, err := RunTest(g, defaultAlgo(), 300, 32, 16, Options{})
+			if err != nil {
+				return err
+			}
+			xs[c.Rank()] = m.X
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return xs
+	}
+	packed := solve()
+	var unpacked [][]float64
+	withPanelLayout(none, func() { unpacked = solve() })
+	for r := range packed {
+		for i := range packed[r] {
+			if d := math.Abs(packed[r][i] - unpacked[r][i]); d > 1e-9*(1+math.Abs(packed[r][i])) {
+				t.Fatalf("rank %d x[%d]: packed %v, column-major %v", r, i, packed[r][i], unpacked[r][i])
+			}
+		}
 	}
 }
