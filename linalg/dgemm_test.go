@@ -232,9 +232,9 @@ func TestDgemmPrepackA(t *testing.T) {
 }
 
 // TestPackAssembly checks the assembly packing routines against the Go loops they replace:
-// A in blocks of 8 rows, B in panels of 6 columns, depths around the four-row step of packB6.
+// A in blocks of 8 and 24 rows, B in panels of 6 columns, depths around the four-row step of packB6.
 func TestPackAssembly(t *testing.T) {
-	if packA8 == nil && packB6 == nil {
+	if packA8 == nil && packA24 == nil && packB6 == nil {
 		t.Skip("no assembly packing on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(15, 16))
@@ -246,20 +246,23 @@ func TestPackAssembly(t *testing.T) {
 		return s
 	}
 	withoutAsm := func(f func()) {
-		a8, b6 := packA8, packB6
-		packA8, packB6 = nil, nil
-		defer func() { packA8, packB6 = a8, b6 }()
+		a8, a24, b6 := packA8, packA24, packB6
+		packA8, packA24, packB6 = nil, nil, nil
+		defer func() { packA8, packA24, packB6 = a8, a24, b6 }()
 		f()
 	}
 	for _, kc := range []int{1, 3, 4, 5, 8, 37, 192} {
-		for _, mc := range []int{8, 17, 96} {
-			lda, ic, pc := mc+5, 2, 1
-			a := randSlice(lda * (kc + pc))
-			want, got := make([]float64, (mc+7)/8*8*kc), make([]float64, (mc+7)/8*8*kc)
-			withoutAsm(func() { packANoTrans(8, mc, kc, a, lda, ic, pc, want) })
-			packANoTrans(8, mc, kc, a, lda, ic, pc, got)
-			if !slices.Equal(want, got) {
-				t.Fatalf("packA mc=%d kc=%d: assembly and Go differ", mc, kc)
+		for _, mr := range []int{8, 24} {
+			for _, mc := range []int{8, 17, 24, 96, 97} {
+				lda, ic, pc := mc+5, 2, 1
+				a := randSlice(lda * (kc + pc))
+				n := (mc + mr - 1) / mr * mr * kc
+				want, got := make([]float64, n), make([]float64, n)
+				withoutAsm(func() { packANoTrans(mr, mc, kc, a, lda, ic, pc, want) })
+				packANoTrans(mr, mc, kc, a, lda, ic, pc, got)
+				if !slices.Equal(want, got) {
+					t.Fatalf("packA mr=%d mc=%d kc=%d: assembly and Go differ", mr, mc, kc)
+				}
 			}
 		}
 		nc, ldb, pc, jc := 3*6+2, kc+4, 3, 1

@@ -44,6 +44,9 @@ func axpyAVX(n int, alpha float64, x, y *float64)
 func scalAVX(n int, alpha float64, x *float64)
 
 //go:noescape
+func packA24AVX512(n int, src, dst *float64, stride int)
+
+//go:noescape
 func maxAbsAVX(n int, x *float64) float64
 
 //go:noescape
@@ -52,6 +55,9 @@ func findAbsAVX(n int, x *float64, v float64) int
 func init() {
 	if cpu.X86.HasAVX {
 		packA8, packB6 = packA8AVX, packB6AVX
+	}
+	if cpu.X86.HasAVX512F {
+		packA24 = packA24AVX512
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		axpyAsm, scalAsm, maxAbsAsm, findAbsAsm = axpyAVX, scalAVX, maxAbsAVX, findAbsAVX

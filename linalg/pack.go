@@ -103,8 +103,9 @@ func packB8(kc int, b []float64, ldb int, d []float64) {
 // column's n blocks of 8 elements into n micro-panels stride elements apart; packB6 packs
 // rows [0, 4*k4) of six columns of B, row by row.
 var (
-	packA8 func(n int, src, dst *float64, stride int)
-	packB6 func(k4 int, b *float64, ldb int, d *float64)
+	packA8  func(n int, src, dst *float64, stride int)
+	packA24 func(n int, src, dst *float64, stride int)
+	packB6  func(k4 int, b *float64, ldb int, d *float64)
 )
 
 // packANoTrans is packA for a non-transposed A. It reads A in memory order,
@@ -131,6 +132,15 @@ func packANoTrans(mr, mc, kc int, a []float64, lda, ic, pc int, dst []float64) {
 				d := dst[p*8*kc+l*8 : p*8*kc+l*8+8 : p*8*kc+l*8+8]
 				d[0], d[1], d[2], d[3] = s[0], s[1], s[2], s[3]
 				d[4], d[5], d[6], d[7] = s[4], s[5], s[6], s[7]
+			}
+		case 24:
+			if packA24 != nil && full > 0 {
+				_ = dst[(full-1)*24*kc+l*24+23] // bounds check for the assembly's last block
+				packA24(full, &src[0], &dst[l*24], 24*kc)
+				break
+			}
+			for p := range full {
+				copy(dst[p*24*kc+l*24:p*24*kc+l*24+24], src[p*24:p*24+24])
 			}
 		default:
 			for p := range full {

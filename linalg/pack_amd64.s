@@ -74,3 +74,28 @@ bloop:
 bdone:
 	VZEROUPPER
 	RET
+
+// func packA24AVX512(n int, src, dst *float64, stride int)
+// packA8AVX for the AVX-512 kernel's 24-row micro-panels: n blocks of 24 doubles.
+TEXT ·packA24AVX512(SB), NOSPLIT, $0-32
+	MOVQ n+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ dst+16(FP), DI
+	MOVQ stride+24(FP), DX
+	SHLQ $3, DX
+	TESTQ CX, CX
+	JLE done24
+loop24:
+	VMOVUPD (SI), Z0
+	VMOVUPD 64(SI), Z1
+	VMOVUPD 128(SI), Z2
+	VMOVUPD Z0, (DI)
+	VMOVUPD Z1, 64(DI)
+	VMOVUPD Z2, 128(DI)
+	ADDQ $192, SI
+	ADDQ DX, DI
+	DECQ CX
+	JNZ loop24
+done24:
+	VZEROUPPER
+	RET
