@@ -85,6 +85,19 @@ func (s *solver) timed(acc *float64) func() {
 // HPL_pdgesv followed by HPL_pdtrsv). It is collective over the grid. progress, if not nil,
 // is called after each panel on every process.
 func Solve(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) error {
+	s, err := newSolver(g, algo, m, progress)
+	if err != nil {
+		return err
+	}
+	return s.solve(m)
+}
+
+// newSolver sets up a solve of m on this process (collective over the grid: the ranks agree
+// on the panels' layout) with its workspace allocated and touched, so that a timed solve does
+// not pay for fresh pages: on a VM the first touch of memory can cost more than a millisecond
+// per MiB. rocHPL likewise allocates its panels with the matrix, before the timer; netlib
+// allocates them inside HPL_pdgesv.
+func newSolver(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) (*solver, error) {
 	s := &solver{g: g, algo: algo, n: m.N, nb: m.NB, mp: m.Mp, ld: m.LD, a: m.A,
 		nqb: numroc(m.N+1, m.NB, g.MyCol, g.Q), progress: progress}
 	s.panelBufs = make([][]float64, max(algo.Depth, 0)+1)
@@ -93,8 +106,41 @@ func Solve(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) error 
 	s.pivScratch = make([]float64, 2+m.NB)
 	var err error
 	if s.packL2, err = agreePacking(g.All, panelLayout(g.All.Rank(), m.NB)); err != nil {
-		return err
+		return nil, err
 	}
+	s.reserve()
+	return s, nil
+}
+
+// reserve allocates what the first panel, the largest, needs: every slot of the look-ahead
+// window, the factorization's workspace where this process column factors panels, and U's
+// buffer on grids with several process rows (U and the rows displaced below it, at most
+// 2 x NB rows, by this process's columns).
+func (s *solver) reserve() {
+	if s.n == 0 {
+		return
+	}
+	g := s.g
+	jb := min(s.nb, s.n)
+	mloc := s.mp - numroc(jb, s.nb, g.MyRow, g.P)
+	ldw := jb + mloc
+	body := ldw * jb
+	if s.packL2 {
+		body = jb*jb + linalg.PackedALen(mloc, jb)
+	}
+	for i := range s.panelBufs {
+		growBuf(&s.panelBufs[i], body+jb)
+	}
+	if s.packL2 && g.MyCol < (s.n+s.nb-1)/s.nb {
+		growBuf(&s.factorBuf, ldw*jb)
+	}
+	if g.P > 1 {
+		growBuf(&s.ubuf, 2*jb*s.nqb)
+	}
+}
+
+// solve runs the factorization and the back substitution.
+func (s *solver) solve(m *Matrix) error {
 	info, err := s.factorAll()
 	if err != nil {
 		return err

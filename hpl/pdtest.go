@@ -33,16 +33,20 @@ func RunTest(g *Grid, algo Algo, n, nb int, thresh float64, opt Options) (*Resul
 	m.Generate(g, seed)
 	r := &Result{N: n, NB: nb, P: g.P, Q: g.Q, Variant: algo.Code()}
 
+	var progress func(int, int)
+	if g.All.Rank() == 0 {
+		progress = opt.Progress
+	}
+	s, err := newSolver(g, algo, m, progress)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := barrier(g.All); err != nil {
 		return nil, nil, err
 	}
 	r.Start = time.Now()
 	t0 := time.Now()
-	var progress func(int, int)
-	if g.All.Rank() == 0 {
-		progress = opt.Progress
-	}
-	if err := Solve(g, algo, m, progress); err != nil {
+	if err := s.solve(m); err != nil {
 		return nil, nil, err
 	}
 	elapsed := time.Since(t0).Seconds()

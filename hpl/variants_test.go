@@ -327,3 +327,55 @@ func TestUnpackedPanels(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspaceReserved: newSolver allocates every buffer the solve needs (the timed solve
+// must not allocate its workspace), over grids, variants, ragged and single blocks, with
+// packed and column-major panels.
+func TestWorkspaceReserved(t *testing.T) {
+	same := func(a, b []float64) bool {
+		return cap(a) == cap(b) && (cap(a) == 0 || &a[:1][0] == &b[:1][0])
+	}
+	for _, layout := range []func(int, int) int{panelLayout, func(int, int) int { return 0 }} {
+		for _, gr := range [][2]int{{1, 1}, {1, 2}, {2, 1}, {2, 3}, {3, 2}} {
+			for _, depth := range []int{0, 1, 2} {
+				for _, sw := range []Swap{SwapBinExch, SwapLong} {
+					for _, sz := range [][2]int{{57, 5}, {40, 64}, {96, 16}} {
+						withPanelLayout(layout, func() {
+							err := comm.Run(gr[0]*gr[1], func(c *comm.Comm) error {
+								g, err := NewGrid(c, RowMajor, gr[0], gr[1])
+								if err != nil {
+									return err
+								}
+								a := defaultAlgo()
+								a.Depth, a.Swap = depth, sw
+								m := NewMatrix(g, sz[0], sz[1], a.Align)
+								m.Generate(g, Seed)
+								s, err := newSolver(g, a, m, nil)
+								if err != nil {
+									return err
+								}
+								panels := append([][]float64(nil), s.panelBufs...)
+								factor, ubuf := s.factorBuf, s.ubuf
+								if err := s.solve(m); err != nil {
+									return err
+								}
+								for i := range panels {
+									if !same(panels[i], s.panelBufs[i]) {
+										return fmt.Errorf("rank %d: panel slot %d grew during the solve", c.Rank(), i)
+									}
+								}
+								if !same(factor, s.factorBuf) || !same(ubuf, s.ubuf) {
+									return fmt.Errorf("rank %d: factorization workspace or U's buffer grew during the solve", c.Rank())
+								}
+								return nil
+							})
+							if err != nil {
+								t.Fatalf("%dx%d depth %d swap %d N=%d NB=%d packed=%v: %v", gr[0], gr[1], depth, sw, sz[0], sz[1], layout(0, sz[1]) > 0, err)
+							}
+						})
+					}
+				}
+			}
+		}
+	}
+}
