@@ -4,8 +4,9 @@ package linalg
 
 // The default backend: everything in Go and Go assembly, no cgo.
 
-// packedABackend: DgemmPackedA runs on the Go kernels.
-const packedABackend = true
+// goBackend: Dgemm and Dtrsm run on the Go kernels, with their packing buffers (so
+// DgemmPackedA and Reserve apply).
+const goBackend = true
 
 func gemmBackend(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
 	gemm(maxThreads(), transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)

@@ -15,8 +15,9 @@ import (
 	"github.com/gorun-hpc/gorun/linalg/internal/openblas"
 )
 
-// packedABackend: OpenBLAS packs its operands itself, so PackA has nothing to hand it.
-const packedABackend = false
+// goBackend: OpenBLAS packs its operands itself, in its own buffers, so PackA has nothing to
+// hand it and Reserve nothing to ready.
+const goBackend = false
 
 // i32 converts a size to the 32-bit integers of OpenBLAS's LP64 interface.
 func i32(routine string, v int) int32 {

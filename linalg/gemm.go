@@ -102,9 +102,15 @@ const prepackMaxA = 4 << 20
 // (megabytes) and the first touch of fresh pages is slow, so they are kept
 // for reuse instead of being left to the garbage collector.
 type gemmBufs struct {
-	b []float64   // packed kc×nc block of op(B), shared by the workers
-	a [][]float64 // packed mc×kc block of op(A), one per worker
+	b   []float64   // packed kc×nc block of op(B), shared by the workers
+	a   [][]float64 // packed mc×kc block of op(A), one per worker
+	tmp []*edgeTile // one per worker
 }
+
+// edgeTile holds a partial tile of C for the full-size kernel: the largest kernel tile is
+// 24×8. It lives with the buffers because the kernels, called through function values, make
+// a local array escape to the heap: an allocation per call.
+type edgeTile [32 * 32]float64
 
 var bufCache struct {
 	sync.Mutex
@@ -114,6 +120,12 @@ var bufCache struct {
 // maxCachedBufs bounds the number of idle buffer sets kept; more are only
 // needed when many goroutines call Dgemm at once.
 const maxCachedBufs = 16
+
+// blockALen and blockBLen are the packed A and B blocks of the kernel's cache blocking, the
+// largest that a call packs (but for the whole of A with prepackA): buffers are made at
+// least this large so that they are made once, not again each time a call needs more.
+func blockALen() int { return kern.mc * kern.kc }
+func blockBLen() int { return kern.kc * roundUp(kern.nc, kern.nr) }
 
 func getBufs(threads, aLen, bLen int) *gemmBufs {
 	bufCache.Lock()
@@ -127,19 +139,46 @@ func getBufs(threads, aLen, bLen int) *gemmBufs {
 		g = new(gemmBufs)
 	}
 	if cap(g.b) < bLen {
-		g.b = allocBuf(bLen)
+		g.b = allocBuf(max(bLen, blockBLen()))
 	}
 	g.b = g.b[:bLen]
 	for len(g.a) < threads {
 		g.a = append(g.a, nil)
 	}
+	for len(g.tmp) < threads {
+		g.tmp = append(g.tmp, new(edgeTile))
+	}
 	for w := range threads {
 		if cap(g.a[w]) < aLen {
-			g.a[w] = allocBuf(aLen)
+			g.a[w] = allocBuf(max(aLen, blockALen()))
 		}
 		g.a[w] = g.a[w][:aLen]
 	}
 	return g
+}
+
+// Reserve readies the packing buffers of a Dgemm or Dtrsm call with as many goroutines as
+// SetThreads allows (any call but one packing all of a tall A at once), their pages touched,
+// so that the first calls after it do not pay for fresh memory: on a VM, first touches cost
+// microseconds a page. HPL calls it before it starts its clock.
+func Reserve() {
+	if !goBackend {
+		return // OpenBLAS keeps its own buffers
+	}
+	g := getBufs(maxThreads(), blockALen(), blockBLen())
+	touch(g.b)
+	for _, a := range g.a {
+		touch(a)
+	}
+	putBufs(g)
+}
+
+// touch writes to every page of b.
+func touch(b []float64) {
+	b = b[:cap(b)]
+	for i := 0; i < len(b); i += 512 {
+		b[i] = 0
+	}
 }
 
 func putBufs(g *gemmBufs) {
@@ -245,7 +284,7 @@ func (j *gemmJob) work(w int) {
 	nr := j.kn.nr
 	abuf := j.bufs.a[w]
 	bbuf := j.bufs.b
-	var tmp [32 * 32]float64 // edge tiles; the largest kernel tile is 24×8
+	tmp := j.bufs.tmp[w]
 	for jc := 0; jc < j.n; jc += j.ncB {
 		nc := min(j.ncB, j.n-jc)
 		npanels := (nc + nr - 1) / nr
@@ -259,7 +298,7 @@ func (j *gemmJob) work(w int) {
 					if j.packedA == nil && (!j.prepackA || jc == 0) {
 						packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, ap)
 					}
-					macroKernel(j.kn, mc, nc, kc, j.alpha, ap, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
+					macroKernel(j.kn, mc, nc, kc, j.alpha, ap, bbuf, j.c, j.ldc, ic, jc, 0, npanels, tmp)
 				}
 				continue
 			}
@@ -287,7 +326,7 @@ func (j *gemmJob) work(w int) {
 					if j.packedA == nil {
 						packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, ap)
 					}
-					macroKernel(j.kn, mc, nc, kc, j.alpha, ap, bbuf, j.c, j.ldc, ic, jc, 0, npanels, &tmp)
+					macroKernel(j.kn, mc, nc, kc, j.alpha, ap, bbuf, j.c, j.ldc, ic, jc, 0, npanels, tmp)
 				}
 			} else {
 				// Few rows: every task packs the (small) A block itself.
@@ -303,7 +342,7 @@ func (j *gemmJob) work(w int) {
 						if j.packedA == nil {
 							packA(j.transA, j.kn.mr, mc, kc, j.a, j.lda, ic, pc, ap)
 						}
-						macroKernel(j.kn, mc, nc, kc, j.alpha, ap, bbuf, j.c, j.ldc, ic, jc, lo, hi, &tmp)
+						macroKernel(j.kn, mc, nc, kc, j.alpha, ap, bbuf, j.c, j.ldc, ic, jc, lo, hi, tmp)
 					}
 				}
 			}
@@ -330,7 +369,7 @@ func (j *gemmJob) aBlock(abuf []float64, ic, mc, kc int) []float64 {
 // macroKernel runs the micro-kernel over the mc×nc block of C at (ic, jc),
 // for the B micro-panels [plo, phi). Each B micro-panel stays in L1 while
 // the A block streams from L2.
-func macroKernel(kn microKernel, mc, nc, kc int, alpha float64, ap, bp, c []float64, ldc, ic, jc, plo, phi int, tmp *[32 * 32]float64) {
+func macroKernel(kn microKernel, mc, nc, kc int, alpha float64, ap, bp, c []float64, ldc, ic, jc, plo, phi int, tmp *edgeTile) {
 	mr, nr := kn.mr, kn.nr
 	fn := kn.fn
 	for jp := plo; jp < phi; jp++ {

@@ -13,7 +13,7 @@ package linalg
 // PackedALayout identifies the layout PackA writes: the micro-panel height, or 0 where
 // Dgemm cannot take a packed operand (the openblas backend).
 func PackedALayout() int {
-	if !packedABackend {
+	if !goBackend {
 		return 0
 	}
 	return kern.mr
@@ -23,7 +23,7 @@ func PackedALayout() int {
 // DgemmPackedA cannot take one of k columns: the openblas backend, or k deeper than one
 // cache block of the kernel (the kc of Dgemm's blocking).
 func PackedALen(m, k int) int {
-	if !packedABackend || m < 0 || k < 0 || k > kern.kc {
+	if !goBackend || m < 0 || k < 0 || k > kern.kc {
 		return -1
 	}
 	return roundUp(m, kern.mr) * k

@@ -12,7 +12,7 @@ import (
 // with every micro-kernel this CPU runs, one and two workers, tiny and real cache blocks,
 // row counts around the tile, both forms of B, and the quick returns.
 func TestDgemmPackedA(t *testing.T) {
-	if !packedABackend {
+	if !goBackend {
 		t.Skip("this backend takes no packed operands")
 	}
 	saved := kern
@@ -90,7 +90,7 @@ func testDgemmPackedACase(t *testing.T, rng *rand.Rand, tB Transpose, m, n, k in
 // TestPackedALimits checks what PackedALen refuses and that misuse panics with the
 // routine's name rather than reading out of bounds.
 func TestPackedALimits(t *testing.T) {
-	if !packedABackend {
+	if !goBackend {
 		if PackedALayout() != 0 || PackedALen(10, 4) != -1 {
 			t.Fatalf("PackedALayout() = %d, PackedALen(10, 4) = %d, want 0 and -1 on this backend", PackedALayout(), PackedALen(10, 4))
 		}

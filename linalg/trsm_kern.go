@@ -46,7 +46,7 @@ func trsmKernLower(kn microKernel, trans, unit bool, m, n int, alpha float64, a 
 		}
 		invLowerBlock(trans, unit, rows, mr, a, lda, i0, d[mr*i0:])
 	}
-	var tmp [32 * 32]float64
+	tmp := bufs.tmp[0]
 	for j0 := 0; j0 < n; j0 += nr {
 		cols := min(nr, n-j0)
 		if alpha != 1 {
