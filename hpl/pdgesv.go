@@ -93,7 +93,8 @@ func Solve(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) error 
 }
 
 // newSolver sets up a solve of m on this process (collective over the grid: the ranks agree
-// on the panels' layout) with its workspace allocated and touched, so that a timed solve does
+// on the panels' layout) with its workspace allocated and touched, and linalg's packing
+// buffers too (linalg.Reserve), so that a timed solve does
 // not pay for fresh pages: on a VM the first touch of memory can cost more than a millisecond
 // per MiB. rocHPL likewise allocates its panels with the matrix, before the timer; netlib
 // allocates them inside HPL_pdgesv.
@@ -101,7 +102,7 @@ func newSolver(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) (*
 	s := &solver{g: g, algo: algo, n: m.N, nb: m.NB, mp: m.Mp, ld: m.LD, a: m.A,
 		nqb: numroc(m.N+1, m.NB, g.MyCol, g.Q), progress: progress}
 	s.panelBufs = make([][]float64, max(algo.Depth, 0)+1)
-	s.diagBuf = make([]float64, m.NB*m.NB)
+	growBuf(&s.diagBuf, m.NB*m.NB)
 	s.pivBuf = make([]float64, 2+m.NB)
 	s.pivScratch = make([]float64, 2+m.NB)
 	var err error
@@ -109,6 +110,7 @@ func newSolver(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) (*
 		return nil, err
 	}
 	s.reserve()
+	linalg.Reserve()
 	return s, nil
 }
 
