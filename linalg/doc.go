@@ -32,7 +32,8 @@
 //
 // A call uses up to GOMAXPROCS goroutines (see SetThreads); every routine is
 // safe for concurrent use on disjoint outputs. Packing buffers are kept and
-// reused across calls, since touching fresh pages is slow.
+// reused across calls, since touching fresh pages is slow; Reserve readies
+// them ahead of a timed region.
 package linalg
 
 // Transpose says whether a matrix operand is used as is or transposed.
