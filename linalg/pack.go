@@ -108,6 +108,17 @@ var (
 	packB6  func(k4 int, b *float64, ldb int, d *float64)
 )
 
+// packABlocks is the assembly routine that copies blocks of mr elements, nil if none.
+func packABlocks(mr int) func(n int, src, dst *float64, stride int) {
+	switch mr {
+	case 8:
+		return packA8
+	case 24:
+		return packA24
+	}
+	return nil
+}
+
 // packANoTrans is packA for a non-transposed A. It reads A in memory order,
 // down each column of the block, and scatters each column's mc elements to
 // the micro-panels: reading panel by panel instead would visit kc columns
@@ -118,36 +129,27 @@ func packANoTrans(mr, mc, kc int, a []float64, lda, ic, pc int, dst []float64) {
 	rows := mc - full*mr // of the last, partial panel
 	for l := range kc {
 		src := a[ic+(pc+l)*lda : ic+(pc+l)*lda+mc]
-		switch mr {
-		case 8:
-			if packA8 != nil && full > 0 {
-				_ = dst[(full-1)*8*kc+l*8+7] // bounds check for the assembly's last block
-				packA8(full, &src[0], &dst[l*8], 8*kc)
-				break
-			}
-			// Element by element: the compiler turns an [8]float64 block
-			// assignment or a copy of 8 into a call to memmove.
-			for p := range full {
-				s := src[p*8 : p*8+8 : p*8+8]
-				d := dst[p*8*kc+l*8 : p*8*kc+l*8+8 : p*8*kc+l*8+8]
-				d[0], d[1], d[2], d[3] = s[0], s[1], s[2], s[3]
-				d[4], d[5], d[6], d[7] = s[4], s[5], s[6], s[7]
-			}
-		case 24:
-			if packA24 != nil && full > 0 {
-				_ = dst[(full-1)*24*kc+l*24+23] // bounds check for the assembly's last block
-				packA24(full, &src[0], &dst[l*24], 24*kc)
-				break
-			}
-			for p := range full {
-				copy(dst[p*24*kc+l*24:p*24*kc+l*24+24], src[p*24:p*24+24])
-			}
-		default:
-			for p := range full {
-				s := src[p*mr : p*mr+mr]
-				d := dst[p*mr*kc+l*mr : p*mr*kc+l*mr+mr]
-				for i := range d {
-					d[i] = s[i]
+		if asm := packABlocks(mr); asm != nil && full > 0 {
+			_ = dst[(full-1)*mr*kc+l*mr+mr-1] // bounds check for the assembly's last block
+			asm(full, &src[0], &dst[l*mr], mr*kc)
+		} else {
+			switch mr {
+			case 8:
+				// Element by element: the compiler turns an [8]float64 block
+				// assignment or a copy of 8 into a call to memmove.
+				for p := range full {
+					s := src[p*8 : p*8+8 : p*8+8]
+					d := dst[p*8*kc+l*8 : p*8*kc+l*8+8 : p*8*kc+l*8+8]
+					d[0], d[1], d[2], d[3] = s[0], s[1], s[2], s[3]
+					d[4], d[5], d[6], d[7] = s[4], s[5], s[6], s[7]
+				}
+			default:
+				for p := range full {
+					s := src[p*mr : p*mr+mr]
+					d := dst[p*mr*kc+l*mr : p*mr*kc+l*mr+mr]
+					for i := range d {
+						d[i] = s[i]
+					}
 				}
 			}
 		}
