@@ -39,10 +39,7 @@ func (s *solver) newPanel(k int) *panel {
 	mloc := s.mp - lp0
 	ldw := jb + mloc
 	p := &panel{k: k, jj: jj, jb: jb, mloc: mloc, ldw: ldw, lp0: lp0, ipiv: make([]int, jb)}
-	body := ldw * jb
-	if s.packL2 {
-		body = jb*jb + linalg.PackedALen(mloc, jb)
-	}
+	body := s.panelBody(jb, mloc)
 	slot := k % len(s.panelBufs) // the look-ahead window holds depth+1 panels
 	p.buf = growBuf(&s.panelBufs[slot], body+jb)
 	if s.packL2 {
@@ -57,6 +54,15 @@ func (s *solver) newPanel(k int) *panel {
 		p.l2 = p.w[jb:]
 	}
 	return p
+}
+
+// panelBody is the length of what a panel of jb columns and mloc local rows below its
+// diagonal block broadcasts before its pivots: w, or L1 and the packed L2.
+func (s *solver) panelBody(jb, mloc int) int {
+	if s.packL2 {
+		return jb*jb + linalg.PackedALen(mloc, jb)
+	}
+	return (jb + mloc) * jb
 }
 
 // growBuf returns (*b)[:n], first replacing *b with a larger buffer if it is too small.

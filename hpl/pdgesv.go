@@ -124,16 +124,11 @@ func (s *solver) reserve() {
 	g := s.g
 	jb := min(s.nb, s.n)
 	mloc := s.mp - numroc(jb, s.nb, g.MyRow, g.P)
-	ldw := jb + mloc
-	body := ldw * jb
-	if s.packL2 {
-		body = jb*jb + linalg.PackedALen(mloc, jb)
-	}
 	for i := range s.panelBufs {
-		growBuf(&s.panelBufs[i], body+jb)
+		growBuf(&s.panelBufs[i], s.panelBody(jb, mloc)+jb)
 	}
 	if s.packL2 && g.MyCol < (s.n+s.nb-1)/s.nb {
-		growBuf(&s.factorBuf, ldw*jb)
+		growBuf(&s.factorBuf, (jb+mloc)*jb)
 	}
 	if g.P > 1 {
 		growBuf(&s.ubuf, 2*jb*s.nqb)

@@ -127,9 +127,10 @@ func packABlocks(mr int) func(n int, src, dst *float64, stride int) {
 func packANoTrans(mr, mc, kc int, a []float64, lda, ic, pc int, dst []float64) {
 	full := mc / mr
 	rows := mc - full*mr // of the last, partial panel
+	asm := packABlocks(mr)
 	for l := range kc {
 		src := a[ic+(pc+l)*lda : ic+(pc+l)*lda+mc]
-		if asm := packABlocks(mr); asm != nil && full > 0 {
+		if asm != nil && full > 0 {
 			_ = dst[(full-1)*mr*kc+l*mr+mr-1] // bounds check for the assembly's last block
 			asm(full, &src[0], &dst[l*mr], mr*kc)
 		} else {
