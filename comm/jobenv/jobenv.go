@@ -28,6 +28,16 @@ const (
 	JobID = "GORUN_JOB_ID"
 	// Secret is the per-job key (hex) every connection proves it knows before it is accepted.
 	Secret = "GORUN_SECRET"
+	// SecretFile names a file holding the job's secret (for launchers that cannot pass one in
+	// the environment: a file on a shared filesystem). It must not be readable by group or others.
+	SecretFile = "GORUN_SECRET_FILE"
+	// Insecure, when "1", lets a multi-host job without GORUN_SECRET or GORUN_SECRET_FILE start
+	// with a secret derived from public facts of the job; every rank warns that it is guessable.
+	Insecure = "GORUN_INSECURE"
+	// Oversubscribed, when "1", says the launcher placed more of the job's ranks on this host
+	// than it has cores: ranks yield the core while they wait, and a starved peer on this host
+	// is not presumed dead while its process is alive.
+	Oversubscribed = "GORUN_OVERSUBSCRIBED"
 	// PeerTimeout bounds how long a rank waits on a silent peer before it reports it lost
 	// (a Go duration such as "30s").
 	PeerTimeout = "GORUN_PEER_TIMEOUT"
