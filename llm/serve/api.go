@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -117,12 +118,28 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) model(w http.ResponseWriter, r *http.Request) {
-	if id := r.PathValue("id"); id != s.cfg.ModelName {
-		writeError(w, &apiError{status: http.StatusNotFound, Message: fmt.Sprintf("the model %q does not exist; this server has %q", id, s.cfg.ModelName),
-			Type: "invalid_request_error", Code: "model_not_found"})
+	if e := s.checkModel(r.PathValue("id"), false); e != nil {
+		writeError(w, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, s.modelObject())
+}
+
+// checkModel applies the one model-name rule of every route: the server answers to its own
+// name only, as OpenAI does for a model that does not exist (404 model_not_found); a request
+// body may leave "model" out (or empty) to mean the server's model.
+func (s *Server) checkModel(name string, inBody bool) *apiError {
+	if name == s.cfg.ModelName || (inBody && name == "") {
+		return nil
+	}
+	e := &apiError{status: http.StatusNotFound, Message: fmt.Sprintf("the model %q does not exist; this server serves %q", name, s.cfg.ModelName),
+		Type: "invalid_request_error", Code: "model_not_found"}
+	if inBody {
+		param := "model"
+		e.Param = &param
+		e.Message += ` (send that name, or leave "model" out)`
+	}
+	return e
 }
 
 // genParams are the generation fields both endpoints share (OpenAI's, and top_k, min_p and
@@ -174,7 +191,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *apiError
 		switch {
 		case errors.As(err, &te):
 			te.Field = strings.TrimPrefix(te.Field, "genParams.")
-			return badRequest("invalid_type", te.Field, "field %q: got a JSON %s, want %s", te.Field, te.Value, jsonKind(te.Type.String()))
+			return badRequest("invalid_type", te.Field, "field %q: got a JSON %s, want %s", te.Field, te.Value, jsonKind(te.Type))
 		case errors.As(err, &se):
 			return badRequest("invalid_json", "", "malformed JSON at byte %d: %v", se.Offset, err)
 		default:
@@ -184,33 +201,40 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *apiError
 	return nil
 }
 
-func jsonKind(goType string) string {
-	switch {
-	case strings.Contains(goType, "int"):
-		return "an integer"
-	case strings.Contains(goType, "float"):
-		return "a number"
-	case strings.Contains(goType, "bool"):
-		return "a boolean"
-	case strings.Contains(goType, "string"):
-		return "a string"
-	case strings.HasPrefix(goType, "[]"):
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
 		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
 	}
-	return "an object"
+	return "a JSON value"
 }
 
-// job builds the engine job of a request whose prompt is tokenized, checking the numbers.
-func (s *Server) job(ctx context.Context, p *genParams, prompt []int32) (*job, *apiError) {
+// job builds the engine job of a request whose prompt is tokenized, checking the numbers;
+// promptParam names the request's prompt field in errors ("messages" or "prompt").
+func (s *Server) job(ctx context.Context, p *genParams, prompt []int32, promptParam string) (*job, *apiError) {
 	if p.N != nil && *p.N != 1 {
 		return nil, badRequest("unsupported_value", "n", "n = %d: only one choice per request is supported", *p.N)
 	}
 	if len(prompt) == 0 {
-		return nil, badRequest("invalid_value", "prompt", "the prompt is empty")
+		return nil, badRequest("invalid_value", promptParam, "the prompt is empty")
 	}
 	ctxLen := s.cfg.Context
 	if len(prompt) >= ctxLen {
-		return nil, badRequest("context_length_exceeded", "messages", "the prompt has %d tokens; this model's context per request is %d tokens (one must be left to generate)", len(prompt), ctxLen)
+		return nil, badRequest("context_length_exceeded", promptParam, "the prompt has %d tokens; this model's context per request is %d tokens (one must be left to generate)", len(prompt), ctxLen)
 	}
 	j := &job{ctx: ctx, prompt: prompt, maxTokens: ctxLen - len(prompt), ignoreEOS: p.IgnoreEOS}
 	maxTok := p.MaxTokens
@@ -324,6 +348,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	if e := s.checkModel(req.Model, true); e != nil {
+		writeError(w, e)
+		return
+	}
 	if len(req.Messages) == 0 {
 		writeError(w, badRequest("invalid_value", "messages", "messages is empty: want at least one message"))
 		return
@@ -375,6 +403,10 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	if e := s.checkModel(req.Model, true); e != nil {
+		writeError(w, e)
+		return
+	}
 	var prompt []int32
 	var text string
 	var list []string
@@ -412,7 +444,11 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 
 // generate runs a request and writes its response, whole or streamed.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, prompt []int32, chat bool) {
-	j, e := s.job(r.Context(), p, prompt)
+	promptParam := "prompt"
+	if chat {
+		promptParam = "messages"
+	}
+	j, e := s.job(r.Context(), p, prompt, promptParam)
 	if e != nil {
 		writeError(w, e)
 		return

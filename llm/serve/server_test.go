@@ -323,7 +323,7 @@ func TestBadInput(t *testing.T) {
 		{"temperature a string", "/v1/chat/completions", map[string]any{"messages": user("hi"), "temperature": "hot"}, 400, "invalid_type", `field "temperature"`},
 		{"messages an object", "/v1/chat/completions", `{"messages":{"role":"user"}}`, 400, "invalid_type", `field "messages"`},
 		{"stream a string", "/v1/completions", `{"prompt":"hi","stream":"yes"}`, 400, "invalid_type", `field "stream"`},
-		{"no messages", "/v1/chat/completions", `{"model":"x"}`, 400, "invalid_value", "messages is empty"},
+		{"no messages", "/v1/chat/completions", `{"model":"stories"}`, 400, "invalid_value", "messages is empty"},
 		{"empty messages", "/v1/chat/completions", `{"messages":[]}`, 400, "invalid_value", "messages is empty"},
 		{"empty content", "/v1/chat/completions", map[string]any{"messages": user("  ")}, 400, "invalid_value", "last message is empty"},
 		{"content a number", "/v1/chat/completions", `{"messages":[{"role":"user","content":5}]}`, 400, "invalid_type", "messages[0].content"},
@@ -353,6 +353,44 @@ func TestBadInput(t *testing.T) {
 		e := errorOf(t, body)
 		if e.Error.Code != c.code || !strings.Contains(e.Error.Message, c.want) {
 			t.Errorf("%s: %s, want code %q and a message with %q", c.name, body, c.code, c.want)
+		}
+	}
+	// What the error names: the JSON kind wanted, the field (param) at fault.
+	for _, c := range []struct {
+		name, path string
+		body       any
+		status     int
+		code       string
+		param      string
+		want       string
+	}{
+		{"messages a string", "/v1/chat/completions", `{"messages":"hi"}`, 400, "invalid_type", "messages", `field "messages": got a JSON string, want an array`},
+		{"messages an object", "/v1/chat/completions", `{"messages":{"role":"user"}}`, 400, "invalid_type", "messages", "got a JSON object, want an array"},
+		{"max_tokens a string", "/v1/completions", `{"prompt":"hi","max_tokens":"ten"}`, 400, "invalid_type", "max_tokens", "got a JSON string, want an integer"},
+		{"temperature a string", "/v1/completions", `{"prompt":"hi","temperature":"hot"}`, 400, "invalid_type", "temperature", "got a JSON string, want a number"},
+		{"stream a number", "/v1/completions", `{"prompt":"hi","stream":1}`, 400, "invalid_type", "stream", "got a JSON number, want a boolean"},
+		{"model a number", "/v1/completions", `{"prompt":"hi","model":7}`, 400, "invalid_type", "model", "got a JSON number, want a string"},
+		{"prompt longer than context", "/v1/completions", map[string]any{"prompt": long}, 400, "context_length_exceeded", "prompt", "context per request is 128"},
+		{"chat longer than context", "/v1/chat/completions", map[string]any{"messages": user(long)}, 400, "context_length_exceeded", "messages", "context per request is 128"},
+		{"prompt of token ids longer than context", "/v1/completions", map[string]any{"prompt": make([]int, 200)}, 400, "context_length_exceeded", "prompt", "the prompt has 200 tokens"},
+		{"unknown model, chat", "/v1/chat/completions", map[string]any{"model": "gpt-4", "messages": user("hi")}, 404, "model_not_found", "model", `"gpt-4" does not exist; this server serves "stories"`},
+		{"unknown model, completions", "/v1/completions", `{"model":"gpt-4","prompt":"hi"}`, 404, "model_not_found", "model", `"gpt-4" does not exist`},
+	} {
+		code, _, body := ts.post(t, c.path, c.body)
+		if code != c.status {
+			t.Errorf("%s: status %d, want %d: %s", c.name, code, c.status, body)
+			continue
+		}
+		e := errorOf(t, body)
+		if e.Error.Code != c.code || e.Error.Param == nil || *e.Error.Param != c.param || !strings.Contains(e.Error.Message, c.want) {
+			t.Errorf("%s: %s, want code %q, param %q and a message with %q", c.name, body, c.code, c.param, c.want)
+		}
+	}
+	// The model's own name, or none, is accepted.
+	for _, model := range []string{`"model":"stories",`, `"model":"",`, ``} {
+		code, _, body := ts.post(t, "/v1/completions", `{`+model+`"prompt":"Once upon a time","max_tokens":3,"temperature":0}`)
+		if code != 200 || !strings.Contains(string(body), `"model":"stories"`) {
+			t.Errorf("%s: %d %s", model, code, body)
 		}
 	}
 	// Wrong methods and paths.
