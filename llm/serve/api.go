@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -179,6 +180,10 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *apiError
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
 			return &apiError{status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("the request body is over the limit of %d bytes", mb.Limit), Type: "invalid_request_error", Code: "request_too_large"}
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return &apiError{status: http.StatusRequestTimeout, Message: fmt.Sprintf("the request body did not arrive within the read timeout (%v)", limit(s.cfg.ReadTimeout, DefaultReadTimeout)),
+				Type: "invalid_request_error", Code: "request_timeout"}
 		}
 		return badRequest("invalid_body", "", "reading the request body: %v", err)
 	}
@@ -461,6 +466,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, 
 		writeError(w, ae)
 		return
 	}
+	// The write timeout counts from each write, not from the request (the model may work far
+	// longer): armed before each one, and for the server's last writes after the handler.
+	rc := http.NewResponseController(w)
+	defer s.armWrite(rc)
 	prefix, object := "cmpl-", "text_completion"
 	if chat {
 		prefix, object = "chatcmpl-", "chat.completion"
@@ -479,6 +488,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, 
 		}
 		if ev.Err != nil {
 			if r.Context().Err() == nil {
+				s.armWrite(rc)
 				writeError(w, engineError(ev.Err))
 			}
 			return
@@ -493,6 +503,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, 
 		} else {
 			choice["text"] = text.String()
 		}
+		s.armWrite(rc)
 		writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": object, "created": created, "model": s.cfg.ModelName,
 			"choices": []any{choice}, "usage": usage(ev)})
 		return
@@ -523,8 +534,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, id, obje
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	// Each event must reach the client within the write timeout.
 	send := func(v any) bool {
 		b, _ := json.Marshal(v)
+		s.armWrite(rc)
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
 			return false
 		}
@@ -563,6 +576,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, id, obje
 			last := chunk("", ev.Finish)
 			last["usage"] = usage(ev)
 			if send(last) {
+				s.armWrite(rc)
 				fmt.Fprint(w, "data: [DONE]\n\n")
 				rc.Flush()
 			}

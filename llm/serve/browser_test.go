@@ -14,8 +14,9 @@ import (
 // The chat page in headless Chromium: a question typed and sent comes back as a streamed
 // answer in the page (growing over several DOM updates), equal to the API's answer to the same
 // conversation. It runs against GORUN_SERVE_URL when set (CI: a `gorun -n 2 llm serve`), else
-// against an in-process server at TP = 2. Without Chromium it skips, unless
-// GORUN_REQUIRE_BROWSER=1 (CI installs it).
+// against an in-process server at TP = 2. The page asks for the API key when the server wants
+// one (GORUN_SERVE_KEY for the external server; the in-process one always has one). Without
+// Chromium it skips, unless GORUN_REQUIRE_BROWSER=1 (CI installs it).
 func TestChatPageInBrowser(t *testing.T) {
 	browser := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -32,14 +33,19 @@ func TestChatPageInBrowser(t *testing.T) {
 	}
 	ts := &testServer{client: defaultTestClient()}
 	external := os.Getenv("GORUN_SERVE_URL")
+	key := os.Getenv("GORUN_SERVE_KEY")
 	if external != "" {
 		ts.url = external
 	} else {
 		// Slow steps (about 0.5 s for the whole answer), so that the page reads the stream in
-		// many pieces rather than all at once.
-		ts = startServer(t, serverOpts{ranks: 2, setup: func(rank int, s *Server) {
+		// many pieces rather than all at once; an API key, which the page asks for.
+		key = testKey
+		ts = startServer(t, serverOpts{ranks: 2, cfg: Config{APIKey: key}, setup: func(rank int, s *Server) {
 			s.eng.beforeStep = func() { time.Sleep(4 * time.Millisecond) }
 		}})
+	}
+	if key != "" {
+		ts.client.Transport = withKey{ts.client.Transport, key}
 	}
 	const question = "Tell me a story about a cat."
 	code, _, body := ts.post(t, "/v1/chat/completions", map[string]any{"messages": []any{map[string]any{"role": "user", "content": question}}, "temperature": 0})
@@ -61,6 +67,16 @@ func TestChatPageInBrowser(t *testing.T) {
 	)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if key != "" {
+		err = chromedp.Do(ctx,
+			chromedp.WaitVisible(chromedp.ID("apikey")),
+			chromedp.SendKeys(chromedp.ID("apikey"), key),
+			chromedp.Click(chromedp.ID("usekey")),
+		)
+		if err != nil {
+			t.Fatalf("API key field: %v", err)
+		}
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("model").textContent.includes("TP=")`)); err != nil {
 		t.Fatalf("model list: %v", err)

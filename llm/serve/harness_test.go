@@ -93,7 +93,11 @@ func startServer(t *testing.T, o serverOpts) *testServer {
 					return err
 				}
 				once.Do(func() {
-					ts.url = "http://" + ln.Addr().String()
+					scheme := "http://"
+					if cfg.TLS != nil {
+						scheme = "https://"
+					}
+					ts.url = scheme + ln.Addr().String()
 					ts.srv, ts.tok = s, tok
 				})
 			}

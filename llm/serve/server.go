@@ -4,14 +4,15 @@
 // lockstep, replaying the plan rank 0 broadcasts for each step. Requests are batched
 // continuously: each step carries one decode token of every running request and prompt
 // chunks of new ones, through one matrix product per weight; each request owns a KV cache slot
-// from its admission to its end (or its client's departure).
+// from its admission to its end (or its client's departure). Config sets the HTTP guards: an
+// API key, TLS, timeouts and a cap on connections.
 package serve
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"net/http"
@@ -37,6 +38,21 @@ type Config struct {
 	// ModelTemplate is the model's tokenizer.chat_template ("" when it has none).
 	ModelTemplate string
 	Log           *log.Logger // nil: no request log
+
+	// APIKey, when set, is required on /v1/*, /metrics and unrouted paths, as
+	// "Authorization: Bearer KEY" or "x-api-key: KEY" (401 otherwise); the chat page's files and
+	// /health stay open.
+	APIKey string
+	// TLS, when set, makes rank 0 serve HTTPS with it (see TLSConfig).
+	TLS *tls.Config
+	// HTTP limits: 0 takes the Default* value, a negative one turns the limit off.
+	ReadHeaderTimeout time.Duration // request line and headers
+	ReadTimeout       time.Duration // the whole request, body included (408 when the body is late)
+	// WriteTimeout bounds a whole response on the short routes; on the generation routes,
+	// each write (each streamed chunk), not counting the time the model works.
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration // a keep-alive connection waiting for its next request
+	MaxConns     int           // connections open at once; beyond, new ones wait to be accepted
 }
 
 // Server serves one model. Every rank makes one with the same model and configuration and
@@ -51,7 +67,7 @@ type Server struct {
 	metrics *metrics
 	created int64
 	ids     atomic.Uint64
-	mux     *http.ServeMux
+	handler http.Handler
 }
 
 // New prepares a server for this rank's part of the model (world may be nil for one rank).
@@ -83,6 +99,11 @@ func New(world *comm.Comm, m *model.Model, tok *tokenizer.Tokenizer, group *Time
 	case cfg.Queue < 1:
 		return nil, fmt.Errorf("serve: queue of %d (want >= 1)", cfg.Queue)
 	}
+	if cfg.APIKey != "" {
+		if err := CheckAPIKey(cfg.APIKey); err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+	}
 	cache, err := m.NewCache(cfg.Slots, cfg.Context)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -96,12 +117,12 @@ func New(world *comm.Comm, m *model.Model, tok *tokenizer.Tokenizer, group *Time
 		group.metrics = s.metrics
 	}
 	s.eng = newEngine(world, m, cache, tok, cfg.Batch, cfg.Queue, s.metrics)
-	s.mux = s.routes()
+	s.handler = s.routes()
 	return s, nil
 }
 
 // Handler returns rank 0's HTTP handler (for tests and embedding).
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // TemplateName says which chat template the server renders with.
 func (s *Server) TemplateName() string { return s.tmpl.Name }
@@ -124,9 +145,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	if ln == nil {
 		return s.eng.run(ctx) // no HTTP: step until ctx ends, then stop the other ranks
 	}
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	srv := s.httpServer()
 	httpErr := make(chan error, 1)
-	go func() { httpErr <- srv.Serve(ln) }()
+	go func() { httpErr <- s.serveHTTP(srv, ln) }()
 	engCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	engErr := make(chan error, 1)
@@ -157,7 +178,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	return err
 }
 
-func (s *Server) routes() *http.ServeMux {
+func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.count("chat", s.chat))
 	mux.HandleFunc("POST /v1/completions", s.count("completions", s.completions))
@@ -167,6 +188,9 @@ func (s *Server) routes() *http.ServeMux {
 	if s.cfg.Metrics {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	}
-	addStatic(mux)
-	return mux
+	open := map[string]bool{"/health": true}
+	for _, p := range addStatic(mux) {
+		open[p] = true
+	}
+	return s.authorize(mux, open)
 }

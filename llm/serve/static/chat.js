@@ -1,16 +1,41 @@
 // The chat page: keeps the conversation, sends it to /v1/chat/completions with stream: true
-// and appends the streamed deltas to the answer as they arrive.
+// and appends the streamed deltas to the answer as they arrive. When the server wants an API
+// key (401), the page asks for it and keeps it for this tab only (sessionStorage).
 "use strict";
 const $ = (id) => document.getElementById(id);
 let history = [];
 let model = "model";
 let busy = false;
+let apiKey = sessionStorage.getItem("apiKey") || "";
 
-fetch("/v1/models").then((r) => r.json()).then((j) => {
-  model = j.data[0].id;
-  const m = j.data[0].meta || {};
-  $("model").textContent = `${model} (TP=${m.tensor_parallel}, ${m.slots} slots, template ${m.chat_template})`;
-}).catch((e) => { $("model").textContent = "model list failed: " + e; });
+function headers() {
+  const h = { "Content-Type": "application/json" };
+  if (apiKey) h.Authorization = "Bearer " + apiKey;
+  return h;
+}
+
+function loadModels() {
+  fetch("/v1/models", { headers: headers() }).then(async (r) => {
+    if (r.status === 401) {
+      $("keyform").hidden = false;
+      $("model").textContent = apiKey ? "wrong API key" : "this server wants an API key";
+      return;
+    }
+    const j = await r.json();
+    $("keyform").hidden = true;
+    model = j.data[0].id;
+    const m = j.data[0].meta || {};
+    $("model").textContent = `${model} (TP=${m.tensor_parallel}, ${m.slots} slots, template ${m.chat_template})`;
+  }).catch((e) => { $("model").textContent = "model list failed: " + e; });
+}
+loadModels();
+
+$("keyform").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  apiKey = $("apikey").value.trim();
+  sessionStorage.setItem("apiKey", apiKey);
+  loadModels();
+});
 
 function bubble(role, text) {
   const div = document.createElement("div");
@@ -40,7 +65,7 @@ async function ask(question) {
   try {
     const res = await fetch("/v1/chat/completions", {
       method: "POST",
-      headers: { "Content-Type": "application/json" },
+      headers: headers(),
       body: JSON.stringify(request()),
     });
     if (!res.ok) {
