@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,7 +57,8 @@ func benchServe(args []string, stdout, stderr io.Writer) error {
 	output := fs.StringP("output", "o", "md", "md (table) or json (one object per level)")
 	warmup := fs.Bool("warmup", true, "send one untimed request first")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: llm bench-serve [--url http://127.0.0.1:8080] [--concurrency 1,4,16] [-n 64] [flags]\n\n")
+		fmt.Fprintf(stderr, "usage: llm bench-serve [--url http://127.0.0.1:8080] [--concurrency 1,4,16] [-n 64] [flags]\n")
+		fmt.Fprintf(stderr, "(a server that wants an API key gets $%s as a Bearer token)\n\n", envAPIKey)
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args); err != nil {
@@ -80,6 +82,9 @@ func benchServe(args []string, stdout, stderr io.Writer) error {
 	// A connection per request: servers differ in how long they keep idle connections, and a
 	// request racing a server's close of an idle one would count as an error.
 	client := &http.Client{Timeout: *timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	if key := os.Getenv(envAPIKey); key != "" {
+		client.Transport = bearer{client.Transport, key}
+	}
 	name := *modelName
 	if name == "" {
 		var err error
@@ -273,4 +278,16 @@ func streamCompletion(client *http.Client, base, name, prompt string, maxTokens 
 		return serveResult{err: fmt.Errorf("no text streamed")}
 	}
 	return r
+}
+
+// bearer sends an API key with every request.
+type bearer struct {
+	http.RoundTripper
+	key string
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return b.RoundTripper.RoundTrip(r)
 }

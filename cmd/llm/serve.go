@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log"
@@ -43,10 +44,18 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	kvType := fs.String("kv-type", "f16", "KV cache type: f16 (as llama.cpp) or f32")
 	alias := fs.String("alias", "", "model name in the API (default: the file's base name)")
 	tmpl := fs.String("chat-template", "auto", "chat template: auto (the model's tokenizer.chat_template, else a built-in matching its vocabulary), gguf, "+strings.Join(serve.BuiltinTemplateNames(), ", "))
-	metrics := fs.Bool("metrics", false, "serve Prometheus metrics at /metrics")
+	metrics := fs.Bool("metrics", false, "serve Prometheus metrics at /metrics (behind the API key when there is one)")
 	maxBody := fs.Int64("max-body", 4<<20, "request body limit in bytes (413 beyond)")
 	grace := fs.Duration("failure-grace", 2*time.Second, "after a rank fails, keep answering (/health 503, requests an error) this long before exiting")
 	logRequests := fs.Bool("log-requests", false, "log every request on stderr")
+	keyFlag := fs.String("api-key", "", "require this API key on /v1/* and /metrics (other users see it in ps: prefer --api-key-file or "+envAPIKey+")")
+	keyFile := fs.String("api-key-file", "", "read the API key from this file (trailing newline trimmed; refused when group or others may read or write it)")
+	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key")
+	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
+	readTimeout := fs.Duration("read-timeout", serve.DefaultReadTimeout, "limit for reading a request, headers and body (0: none; headers get at most 10s)")
+	writeTimeout := fs.Duration("write-timeout", serve.DefaultWriteTimeout, "limit for each write of a response, a streamed chunk or a whole answer; the model's working time does not count (0: none)")
+	idleTimeout := fs.Duration("idle-timeout", serve.DefaultIdleTimeout, "close a keep-alive connection idle this long (0: never)")
+	maxConns := fs.Int("max-conns", serve.DefaultMaxConns, "connections open at once; more wait to be accepted (0: no cap)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: [gorun -n N] llm serve -m MODEL.gguf [--port 8080] [--parallel 4] [flags]\n\n")
 		fs.PrintDefaults()
@@ -60,12 +69,36 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	if *port < 0 || *port > 65535 {
 		return fmt.Errorf("--port %d: want 0..65535", *port)
 	}
+	limits, err := httpLimits(*readTimeout, *writeTimeout, *idleTimeout, *maxConns)
+	if err != nil {
+		return err
+	}
+	if *keyFlag != "" && *keyFile != "" {
+		return fmt.Errorf("--api-key and --api-key-file: give one")
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return fmt.Errorf("--tls-cert and --tls-key go together: give both or neither")
+	}
 	w, err := comm.Init()
 	if err != nil {
 		return fmt.Errorf("joining the job: %w", err)
 	}
 	defer w.Finalize()
 	rank0 := w.Rank() == 0
+	// Rank 0 alone serves HTTP, so it alone reads the key and the certificate (the files need
+	// not be on the other ranks' hosts). A failure here stops the job once the other ranks wait
+	// for plans (returning now would leave them loading, and rank 0 in Finalize's barrier).
+	var key, keyFrom string
+	var tlsCfg *tls.Config
+	var guardErr error
+	if rank0 {
+		key, keyFrom, guardErr = apiKey(*keyFlag, *keyFile, os.Getenv)
+		if guardErr == nil && *tlsCert != "" {
+			if tlsCfg, guardErr = serve.TLSConfig(*tlsCert, *tlsKey); guardErr != nil {
+				guardErr = fmt.Errorf("--tls-cert %s, --tls-key %s: %w", *tlsCert, *tlsKey, guardErr)
+			}
+		}
+	}
 	f, err := gguf.Open(*path)
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", w.Rank(), err)
@@ -86,8 +119,9 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(*path), ".gguf")
 	}
-	cfg := serve.Config{ModelName: name, Slots: *slots, Batch: *batch, Queue: *queue, MaxBody: *maxBody, Metrics: *metrics,
-		ChatTemplate: *tmpl, ModelTemplate: chatTemplate}
+	cfg := limits
+	cfg.ModelName, cfg.Slots, cfg.Batch, cfg.Queue, cfg.MaxBody, cfg.Metrics = name, *slots, *batch, *queue, *maxBody, *metrics
+	cfg.ChatTemplate, cfg.ModelTemplate, cfg.APIKey, cfg.TLS = *tmpl, chatTemplate, key, tlsCfg
 	if *logRequests {
 		cfg.Log = log.New(stderr, "llm serve: ", log.LstdFlags|log.Lmicroseconds)
 	}
@@ -97,13 +131,26 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	}
 	var ln net.Listener
 	if rank0 {
-		if ln, err = net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port))); err != nil {
+		if guardErr == nil {
+			ln, guardErr = net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+		}
+		if guardErr != nil {
 			// The other ranks wait for plans: tell them to stop.
 			srv.Serve(canceled(), nil, 0)
-			return err
+			return guardErr
 		}
-		fmt.Fprintf(stderr, "llm serve: %s (%s, %d rank(s), %d thread(s) each, %d slots of %d tokens, chat template %s) on http://%s\n",
-			name, m.Cfg.Arch, w.Size(), *threads, *slots, m.Context(), srv.TemplateName(), ln.Addr())
+		scheme := "http"
+		if tlsCfg != nil {
+			scheme = "https"
+		}
+		for _, line := range exposureWarnings(ln.Addr(), key != "", tlsCfg != nil) {
+			fmt.Fprintln(stderr, line)
+		}
+		if key != "" {
+			fmt.Fprintf(stderr, "llm serve: /v1/* and /metrics require the API key from %s\n", keyFrom)
+		}
+		fmt.Fprintf(stderr, "llm serve: %s (%s, %d rank(s), %d thread(s) each, %d slots of %d tokens, chat template %s) on %s://%s\n",
+			name, m.Cfg.Arch, w.Size(), *threads, *slots, m.Context(), srv.TemplateName(), scheme, ln.Addr())
 	}
 	if listening != nil && ln != nil {
 		listening(ln.Addr().String())
@@ -121,4 +168,119 @@ func canceled() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return ctx
+}
+
+// envAPIKey holds the API key when neither --api-key nor --api-key-file is given.
+const envAPIKey = "GORUN_API_KEY"
+
+// maxKeyFile bounds what --api-key-file reads.
+const maxKeyFile = 4096
+
+// apiKey returns the API key of --api-key, --api-key-file or $GORUN_API_KEY (the first given)
+// and where it came from; "" when none is given.
+func apiKey(flagKey, file string, getenv func(string) string) (key, from string, err error) {
+	switch {
+	case flagKey != "":
+		key, from = flagKey, "--api-key"
+	case file != "":
+		if key, err = readKeyFile(file); err != nil {
+			return "", "", fmt.Errorf("--api-key-file: %w", err)
+		}
+		from = "--api-key-file " + file
+	case getenv(envAPIKey) != "":
+		key, from = getenv(envAPIKey), envAPIKey
+	default:
+		return "", "", nil
+	}
+	if err := serve.CheckAPIKey(key); err != nil {
+		return "", "", fmt.Errorf("%s: %w", from, err)
+	}
+	return key, from, nil
+}
+
+// readKeyFile reads a key file as a secret: a regular file that neither group nor others may
+// read or write, of at most maxKeyFile bytes; trailing newlines are trimmed.
+func readKeyFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return "", fmt.Errorf("%s has mode %04o: group or others may read or change the key; chmod 600 %s", path, perm, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(b) > maxKeyFile {
+		return "", fmt.Errorf("%s is over %d bytes: not a key file", path, maxKeyFile)
+	}
+	key := strings.TrimRight(string(b), "\r\n")
+	if key == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return key, nil
+}
+
+// httpLimits turns the timeout and connection flags (0: none) into a serve.Config's fields
+// (negative: none). Headers get at most the default header timeout even without a read timeout.
+func httpLimits(read, write, idle time.Duration, conns int) (serve.Config, error) {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"--read-timeout", read}, {"--write-timeout", write}, {"--idle-timeout", idle}} {
+		if f.d < 0 {
+			return serve.Config{}, fmt.Errorf("%s %v: want >= 0 (0: none)", f.name, f.d)
+		}
+	}
+	if conns < 0 {
+		return serve.Config{}, fmt.Errorf("--max-conns %d: want >= 0 (0: no cap)", conns)
+	}
+	off := func(d time.Duration) time.Duration {
+		if d == 0 {
+			return -1
+		}
+		return d
+	}
+	header := serve.DefaultReadHeaderTimeout
+	if read > 0 && read < header {
+		header = read
+	}
+	if conns == 0 {
+		conns = -1
+	}
+	return serve.Config{ReadHeaderTimeout: header, ReadTimeout: off(read), WriteTimeout: off(write), IdleTimeout: off(idle), MaxConns: conns}, nil
+}
+
+// exposureWarnings are the lines printed when rank 0 listens beyond loopback: loud without an
+// API key (anyone who reaches the port uses the model), a note with a key but no TLS (the key
+// crosses the network in clear text).
+func exposureWarnings(addr net.Addr, keyed, encrypted bool) []string {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok || ta.IP.IsLoopback() {
+		return nil
+	}
+	where := fmt.Sprintf("listening on %s, beyond loopback,", addr)
+	if ta.IP.IsUnspecified() {
+		where = fmt.Sprintf("listening on every interface (%s)", addr)
+	}
+	switch {
+	case !keyed:
+		return []string{
+			"llm serve: WARNING: " + where + " without an API key:",
+			"llm serve: WARNING: anyone who can reach this port can run the model and read its answers;",
+			"llm serve: WARNING: give --api-key-file FILE or " + envAPIKey + ", or --host 127.0.0.1.",
+		}
+	case !encrypted:
+		return []string{"llm serve: note: " + where + " without TLS: the API key and the conversations cross the network in clear text (--tls-cert and --tls-key, or a TLS proxy in front)"}
+	}
+	return nil
 }
