@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# llm serve end to end, with real clients, against `gorun -n 2 llm serve` on the real TinyStories
-# model (about 30 s, most of it installing chromium and the openai npm package):
-#  - the official `openai` npm package (installed into a temporary folder): models list, chat
-#    completion, streamed chat (plain iteration and the .stream() helper), text completion
-#    equal to llama.cpp's greedy text, and an OpenAI error for max_tokens beyond the context;
-#  - the chat page in headless Chromium (Debian's package): a question sent, the streamed answer
-#    in the page (TestChatPageInBrowser pointed at this server);
-#  - a rank killed: gorun exits non-zero, naming it.
+# llm serve end to end, with real clients, against `gorun -n 2 llm serve --api-key-file` on the
+# real TinyStories model (about 30 s, most of it installing chromium and the openai npm package):
+#  - the official `openai` npm package (installed into a temporary folder) with the right
+#    apiKey: models list, chat completion, streamed chat (plain iteration and the .stream()
+#    helper), text completion equal to llama.cpp's greedy text, and an OpenAI error for
+#    max_tokens beyond the context; with a wrong apiKey: AuthenticationError (401);
+#  - the chat page in headless Chromium (Debian's package): the API key typed in, a question
+#    sent, the streamed answer in the page (TestChatPageInBrowser pointed at this server);
+#  - a rank killed: gorun exits non-zero, naming it;
+#  - `llm serve --tls-cert --tls-key` with GORUN_API_KEY: the openai client over HTTPS, trusting
+#    a self-signed certificate (Go's crypto/tls/generate_cert.go) through NODE_EXTRA_CA_CERTS.
 # Skipped when ../shared/testdata is absent.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,11 +29,12 @@ trap cleanup EXIT
 go build -o "$tmp/llm" ./cmd/llm
 go build -o "$tmp/gorun" ./cmd/gorun
 
+# start CMD...: runs a server in the background, its stderr in $tmp/serve.log, and sets $url.
 start() {
-	"$tmp/gorun" -n 2 "$tmp/llm" serve -m "$model" --port 0 --parallel 4 2>"$tmp/serve.log" &
+	"$@" 2>"$tmp/serve.log" &
 	pid=$!
 	for _ in $(seq 100); do
-		url=$(sed -n 's/.* on \(http:\/\/[0-9.:]*\)$/\1/p' "$tmp/serve.log")
+		url=$(sed -n 's/.* on \(https\{0,1\}:\/\/[0-9.:]*\)$/\1/p' "$tmp/serve.log")
 		[ -n "$url" ] && return 0
 		sleep 0.1
 	done
@@ -38,14 +42,35 @@ start() {
 	cat "$tmp/serve.log" >&2
 	exit 1
 }
-start
+key=sk-ci-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+(umask 077 && echo "$key" >"$tmp/key")
+start "$tmp/gorun" -n 2 "$tmp/llm" serve -m "$model" --port 0 --parallel 4 --api-key-file "$tmp/key"
 echo "45-serve: gorun -n 2 llm serve at $url"
+health=$(curl -s -o /dev/null -w '%{http_code}' "$url/health")
+models=$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/models")
+if ! grep -q "require the API key from --api-key-file" "$tmp/serve.log" || [ "$health" != 200 ] || [ "$models" != 401 ]; then
+	echo "45-serve: with --api-key-file, /health answered $health (want 200), /v1/models without the key $models (want 401):" >&2
+	cat "$tmp/serve.log" >&2
+	exit 1
+fi
 
 (cd "$tmp" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent openai >/dev/null)
 cat >"$tmp/client.mjs" <<'JS'
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-const client = new OpenAI({ baseURL: `${process.argv[2]}/v1`, apiKey: 'unused', maxRetries: 0 });
+const client = new OpenAI({ baseURL: `${process.argv[2]}/v1`, apiKey: process.argv[3], maxRetries: 0 });
+
+// A wrong key: OpenAI's AuthenticationError, for the model list and for a completion.
+const stranger = new OpenAI({ baseURL: `${process.argv[2]}/v1`, apiKey: 'sk-wrong', maxRetries: 0 });
+for (const call of [() => stranger.models.list(), () => stranger.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'hi' }] })]) {
+	await assert.rejects(call(), (err) => {
+		assert.ok(err instanceof OpenAI.AuthenticationError, `${err}`);
+		assert.equal(err.status, 401);
+		assert.equal(err.code, 'invalid_api_key');
+		assert.equal(err.type, 'invalid_request_error');
+		return true;
+	});
+}
 
 const models = await client.models.list();
 assert.equal(models.data.length, 1);
@@ -82,11 +107,11 @@ await assert.rejects(client.chat.completions.create({ model: 'stories260K', mess
 	assert.equal(err.code, 'context_length_exceeded');
 	return true;
 });
-console.log(`openai client: ok (answer ${JSON.stringify(answer)})`);
+console.log(`openai client: ok (answer ${JSON.stringify(answer)}; a wrong key: AuthenticationError 401)`);
 JS
-node "$tmp/client.mjs" "$url"
+node "$tmp/client.mjs" "$url" "$key"
 
-GORUN_SERVE_URL=$url GORUN_REQUIRE_BROWSER=1 go test -count=1 -run TestChatPageInBrowser -v ./llm/serve | grep -E '^(---|ok|FAIL|\s+browser_test)'
+GORUN_SERVE_URL=$url GORUN_SERVE_KEY=$key GORUN_REQUIRE_BROWSER=1 go test -count=1 -run TestChatPageInBrowser -v ./llm/serve | grep -E '^(---|ok|FAIL|\s+browser_test)'
 
 # Kill rank 1: gorun must exit non-zero and name it.
 rank1=
@@ -110,4 +135,24 @@ if [ "$rc" -eq 0 ] || ! grep -q "rank 1" "$tmp/serve.log"; then
 	exit 1
 fi
 echo "45-serve: rank 1 killed, gorun exited with $rc"
+
+# HTTPS: a self-signed certificate for 127.0.0.1, trusted by node through NODE_EXTRA_CA_CERTS.
+(cd "$tmp" && go run "$(go env GOROOT)/src/crypto/tls/generate_cert.go" --host 127.0.0.1 --ecdsa-curve P256 2>/dev/null)
+GORUN_API_KEY=$key start "$tmp/llm" serve -m "$model" --port 0 --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem"
+case $url in https://*) ;; *) echo "45-serve: with --tls-cert the server is at $url" >&2; exit 1 ;; esac
+cat >"$tmp/tls.mjs" <<'JS'
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+const client = new OpenAI({ baseURL: `${process.argv[2]}/v1`, apiKey: process.argv[3], maxRetries: 0 });
+assert.equal((await client.models.list()).data[0].id, 'stories260K');
+const text = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 32, temperature: 0 });
+assert.equal(text.choices[0].text, ', there was a little girl named Lily. She loved to play outside in the park. One day, she saw');
+await assert.rejects(new OpenAI({ baseURL: `${process.argv[2]}/v1`, apiKey: 'sk-wrong', maxRetries: 0 }).models.list(),
+	(err) => err instanceof OpenAI.AuthenticationError);
+console.log('openai client over TLS: ok');
+JS
+NODE_EXTRA_CA_CERTS=$tmp/cert.pem node "$tmp/tls.mjs" "$url" "$key"
+kill "$pid"
+wait "$pid" || true
+pid=
 echo "45-serve: ok"
