@@ -28,9 +28,12 @@
 //   - when a rank exits non-zero or dies by a signal, gorun names it ("rank 2 (pid 1234)
 //     exited with code 3; terminating 3 other ranks"), sends SIGTERM to the others and exits
 //     with the highest code of the ranks that failed (128+signal for one a signal killed), as
-//     srun does. When a rank's death makes its peers fail too, a host lost to ssh, else a rank
-//     killed by a signal, else the rank that exited first, is named, and the others that failed
-//     in the same moment are listed on a second line ("gorun: also failed: ...");
+//     srun does. When a rank's death makes its peers fail too, the rank that failed first is
+//     named and the others are listed after it ("gorun: also failed (after rank 2): ...").
+//     Time decides: the kernel's order of exits, corrected by what the ranks print: a rank
+//     that reports losing a peer (comm's PeerError, "rank 2: connection to ... closed by the
+//     peer") failed after that peer, whichever exit the kernel completed first. A host lost to
+//     ssh, noticed seconds late, is named before the ranks that lost their peers there;
 //   - a remote rank whose ssh fails or loses its connection (ssh exits 255 before the rank's
 //     status arrives) makes gorun name the host, tear down the job and exit 255.
 //

@@ -108,7 +108,9 @@ func rankMain(args []string) int {
 		readyForTerm(r)
 		waitAllReady()
 		syscall.Flock(int(lock.Fd()), syscall.LOCK_SH)
-		time.Sleep(20 * time.Millisecond) // as a peer takes a moment to see a connection close
+		// As a peer takes a moment to see a connection close; long enough that the target's
+		// exit, which released the lock, completes first even when it is preempted on its way.
+		time.Sleep(100 * time.Millisecond)
 		fmt.Printf("rank %d: lost rank %d\n", r, target)
 		return 1
 

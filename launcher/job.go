@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,6 +240,7 @@ type rankProc struct {
 	pipes   []*os.File     // read ends, closed when draining gives up
 	idle    []atomic.Int64 // per pipe: since when (unix ns) its pump waits for data; 0 = busy
 	fwds    []*lineForwarder
+	losses  *lossReports // peers its output reported lost
 	stdin   io.WriteCloser
 	watched bool // its exit is noticed by the exitOrder watcher, not by its waiter
 
@@ -299,6 +299,14 @@ func (r *rankProc) name() string {
 	return fmt.Sprintf("rank %d (pid %d)", r.rank, r.pid)
 }
 
+// shortName is how a message already naming the rank refers to it again.
+func (r *rankProc) shortName() string {
+	if r.host != "" {
+		return fmt.Sprintf("rank %d on %s", r.rank, r.host)
+	}
+	return fmt.Sprintf("rank %d", r.rank)
+}
+
 // exitEvent reports a rank reaped and its output drained.
 type exitEvent struct {
 	r     *rankProc
@@ -309,7 +317,8 @@ type exitEvent struct {
 // Blame timing. When one rank dies its peers often fail at once on the lost connection; the
 // rank that exited first, not the one whose report arrived first, is the cause. Exits are
 // numbered in the order the kernel saw them (exitOrder); once a failure is reported gorun waits
-// until every rank known to have exited is accounted for, at most maxSettle.
+// until every rank known to have exited, and every peer a failed rank reported lost, is
+// accounted for, at most maxSettle.
 const (
 	settle    = 20 * time.Millisecond
 	maxSettle = 2 * time.Second
@@ -539,75 +548,30 @@ func (s *supervisor) loop(ctx context.Context) int {
 	return s.code
 }
 
-// blame judges the reported failures and names one: a remote rank whose host was lost; then a
-// rank killed by a signal (gorun sent none yet), since peers that lose a connection exit with
-// a code while a crash or kill -9 is a signal; then the highest exit code, since those peers
-// exit with their program's usual error code (1) while the rank that caused it usually chose
-// its own, and the job exits with the highest code anyway (the order of exits cannot tell
-// cause from consequence on a loaded machine: see epollOrder); then the one that exited first.
-// The highest code of those that failed together becomes the job's and the remaining ranks are
-// terminated. Unless forced, it waits (up to
-// maxSettle after the first report) while the order is not yet known or a rank known to have
-// exited has not been reported.
+// blame judges the reported failures and names the first to fail (see failureOrder); the
+// others are listed as having failed after it. The highest code of those that failed together
+// becomes the job's and the remaining ranks are terminated. Unless forced, it waits (up to
+// maxSettle after the first report) while the order is not yet known, a rank known to have
+// exited has not been reported, or a failed rank reported losing a peer that has not exited.
 func (s *supervisor) blame(force bool) {
 	s.settleC = nil
 	if len(s.failures) == 0 || s.terminating {
 		return
 	}
 	force = force || time.Since(s.firstFailure) >= maxSettle
-	var first *exitEvent
-	before := func(a, b *exitEvent) bool {
-		// A host lost to ssh explains everything after it; a signal (a crash, kill -9)
-		// explains the peers that exited with a code when their connection to it closed.
-		if la, lb := a.lost(), b.lost(); la != lb {
-			return la
-		}
-		if sa, sb := signaled(a.state), signaled(b.state); sa != sb {
-			return sa
-		}
-		if ca, cb := a.code(), b.code(); ca != cb {
-			return ca > cb
-		}
-		return a.r.seq < b.r.seq
+	if !force && !s.settled() {
+		s.settleC = time.After(settle)
+		return
 	}
-	for i := range s.failures {
-		ev := &s.failures[i]
-		if ev.r.seq < 0 {
-			if !force {
-				s.settleC = time.After(settle)
-				return
-			}
-			continue
-		}
-		if first == nil || before(ev, first) {
-			first = ev
-		}
-	}
-	if first == nil {
-		first = &s.failures[0] // forced with no order known: first reported
-	} else if !force {
-		// Any rank known to have exited is waited for (reaped and drained: moments), so that
-		// the verdict and the list of those that failed with it are complete.
-		for _, r := range s.procs {
-			if r.seq >= 0 && !r.done {
-				s.settleC = time.After(settle)
-				return
-			}
-		}
-	}
-	ev := *first
-	// The others that failed in the same moment are named too: when the order cannot tell a
-	// cause from its consequences (see epollOrder), the user still sees every candidate.
+	order := failureOrder(s.failures)
+	ev := order[0]
 	// The job's code is the highest of the ranks that failed together (DESIGN.md: as srun).
 	code, _, how := ev.describe()
 	var also []string
-	sort.SliceStable(s.failures, func(a, b int) bool { return before(&s.failures[a], &s.failures[b]) })
-	for _, o := range s.failures {
-		if o.r != ev.r {
-			oc, _, h := o.describe()
-			also = append(also, o.r.name()+" "+h)
-			code = max(code, oc)
-		}
+	for _, o := range order[1:] {
+		oc, _, h := o.describe()
+		also = append(also, o.r.name()+" "+h)
+		code = max(code, oc)
 	}
 	s.failures = nil
 	s.code = code
@@ -619,16 +583,25 @@ func (s *supervisor) blame(force bool) {
 		s.terminate()
 	}
 	if len(also) > 0 {
-		s.logf("also failed: %s", strings.Join(also, ", "))
+		s.logf("also failed (after %s): %s", ev.r.shortName(), strings.Join(also, ", "))
 	}
 }
 
-func signaled(st *os.ProcessState) bool {
-	if st == nil {
-		return false
+// settled tells whether the reported failures can be judged: the order of every failed rank
+// is known, every rank known to have exited is reaped and drained (moments), so the list of
+// those that failed together is complete, and no failed rank waits for a peer it reported lost.
+func (s *supervisor) settled() bool {
+	for _, ev := range s.failures {
+		if ev.r.seq < 0 {
+			return false
+		}
 	}
-	ws, ok := st.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled()
+	for _, r := range s.procs {
+		if r.seq >= 0 && !r.done {
+			return false
+		}
+	}
+	return !s.waitsForLost()
 }
 
 func (s *supervisor) terminate() {
@@ -666,7 +639,7 @@ func (j *Job) start(p Placement, env []string, id Identity, stdout, stderr *sink
 		}
 	}
 	cmd.SysProcAttr = sysProcAttr()
-	r := &rankProc{rank: p.Rank, cmd: cmd, host: p.Host}
+	r := &rankProc{rank: p.Rank, cmd: cmd, host: p.Host, losses: newLossReports(p.Rank, j.NP)}
 	tag := ""
 	if j.TagOutput {
 		tag = TagFor(p.Rank)
@@ -693,7 +666,9 @@ func (j *Job) start(p Placement, env []string, id Identity, stdout, stderr *sink
 		if j.Stdin != nil && p.Rank == j.StdinRank {
 			flush = j.IdleFlush
 		}
-		r.fwds = append(r.fwds, newLineForwarder(dst, tag, flush))
+		fw := newLineForwarder(dst, tag, flush)
+		fw.losses = r.losses
+		r.fwds = append(r.fwds, fw)
 	}
 	cmd.Stdout, cmd.Stderr = childEnds[0], childEnds[1]
 	if p.Host != "" {
