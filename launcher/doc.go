@@ -37,6 +37,21 @@
 //   - a remote rank whose ssh fails or loses its connection (ssh exits 255 before the rank's
 //     status arrives) makes gorun name the host, tear down the job and exit 255.
 //
+// Resources, checked before any rank starts:
+//   - more ranks on this host than its cores (runtime.NumCPU: the CPUs of gorun's affinity
+//     mask) get a one-line warning ("gorun: warning: 1000 ranks on this host's 2 cores: ..."),
+//     which --oversubscribe silences; Open MPI refuses such a job without --oversubscribe,
+//     gorun runs it. The ranks of every host whose ranks outnumber its cores (a remote host's
+//     cores: its slots) get GORUN_OVERSUBSCRIBED=1, so that comm waits politely there;
+//   - gorun holds about 7 open files per local rank (8 per remote one); a job that needs more
+//     than gorun's limit fails at once naming both ("gorun: 3000 ranks need about 21032 open
+//     files in gorun; the limit is 1024 ..."). Go raises a program's soft limit to its hard
+//     limit at start; gorun does not set the limit itself, so os/exec starts the ranks with the
+//     soft limit gorun inherited (what programs using select(2) expect), and Go ranks raise
+//     theirs in turn. A comm rank needs about two per rank of the job (a socket per peer, a
+//     shared-memory segment per rank on its host), which the same hard limit allows when
+//     gorun's own need does.
+//
 // PROGRAM may be a path, a Go main package directory (built with go build into a per-user
 // cache), a name on PATH, a program beside the gorun executable, or a command cmd/NAME of the
 // module around the working directory or of this project's module (see Resolver.Resolve).

@@ -64,7 +64,7 @@ func TestExamplesOverComm(t *testing.T) {
 		// before comm's peer timeout (1 min here).
 		//
 		// Killed by a signal, the rank is named whatever the timing.
-		res := runGorun(t, nil, "-n", "3", "--peer-timeout", "1m", "./testdata/commstray", "2", "kill")
+		res := runGorun(t, nil, "-n", "3", "--oversubscribe", "--peer-timeout", "1m", "./testdata/commstray", "2", "kill")
 		assert.Equal(t, 137, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
 		assert.Regexp(t, `^gorun: rank 2 \(pid \d+\) was killed by signal 9 \(killed\)(; terminating [12] other ranks?)?\n`+
 			`(gorun: also failed \(after rank 2\): rank [01] \(pid \d+\) exited with code 1(, rank [01] \(pid \d+\) exited with code 1)?\n)?$`, res.stderr)
@@ -73,7 +73,7 @@ func TestExamplesOverComm(t *testing.T) {
 		// Exiting with a code, it is named even when its peers, which see its socket close
 		// before its exit completes, finish exiting (code 1) before it on a loaded machine:
 		// they print the rank they lost.
-		res = runGorun(t, nil, "-n", "3", "--peer-timeout", "1m", "./testdata/commstray", "2", "5")
+		res = runGorun(t, nil, "-n", "3", "--oversubscribe", "--peer-timeout", "1m", "./testdata/commstray", "2", "5")
 		assert.Equal(t, 5, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
 		assert.Regexp(t, `^gorun: rank 2 \(pid \d+\) exited with code 5(; terminating [12] other ranks?)?\n`+
 			`(gorun: also failed \(after rank 2\): rank [01] \(pid \d+\) exited with code 1(, rank [01] \(pid \d+\) exited with code 1)?\n)?$`, res.stderr)

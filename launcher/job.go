@@ -122,6 +122,8 @@ func newJobSecret() (Identity, error) {
 type Placement struct {
 	Rank, LocalRank, LocalSize int
 	Host                       string // "" = this host
+	// Oversubscribed says the host's ranks outnumber its cores (see markOversubscribed).
+	Oversubscribed bool
 }
 
 // placeLocal puts all np ranks on this host.
@@ -206,6 +208,9 @@ func (j *Job) RankEnv(base []string, id Identity, p Placement, np int) []string 
 		jobenv.JobID+"="+id.ID,
 		jobenv.Secret+"="+id.Secret,
 	)
+	if p.Oversubscribed {
+		env = append(env, jobenv.Oversubscribed+"=1")
+	}
 	return append(env, settingsEnv(j.PeerTimeout, j.Transport, j.Iface)...)
 }
 
@@ -338,6 +343,11 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 	if err != nil {
 		return ExitUsage, err
 	}
+	if err := checkOpenFiles(places); err != nil {
+		return ExitFailure, err
+	}
+	cores := localCores()
+	crowded := markOversubscribed(places, j.Hosts, cores)
 	coordHost, err := j.coordHost(places)
 	if err != nil {
 		return ExitFailure, err
@@ -360,6 +370,9 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 		notices: make(chan int, j.NP),
 	}
 	s.grace = j.killGrace()
+	if crowded > 0 && !j.Oversubscribe {
+		s.logf("warning: %d ranks on this host's %d %s: oversubscribed, the ranks take turns on them (--oversubscribe silences this)", crowded, cores, plural(cores, "core", "cores"))
+	}
 	order := newExitOrder(s.notices)
 	defer order.stop()
 	stopServing := make(chan struct{})
