@@ -158,6 +158,27 @@ func failureOrder(failures []exitEvent) []exitEvent {
 	return out
 }
 
+// reportedLost returns, for each rank that a failed rank reported losing and that has not
+// exited even after gorun waited for it (a rank stopped, hung, or starved of CPU, which its
+// peers' timeout declared dead; or on a host ssh has not given up on yet), a failure of its
+// own: the report is the first sign that it failed.
+func (s *supervisor) reportedLost() []exitEvent {
+	var out []exitEvent
+	seen := map[int]bool{}
+	for _, ev := range s.failures {
+		seen[ev.r.rank] = true
+	}
+	for _, ev := range s.failures {
+		for _, p := range ev.r.losses.ranks() {
+			if p >= 0 && p < len(s.procs) && !s.procs[p].done && !seen[p] {
+				seen[p] = true
+				out = append(out, exitEvent{r: s.procs[p], reportedBy: ev.r})
+			}
+		}
+	}
+	return out
+}
+
 // waitsForLost tells whether a failed rank reported losing a peer that has not been reaped
 // yet: its exit, on its way, decides which of them is named.
 func (s *supervisor) waitsForLost() bool {

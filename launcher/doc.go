@@ -32,8 +32,11 @@
 //     named and the others are listed after it ("gorun: also failed (after rank 2): ...").
 //     Time decides: the kernel's order of exits, corrected by what the ranks print: a rank
 //     that reports losing a peer (comm's PeerError, "rank 2: connection to ... closed by the
-//     peer") failed after that peer, whichever exit the kernel completed first. A host lost to
-//     ssh, noticed seconds late, is named before the ranks that lost their peers there;
+//     peer") failed after that peer, whichever exit the kernel completed first, and a peer so
+//     reported that has not exited within a moment (stopped, hung, starved of CPU) is named
+//     first ("gorun: rank 1 (pid 1234) was reported lost by rank 2 and has not exited;
+//     terminating it and 1 other rank"). A host lost to ssh, noticed seconds late, is named
+//     before the ranks that lost their peers there;
 //   - a remote rank whose ssh fails or loses its connection (ssh exits 255 before the rank's
 //     status arrives) makes gorun name the host, tear down the job and exit 255.
 //

@@ -84,29 +84,40 @@ func TestExamplesOverComm(t *testing.T) {
 // A rank panics and a peer exits 5 on losing it: gorun names the rank that failed first, with
 // the peer after it, and exits with the highest code. In "slow" mode the panicking rank's
 // sockets close 300 ms before it exits (a dying rank preempted on its way out, stretched), so
-// the peer has exited first by the kernel's clock; its report of the peer it lost decides.
+// the peer has exited first by the kernel's clock; its report of the peer it lost decides. In
+// "stop" mode the rank stops (SIGSTOP) rather than exit: the peer's report after its peer
+// timeout is the rank's failure.
 func TestFirstToFailIsNamedFirst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a comm program")
 	}
-	modes := []string{"now"}
+	modes := []string{"now", "stop"}
 	if runtime.GOOS == "linux" {
 		modes = append(modes, "slow") // the helper finds its sockets in /proc
 	}
 	gorunLine := regexp.MustCompile(`(?m)^gorun: .*$`)
+	also := `^gorun: also failed \(after rank 1\): rank 2 \(pid \d+\) exited with code 5$`
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
-			res := runGorun(t, nil, "-n", "3", "--oversubscribe", "./testdata/commblame", "1", "2", mode)
+			res := runGorun(t, nil, "-n", "3", "--oversubscribe", "--peer-timeout", "2s", "--kill-grace", "200ms", "./testdata/commblame", "1", "2", mode)
 			msg := fmt.Sprintf("stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
-			require.Contains(t, res.stderr, "panic: commblame: rank 1 fails", msg)
 			lines := gorunLine.FindAllString(res.stderr, -1)
 			require.NotEmpty(t, lines, msg)
+			if mode == "stop" {
+				assert.Regexp(t, `^gorun: rank 1 \(pid \d+\) was reported lost by rank 2 and has not exited; terminating it and 1 other rank$`, lines[0], msg)
+				require.GreaterOrEqual(t, len(lines), 2, msg)
+				assert.Regexp(t, also, lines[1], msg)
+				assert.Equal(t, 5, res.code, msg)
+				assert.Regexp(t, `commblame: rank 2: recv from rank 1: rank 1: no word from \S+ for 2s \(peer timeout\)`, res.stderr)
+				return
+			}
+			require.Contains(t, res.stderr, "panic: commblame: rank 1 fails", msg)
 			assert.Regexp(t, `^gorun: rank 1 \(pid \d+\) exited with code 2; terminating [12] other ranks?$`, lines[0], msg)
 			if mode == "slow" || len(lines) > 1 {
 				// The peer exited within the moment gorun waits before judging (in "now"
 				// mode it may not have, and is then terminated with the others).
 				require.Len(t, lines, 2, msg)
-				assert.Regexp(t, `^gorun: also failed \(after rank 1\): rank 2 \(pid \d+\) exited with code 5$`, lines[1], msg)
+				assert.Regexp(t, also, lines[1], msg)
 				assert.Equal(t, 5, res.code, msg)
 				assert.Regexp(t, `commblame: rank 2: recv from rank 1: rank 1: connection to \S+ closed by the peer`, res.stderr)
 			} else {

@@ -317,6 +317,9 @@ type exitEvent struct {
 	r     *rankProc
 	state *os.ProcessState
 	err   error
+	// reportedBy, set for a rank that has not exited, is the failed rank that reported losing
+	// it (see supervisor.reportedLost); state is then nil.
+	reportedBy *rankProc
 }
 
 // Blame timing. When one rank dies its peers often fail at once on the lost connection; the
@@ -576,7 +579,7 @@ func (s *supervisor) blame(force bool) {
 		s.settleC = time.After(settle)
 		return
 	}
-	order := failureOrder(s.failures)
+	order := failureOrder(append(s.failures, s.reportedLost()...))
 	ev := order[0]
 	// The job's code is the highest of the ranks that failed together (DESIGN.md: as srun).
 	code, _, how := ev.describe()
@@ -591,6 +594,10 @@ func (s *supervisor) blame(force bool) {
 	if s.running == 0 {
 		s.logf("%s %s", ev.r.name(), how)
 		s.terminating = true
+	} else if ev.reportedBy != nil {
+		others := s.running - 1
+		s.logf("%s %s; terminating it and %d other %s", ev.r.name(), how, others, plural(others, "rank", "ranks"))
+		s.terminate()
 	} else {
 		s.logf("%s %s; terminating %d other %s", ev.r.name(), how, s.running, plural(s.running, "rank", "ranks"))
 		s.terminate()
@@ -810,6 +817,9 @@ func pump(src *os.File, fw *lineForwarder, idle *atomic.Int64) {
 // a phrase for messages.
 func (ev *exitEvent) describe() (int, bool, string) {
 	st, r := ev.state, ev.r
+	if ev.reportedBy != nil {
+		return 0, true, fmt.Sprintf("was reported lost by %s and has not exited", ev.reportedBy.shortName())
+	}
 	if st == nil {
 		return ExitFailure, true, fmt.Sprintf("could not be waited for (%v)", ev.err)
 	}

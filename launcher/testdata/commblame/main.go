@@ -7,7 +7,8 @@
 // the error comm gives it for the lost peer and exits 5; the other ranks wait for gorun's
 // SIGTERM. MODE "now": FAIL panics at once. MODE "slow": FAIL first shuts down its sockets and
 // panics only 300 ms later, as a dying process's sockets close before its exit completes
-// (stretched): WITNESS has then exited before FAIL in every clock's order.
+// (stretched): WITNESS has then exited before FAIL in every clock's order. MODE "stop": FAIL
+// stops itself (SIGSTOP) instead, and WITNESS hears nothing until its peer timeout.
 package main
 
 import (
@@ -25,7 +26,7 @@ import (
 
 func main() {
 	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: commblame FAIL WITNESS now|slow")
+		fmt.Fprintln(os.Stderr, "usage: commblame FAIL WITNESS now|slow|stop")
 		os.Exit(100)
 	}
 	fail, _ := strconv.Atoi(os.Args[1])
@@ -48,9 +49,12 @@ func main() {
 				}
 			}
 		}
-		if mode == "slow" {
+		switch mode {
+		case "slow":
 			shutdownSockets()
 			time.Sleep(300 * time.Millisecond)
+		case "stop":
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		}
 		panic(fmt.Sprintf("commblame: rank %d fails", me))
 	}
