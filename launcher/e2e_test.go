@@ -96,32 +96,40 @@ func TestFirstToFailIsNamedFirst(t *testing.T) {
 		modes = append(modes, "slow") // the helper finds its sockets in /proc
 	}
 	gorunLine := regexp.MustCompile(`(?m)^gorun: .*$`)
-	also := `^gorun: also failed \(after rank 1\): rank 2 \(pid \d+\) exited with code 5$`
+	named := map[string]string{
+		"stop": `^gorun: rank 1 \(pid \d+\) was reported lost by rank 2 and has not exited; terminating it and 1 other rank$`,
+		// On a machine loaded enough that the dying rank takes longer to exit than gorun
+		// waits for it, it is named from its peer's report instead.
+		"now":  `^gorun: rank 1 \(pid \d+\) (exited with code 2; terminating [12] other ranks?|was reported lost by rank 2 and has not exited; terminating it and 1 other rank)$`,
+		"slow": `^gorun: rank 1 \(pid \d+\) (exited with code 2; terminating 1 other rank|was reported lost by rank 2 and has not exited; terminating it and 1 other rank)$`,
+	}
+	also := regexp.MustCompile(`^gorun: also failed \(after rank 1\): rank 2 \(pid \d+\) exited with code 5$`)
+	killed := regexp.MustCompile(`^gorun: [12] ranks? still running 200ms after SIGTERM; sending SIGKILL$`)
+	report := map[string]string{
+		"stop": `commblame: rank 2: recv from rank 1: rank 1: no word from \S+ for 2s \(peer timeout\)`,
+		"now":  `commblame: rank 2: recv from rank 1: rank 1: connection to \S+ closed by the peer`,
+		"slow": `commblame: rank 2: recv from rank 1: rank 1: connection to \S+ closed by the peer`,
+	}
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			res := runGorun(t, nil, "-n", "3", "--oversubscribe", "--peer-timeout", "2s", "--kill-grace", "200ms", "./testdata/commblame", "1", "2", mode)
 			msg := fmt.Sprintf("stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
 			lines := gorunLine.FindAllString(res.stderr, -1)
 			require.NotEmpty(t, lines, msg)
-			if mode == "stop" {
-				assert.Regexp(t, `^gorun: rank 1 \(pid \d+\) was reported lost by rank 2 and has not exited; terminating it and 1 other rank$`, lines[0], msg)
-				require.GreaterOrEqual(t, len(lines), 2, msg)
-				assert.Regexp(t, also, lines[1], msg)
+			assert.Regexp(t, named[mode], lines[0], msg)
+			rest := lines[1:]
+			if len(rest) > 0 && also.MatchString(rest[0]) {
 				assert.Equal(t, 5, res.code, msg)
-				assert.Regexp(t, `commblame: rank 2: recv from rank 1: rank 1: no word from \S+ for 2s \(peer timeout\)`, res.stderr)
-				return
-			}
-			require.Contains(t, res.stderr, "panic: commblame: rank 1 fails", msg)
-			assert.Regexp(t, `^gorun: rank 1 \(pid \d+\) exited with code 2; terminating [12] other ranks?$`, lines[0], msg)
-			if mode == "slow" || len(lines) > 1 {
-				// The peer exited within the moment gorun waits before judging (in "now"
-				// mode it may not have, and is then terminated with the others).
-				require.Len(t, lines, 2, msg)
-				assert.Regexp(t, also, lines[1], msg)
-				assert.Equal(t, 5, res.code, msg)
-				assert.Regexp(t, `commblame: rank 2: recv from rank 1: rank 1: connection to \S+ closed by the peer`, res.stderr)
+				assert.Regexp(t, report[mode], res.stderr)
+				rest = rest[1:]
 			} else {
+				// Only in "now" mode may the peer not have exited by the time gorun judged;
+				// it is then terminated with the others.
+				assert.Equal(t, "now", mode, "rank 2 not listed after rank 1: %s", msg)
 				assert.Equal(t, 2, res.code, msg)
+			}
+			for _, l := range rest {
+				assert.Regexp(t, killed, l, msg) // the stopped rank, or a rank slow to exit
 			}
 		})
 	}

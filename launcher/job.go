@@ -845,11 +845,6 @@ func (ev *exitEvent) describe() (int, bool, string) {
 	return c, c != 0, fmt.Sprintf("exited with code %d", c)
 }
 
-func (ev *exitEvent) code() int {
-	c, _, _ := ev.describe()
-	return c
-}
-
 // sshFailed is ssh's exit code for its own failures (connection refused, lost, authentication).
 const sshFailed = 255
 

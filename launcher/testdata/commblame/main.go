@@ -55,6 +55,9 @@ func main() {
 			time.Sleep(300 * time.Millisecond)
 		case "stop":
 			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			// The kernel may stop this thread only after the main thread takes the signal:
+			// nothing here may get ahead of it. gorun's SIGKILL ends the rank.
+			time.Sleep(time.Hour)
 		}
 		panic(fmt.Sprintf("commblame: rank %d fails", me))
 	}
