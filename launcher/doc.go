@@ -48,8 +48,8 @@
 //     cores: its slots) get GORUN_OVERSUBSCRIBED=1, so that comm waits politely there;
 //   - gorun holds about 7 open files per local rank (8 per remote one); a job that needs more
 //     than gorun's limit fails at once naming both ("gorun: 3000 ranks need about 21032 open
-//     files in gorun; the limit is 1024 ..."). Go raises a program's soft limit to its hard
-//     limit at start; gorun does not set the limit itself, so os/exec starts the ranks with the
+//     files in gorun; the limit is 1024 ..."). Go raises a program's soft limit to (one below)
+//     its hard limit at start; gorun does not set the limit itself, so os/exec starts the ranks with the
 //     soft limit gorun inherited (what programs using select(2) expect), and Go ranks raise
 //     theirs in turn. A comm rank needs about two per rank of the job (a socket per peer, a
 //     shared-memory segment per rank on its host), which the same hard limit allows when

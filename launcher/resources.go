@@ -50,8 +50,8 @@ const (
 )
 
 // checkOpenFiles fails when the job's ranks need more open files in gorun than its limit
-// allows, naming both. Go raised gorun's soft limit to the hard limit at start; gorun does not
-// call setrlimit itself, so that the ranks start with the soft limit gorun was started with
+// allows, naming both. Go raised gorun's soft limit to one below the hard limit at start
+// (syscall's init); gorun does not call setrlimit itself, so that the ranks start with the soft limit gorun was started with
 // (os/exec restores it in children: programs that use select(2) rely on it), and Go ranks
 // raise theirs at start the same way.
 func checkOpenFiles(places []Placement) error {
