@@ -28,11 +28,32 @@
 //   - when a rank exits non-zero or dies by a signal, gorun names it ("rank 2 (pid 1234)
 //     exited with code 3; terminating 3 other ranks"), sends SIGTERM to the others and exits
 //     with the highest code of the ranks that failed (128+signal for one a signal killed), as
-//     srun does. When a rank's death makes its peers fail too, a host lost to ssh, else a rank
-//     killed by a signal, else the rank that exited first, is named, and the others that failed
-//     in the same moment are listed on a second line ("gorun: also failed: ...");
+//     srun does. When a rank's death makes its peers fail too, the rank that failed first is
+//     named and the others are listed after it ("gorun: also failed (after rank 2): ...").
+//     Time decides: the kernel's order of exits, corrected by what the ranks print: a rank
+//     that reports losing a peer (comm's PeerError, "rank 2: connection to ... closed by the
+//     peer") failed after that peer, whichever exit the kernel completed first, and a peer so
+//     reported that has not exited within a moment (stopped, hung, starved of CPU) is named
+//     first ("gorun: rank 1 (pid 1234) was reported lost by rank 2 and has not exited;
+//     terminating it and 1 other rank"). A host lost to ssh, noticed seconds late, is named
+//     before the ranks that lost their peers there;
 //   - a remote rank whose ssh fails or loses its connection (ssh exits 255 before the rank's
 //     status arrives) makes gorun name the host, tear down the job and exit 255.
+//
+// Resources, checked before any rank starts:
+//   - more ranks on this host than its cores (runtime.NumCPU: the CPUs of gorun's affinity
+//     mask) get a one-line warning ("gorun: warning: 1000 ranks on this host's 2 cores: ..."),
+//     which --oversubscribe silences; Open MPI refuses such a job without --oversubscribe,
+//     gorun runs it. The ranks of every host whose ranks outnumber its cores (a remote host's
+//     cores: its slots) get GORUN_OVERSUBSCRIBED=1, so that comm waits politely there;
+//   - gorun holds about 7 open files per local rank (8 per remote one); a job that needs more
+//     than gorun's limit fails at once naming both ("gorun: 3000 ranks need about 21032 open
+//     files in gorun; the limit is 1024 ..."). Go raises a program's soft limit to (one below)
+//     its hard limit at start; gorun does not set the limit itself, so os/exec starts the ranks with the
+//     soft limit gorun inherited (what programs using select(2) expect), and Go ranks raise
+//     theirs in turn. A comm rank needs about two per rank of the job (a socket per peer, a
+//     shared-memory segment per rank on its host), which the same hard limit allows when
+//     gorun's own need does.
 //
 // PROGRAM may be a path, a Go main package directory (built with go build into a per-user
 // cache), a name on PATH, a program beside the gorun executable, or a command cmd/NAME of the

@@ -61,7 +61,7 @@ func rankMain(args []string) int {
 	r := myRank()
 	switch args[0] {
 	case "env":
-		for _, k := range []string{jobenv.Rank, jobenv.Size, jobenv.LocalRank, jobenv.LocalSize, jobenv.Coord, jobenv.JobID, jobenv.Secret, jobenv.PeerTimeout, "LAUNCHER_FOO", "LAUNCHER_PASS"} {
+		for _, k := range []string{jobenv.Rank, jobenv.Size, jobenv.LocalRank, jobenv.LocalSize, jobenv.Coord, jobenv.JobID, jobenv.Secret, jobenv.PeerTimeout, jobenv.Oversubscribed, "LAUNCHER_FOO", "LAUNCHER_PASS"} {
 			v, ok := os.LookupEnv(k)
 			if !ok {
 				v = "<unset>"
@@ -108,7 +108,9 @@ func rankMain(args []string) int {
 		readyForTerm(r)
 		waitAllReady()
 		syscall.Flock(int(lock.Fd()), syscall.LOCK_SH)
-		time.Sleep(20 * time.Millisecond) // as a peer takes a moment to see a connection close
+		// As a peer takes a moment to see a connection close; long enough that the target's
+		// exit, which released the lock, completes first even when it is preempted on its way.
+		time.Sleep(100 * time.Millisecond)
 		fmt.Printf("rank %d: lost rank %d\n", r, target)
 		return 1
 
@@ -241,9 +243,11 @@ func gorunCmd(t *testing.T, ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// rankArgs builds gorun's arguments for a job of the test binary's rank behaviours.
+// rankArgs builds gorun's arguments for a job of the test binary's rank behaviours. They
+// include --oversubscribe, so that a job of more ranks than this machine has cores prints no
+// warning among the messages the tests check (TestOversubscription checks the warning).
 func rankArgs(t *testing.T, gorunFlags []string, behaviour ...string) []string {
-	a := append([]string{}, gorunFlags...)
+	a := append([]string{"--oversubscribe"}, gorunFlags...)
 	a = append(a, "-x", roleVar+"=rank", "-x", "LAUNCHER_TEST_DIR", self(t))
 	return append(a, behaviour...)
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,6 +122,8 @@ func newJobSecret() (Identity, error) {
 type Placement struct {
 	Rank, LocalRank, LocalSize int
 	Host                       string // "" = this host
+	// Oversubscribed says the host's ranks outnumber its cores (see markOversubscribed).
+	Oversubscribed bool
 }
 
 // placeLocal puts all np ranks on this host.
@@ -207,6 +208,9 @@ func (j *Job) RankEnv(base []string, id Identity, p Placement, np int) []string 
 		jobenv.JobID+"="+id.ID,
 		jobenv.Secret+"="+id.Secret,
 	)
+	if p.Oversubscribed {
+		env = append(env, jobenv.Oversubscribed+"=1")
+	}
 	return append(env, settingsEnv(j.PeerTimeout, j.Transport, j.Iface)...)
 }
 
@@ -241,6 +245,7 @@ type rankProc struct {
 	pipes   []*os.File     // read ends, closed when draining gives up
 	idle    []atomic.Int64 // per pipe: since when (unix ns) its pump waits for data; 0 = busy
 	fwds    []*lineForwarder
+	losses  *lossReports // peers its output reported lost
 	stdin   io.WriteCloser
 	watched bool // its exit is noticed by the exitOrder watcher, not by its waiter
 
@@ -299,17 +304,29 @@ func (r *rankProc) name() string {
 	return fmt.Sprintf("rank %d (pid %d)", r.rank, r.pid)
 }
 
+// shortName is how a message already naming the rank refers to it again.
+func (r *rankProc) shortName() string {
+	if r.host != "" {
+		return fmt.Sprintf("rank %d on %s", r.rank, r.host)
+	}
+	return fmt.Sprintf("rank %d", r.rank)
+}
+
 // exitEvent reports a rank reaped and its output drained.
 type exitEvent struct {
 	r     *rankProc
 	state *os.ProcessState
 	err   error
+	// reportedBy, set for a rank that has not exited, is the failed rank that reported losing
+	// it (see supervisor.reportedLost); state is then nil.
+	reportedBy *rankProc
 }
 
 // Blame timing. When one rank dies its peers often fail at once on the lost connection; the
 // rank that exited first, not the one whose report arrived first, is the cause. Exits are
 // numbered in the order the kernel saw them (exitOrder); once a failure is reported gorun waits
-// until every rank known to have exited is accounted for, at most maxSettle.
+// until every rank known to have exited, and every peer a failed rank reported lost, is
+// accounted for, at most maxSettle.
 const (
 	settle    = 20 * time.Millisecond
 	maxSettle = 2 * time.Second
@@ -329,6 +346,11 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 	if err != nil {
 		return ExitUsage, err
 	}
+	if err := checkOpenFiles(places); err != nil {
+		return ExitFailure, err
+	}
+	cores := localCores()
+	crowded := markOversubscribed(places, j.Hosts, cores)
 	coordHost, err := j.coordHost(places)
 	if err != nil {
 		return ExitFailure, err
@@ -351,6 +373,9 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 		notices: make(chan int, j.NP),
 	}
 	s.grace = j.killGrace()
+	if crowded > 0 && !j.Oversubscribe {
+		s.logf("warning: %d ranks on this host's %d %s: oversubscribed, the ranks take turns on them (--oversubscribe silences this)", crowded, cores, plural(cores, "core", "cores"))
+	}
 	order := newExitOrder(s.notices)
 	defer order.stop()
 	stopServing := make(chan struct{})
@@ -539,96 +564,64 @@ func (s *supervisor) loop(ctx context.Context) int {
 	return s.code
 }
 
-// blame judges the reported failures and names one: a remote rank whose host was lost; then a
-// rank killed by a signal (gorun sent none yet), since peers that lose a connection exit with
-// a code while a crash or kill -9 is a signal; then the highest exit code, since those peers
-// exit with their program's usual error code (1) while the rank that caused it usually chose
-// its own, and the job exits with the highest code anyway (the order of exits cannot tell
-// cause from consequence on a loaded machine: see epollOrder); then the one that exited first.
-// The highest code of those that failed together becomes the job's and the remaining ranks are
-// terminated. Unless forced, it waits (up to
-// maxSettle after the first report) while the order is not yet known or a rank known to have
-// exited has not been reported.
+// blame judges the reported failures and names the first to fail (see failureOrder); the
+// others are listed as having failed after it. The highest code of those that failed together
+// becomes the job's and the remaining ranks are terminated. Unless forced, it waits (up to
+// maxSettle after the first report) while the order is not yet known, a rank known to have
+// exited has not been reported, or a failed rank reported losing a peer that has not exited.
 func (s *supervisor) blame(force bool) {
 	s.settleC = nil
 	if len(s.failures) == 0 || s.terminating {
 		return
 	}
 	force = force || time.Since(s.firstFailure) >= maxSettle
-	var first *exitEvent
-	before := func(a, b *exitEvent) bool {
-		// A host lost to ssh explains everything after it; a signal (a crash, kill -9)
-		// explains the peers that exited with a code when their connection to it closed.
-		if la, lb := a.lost(), b.lost(); la != lb {
-			return la
-		}
-		if sa, sb := signaled(a.state), signaled(b.state); sa != sb {
-			return sa
-		}
-		if ca, cb := a.code(), b.code(); ca != cb {
-			return ca > cb
-		}
-		return a.r.seq < b.r.seq
+	if !force && !s.settled() {
+		s.settleC = time.After(settle)
+		return
 	}
-	for i := range s.failures {
-		ev := &s.failures[i]
-		if ev.r.seq < 0 {
-			if !force {
-				s.settleC = time.After(settle)
-				return
-			}
-			continue
-		}
-		if first == nil || before(ev, first) {
-			first = ev
-		}
-	}
-	if first == nil {
-		first = &s.failures[0] // forced with no order known: first reported
-	} else if !force {
-		// Any rank known to have exited is waited for (reaped and drained: moments), so that
-		// the verdict and the list of those that failed with it are complete.
-		for _, r := range s.procs {
-			if r.seq >= 0 && !r.done {
-				s.settleC = time.After(settle)
-				return
-			}
-		}
-	}
-	ev := *first
-	// The others that failed in the same moment are named too: when the order cannot tell a
-	// cause from its consequences (see epollOrder), the user still sees every candidate.
+	order := failureOrder(append(s.failures, s.reportedLost()...))
+	ev := order[0]
 	// The job's code is the highest of the ranks that failed together (DESIGN.md: as srun).
 	code, _, how := ev.describe()
 	var also []string
-	sort.SliceStable(s.failures, func(a, b int) bool { return before(&s.failures[a], &s.failures[b]) })
-	for _, o := range s.failures {
-		if o.r != ev.r {
-			oc, _, h := o.describe()
-			also = append(also, o.r.name()+" "+h)
-			code = max(code, oc)
-		}
+	for _, o := range order[1:] {
+		oc, _, h := o.describe()
+		also = append(also, o.r.name()+" "+h)
+		code = max(code, oc)
 	}
 	s.failures = nil
 	s.code = code
 	if s.running == 0 {
 		s.logf("%s %s", ev.r.name(), how)
 		s.terminating = true
+	} else if ev.reportedBy != nil {
+		others := s.running - 1
+		s.logf("%s %s; terminating it and %d other %s", ev.r.name(), how, others, plural(others, "rank", "ranks"))
+		s.terminate()
 	} else {
 		s.logf("%s %s; terminating %d other %s", ev.r.name(), how, s.running, plural(s.running, "rank", "ranks"))
 		s.terminate()
 	}
 	if len(also) > 0 {
-		s.logf("also failed: %s", strings.Join(also, ", "))
+		s.logf("also failed (after %s): %s", ev.r.shortName(), strings.Join(also, ", "))
 	}
 }
 
-func signaled(st *os.ProcessState) bool {
-	if st == nil {
-		return false
+// settled tells whether the reported failures can be judged: the order of every failed rank
+// is known, every rank known to have exited is reaped and drained (moments), so the list of
+// those that failed together is complete, and no failed rank waits for a peer it reported lost.
+func (s *supervisor) settled() bool {
+	for _, ev := range s.failures {
+		if ev.r.seq < 0 {
+			return false
+		}
 	}
-	ws, ok := st.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled()
+	for _, r := range s.procs {
+		if r.seq >= 0 && !r.done {
+			return false
+		}
+	}
+	return !s.waitsForLost()
 }
 
 func (s *supervisor) terminate() {
@@ -666,7 +659,7 @@ func (j *Job) start(p Placement, env []string, id Identity, stdout, stderr *sink
 		}
 	}
 	cmd.SysProcAttr = sysProcAttr()
-	r := &rankProc{rank: p.Rank, cmd: cmd, host: p.Host}
+	r := &rankProc{rank: p.Rank, cmd: cmd, host: p.Host, losses: newLossReports(p.Rank, j.NP)}
 	tag := ""
 	if j.TagOutput {
 		tag = TagFor(p.Rank)
@@ -693,7 +686,9 @@ func (j *Job) start(p Placement, env []string, id Identity, stdout, stderr *sink
 		if j.Stdin != nil && p.Rank == j.StdinRank {
 			flush = j.IdleFlush
 		}
-		r.fwds = append(r.fwds, newLineForwarder(dst, tag, flush))
+		fw := newLineForwarder(dst, tag, flush)
+		fw.losses = r.losses
+		r.fwds = append(r.fwds, fw)
 	}
 	cmd.Stdout, cmd.Stderr = childEnds[0], childEnds[1]
 	if p.Host != "" {
@@ -822,6 +817,9 @@ func pump(src *os.File, fw *lineForwarder, idle *atomic.Int64) {
 // a phrase for messages.
 func (ev *exitEvent) describe() (int, bool, string) {
 	st, r := ev.state, ev.r
+	if ev.reportedBy != nil {
+		return 0, true, fmt.Sprintf("was reported lost by %s and has not exited", ev.reportedBy.shortName())
+	}
 	if st == nil {
 		return ExitFailure, true, fmt.Sprintf("could not be waited for (%v)", ev.err)
 	}
@@ -845,11 +843,6 @@ func (ev *exitEvent) describe() (int, bool, string) {
 		return c, true, fmt.Sprintf("ended without an exit status (ssh exited with code %d)", c)
 	}
 	return c, c != 0, fmt.Sprintf("exited with code %d", c)
-}
-
-func (ev *exitEvent) code() int {
-	c, _, _ := ev.describe()
-	return c
 }
 
 // sshFailed is ssh's exit code for its own failures (connection refused, lost, authentication).

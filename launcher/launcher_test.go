@@ -49,7 +49,7 @@ func TestFirstFailureIsBlamed(t *testing.T) {
 	assert.Equal(t, 9, res.code, "stdout: %s\nstderr: %s", res.stdout, res.stderr)
 	// The peers that failed in its wake may be listed after it, never before.
 	assert.Regexp(t, `^gorun: rank 2 \(pid \d+\) exited with code 9(; terminating \d other ranks?)?\n`+
-		`(gorun: also failed: rank [013] \(pid \d+\) exited with code 1(, rank [013] \(pid \d+\) exited with code 1)*\n)?$`, res.stderr)
+		`(gorun: also failed \(after rank 2\): rank [013] \(pid \d+\) exited with code 1(, rank [013] \(pid \d+\) exited with code 1)*\n)?$`, res.stderr)
 }
 
 func TestEveryRankExitingNonZero(t *testing.T) {

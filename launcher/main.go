@@ -286,7 +286,7 @@ func newFlagSet(c *Command, exports *[]string, stdinSpec *string) *pflag.FlagSet
 	fs.StringVar(&c.Hostfile, "machinefile", "", "same as --hostfile")
 	fs.StringVarP(&c.HostList, "host", "H", "", "run on these hosts: `host1:2,host2:2` (a host without :N has one slot per mention)")
 	fs.StringVar(&c.MapBy, "map-by", "", "rank placement on the hosts: slot (fill each host in turn; the default) or node (round-robin)")
-	fs.BoolVar(&c.Oversubscribe, "oversubscribe", false, "allow more ranks than the hosts have slots")
+	fs.BoolVar(&c.Oversubscribe, "oversubscribe", false, "allow more ranks than the hosts have slots; on this host alone, run more ranks than cores without a warning")
 	fs.StringVar(&c.SSH, "ssh", "", "command that reaches a remote host (default: OMPI_MCA_plm_rsh_agent, else ssh)")
 	fs.StringVar(&c.SSHArgs, "ssh-args", "", "extra arguments for ssh, e.g. \"-i key -p 2222\" (default: OMPI_MCA_plm_rsh_args)")
 	fs.StringVar(&c.Iface, "iface", "", "network for the ranks' data and gorun's rendezvous: interface `NAME` or CIDR (sets GORUN_IFACE)")

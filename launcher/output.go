@@ -116,6 +116,9 @@ type lineForwarder struct {
 	// line is taken out of the output and its number kept in status (-1 until seen).
 	mark   []byte
 	status int
+
+	// losses, when set, records the peers the rank's complete lines report lost.
+	losses *lossReports
 }
 
 func newLineForwarder(dst *sink, tag string, flush time.Duration) *lineForwarder {
@@ -139,6 +142,7 @@ func (f *lineForwarder) Write(p []byte) (int, error) {
 			lines = f.takeStatus(lines)
 		}
 		if len(lines) > 0 {
+			f.losses.scan(lines)
 			f.dst.emit(f, lines)
 		}
 		f.pending = append(f.pending[:0], f.pending[last+1:]...)
@@ -161,6 +165,7 @@ func (f *lineForwarder) Close() error {
 		f.timer.Stop()
 	}
 	if len(f.pending) > 0 {
+		f.losses.scan(f.pending)
 		f.dst.emit(f, f.pending)
 		f.pending = f.pending[:0]
 	}

@@ -1,0 +1,154 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gorun-hpc/gorun/comm/jobenv"
+)
+
+func TestMarkOversubscribed(t *testing.T) {
+	// This host only: more ranks than cores.
+	p := placeLocal(3)
+	assert.Equal(t, 3, markOversubscribed(p, nil, 2))
+	for _, pl := range p {
+		assert.True(t, pl.Oversubscribed)
+	}
+	p = placeLocal(2)
+	assert.Equal(t, 0, markOversubscribed(p, nil, 2))
+	assert.False(t, p[0].Oversubscribed || p[1].Oversubscribed)
+
+	// Remote hosts count their slots as cores; a host named on two lines has both lines' slots.
+	hosts := []Host{{Name: "a", Slots: 2}, {Name: "b", Slots: 1}, {Name: "c", Slots: 3}}
+	p, err := Map(hosts, 8, false, true) // the two ranks beyond the slots go to a and b
+	require.NoError(t, err)
+	assert.Equal(t, 0, markOversubscribed(p, hosts, 1))
+	got := map[string]bool{}
+	for _, pl := range p {
+		got[pl.Host] = pl.Oversubscribed
+	}
+	assert.Equal(t, map[string]bool{"a": true, "b": true, "c": false}, got)
+
+	p = []Placement{{Rank: 0, Host: "a"}, {Rank: 1, Host: "a"}, {Rank: 2}}
+	assert.Equal(t, 0, markOversubscribed(p, []Host{{Name: "a", Slots: 1}, {Name: "a", Slots: 1}}, 4))
+	assert.False(t, p[0].Oversubscribed || p[2].Oversubscribed)
+}
+
+// gorunOnCores runs gorun with args on this host's CPUs, or on CPU 0 alone where taskset
+// exists, and returns the number of cores gorun sees and the result.
+func gorunOnCores(t *testing.T, n func(cores int) int, args ...string) (int, int, result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cores := runtime.NumCPU() // gorun inherits this process's affinity mask
+	cmd := gorunCmd(t, ctx)
+	if ts, err := exec.LookPath("taskset"); err == nil && runtime.GOOS == "linux" {
+		cmd.Args = []string{ts, "-c", "0", cmd.Path}
+		cmd.Path = ts
+		cores = 1
+	}
+	np := n(cores)
+	cmd.Args = append(cmd.Args, rankArgsNoOversubscribe(t, append([]string{"-n", strconv.Itoa(np)}, args...), "env")...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	res := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		res.code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return cores, np, res
+}
+
+// rankArgsNoOversubscribe is rankArgs without the --oversubscribe it adds.
+func rankArgsNoOversubscribe(t *testing.T, flags []string, behaviour ...string) []string {
+	a := rankArgs(t, flags, behaviour...)
+	require.Equal(t, "--oversubscribe", a[0])
+	return a[1:]
+}
+
+func TestOversubscription(t *testing.T) {
+	warning := regexp.MustCompile(`(?m)^gorun: warning: (\d+) ranks on this host's (\d+) cores?: oversubscribed, the ranks take turns on them \(--oversubscribe silences this\)$`)
+	for _, tc := range []struct {
+		name   string
+		extra  int // ranks beyond the cores
+		flags  []string
+		warned bool
+		marked bool
+	}{
+		{"more ranks than cores", 1, nil, true, true},
+		{"as many ranks as cores", 0, nil, false, false},
+		{"--oversubscribe", 1, []string{"--oversubscribe"}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cores, np, res := gorunOnCores(t, func(c int) int { return c + tc.extra }, tc.flags...)
+			require.Equal(t, 0, res.code, res.stderr)
+			if tc.warned {
+				m := warning.FindAllStringSubmatch(res.stderr, -1)
+				require.Len(t, m, 1, res.stderr)
+				assert.Equal(t, []string{strconv.Itoa(np), strconv.Itoa(cores)}, m[0][1:])
+				assert.Equal(t, m[0][0]+"\n", res.stderr, "one line, nothing else")
+			} else {
+				assert.Empty(t, res.stderr)
+			}
+			env := envOf(t, res.stdout)
+			require.Len(t, env, np)
+			want := "<unset>"
+			if tc.marked {
+				want = "1"
+			}
+			for r := range np {
+				assert.Equal(t, want, env[r][jobenv.Oversubscribed], "rank %d", r)
+			}
+		})
+	}
+}
+
+// A job that needs more open files than gorun may have fails before it starts any rank,
+// naming the need and the limit; under the same limit a smaller job runs.
+func TestOpenFilesLimit(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the limit is lowered with the shell's ulimit, checked on Linux")
+	}
+	const limit = 200
+	run := func(np int) result {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := gorunCmd(t, ctx, rankArgs(t, []string{"-n", strconv.Itoa(np)}, "exit", "0")...)
+		// ulimit -n sets the soft and the hard limit: gorun cannot raise it.
+		cmd.Args = append([]string{"/bin/sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$@"`, limit), "sh", cmd.Path}, cmd.Args[1:]...)
+		cmd.Path = "/bin/sh"
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		res := result{stdout: out.String(), stderr: errb.String()}
+		if ee, ok := err.(*exec.ExitError); ok {
+			res.code = ee.ExitCode()
+		} else {
+			require.NoError(t, err)
+		}
+		return res
+	}
+	res := run(100)
+	assert.Equal(t, ExitFailure, res.code)
+	need := fdsOwn + 100*fdsPerLocalRank
+	assert.Equal(t, fmt.Sprintf("gorun: 100 ranks need about %d open files in gorun; the limit is %d (ulimit -n; raise the hard limit, ulimit -Hn, or run fewer ranks)\n", need, limit), res.stderr)
+	assert.Empty(t, res.stdout, "no rank started")
+
+	np := (limit - fdsOwn) / fdsPerLocalRank
+	res = run(np)
+	assert.Equal(t, 0, res.code, "%d ranks under a limit of %d: %s", np, limit, res.stderr)
+	assert.False(t, strings.Contains(res.stderr, "open files"), res.stderr)
+}
