@@ -180,8 +180,14 @@ func TestDotAgainstReference(t *testing.T) {
 						xs[i] = BF16ToF32(h)
 					}
 				}
-			case gguf.Q8_0:
+			case gguf.Q8_0, gguf.Q8_1:
 				Dequantize(gguf.Q8_0, v.Q8, xs)
+			case gguf.Q8_K:
+				for b, blk := range v.K {
+					for j, q := range blk.Qs {
+						xs[b*QK_K+j] = blk.D * float32(q)
+					}
+				}
 			}
 			w := make([]float32, n)
 			if err := Dequantize(typ, row, w); err != nil {
