@@ -255,7 +255,7 @@ func TestMatMulMatchesMatVec(t *testing.T) {
 	if _, err := NewMatrix(gguf.Q8_0, 2, 32, make([]byte, 67)); err == nil {
 		t.Error("short matrix data accepted")
 	}
-	if _, err := NewMatrix(gguf.Q2_K, 1, 256, make([]byte, 84)); err == nil {
+	if _, err := NewMatrix(gguf.IQ2_XXS, 1, 256, make([]byte, 66)); err == nil {
 		t.Error("unsupported type accepted")
 	}
 }
