@@ -210,9 +210,9 @@ func TestBadModels(t *testing.T) {
 			}
 			return ti.Type, gf.TensorData(ti)
 		})},
-		{"type", "blk.1.ffn_up.weight has type Q4_1", rebuild("type.gguf", same, func(ti *gguf.TensorInfo) (gguf.Type, []byte) {
+		{"type", "blk.1.ffn_up.weight has type Q8_1, which has no kernel here (supported: F32 F16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS BF16)", rebuild("type.gguf", same, func(ti *gguf.TensorInfo) (gguf.Type, []byte) {
 			if ti.Name == "blk.1.ffn_up.weight" {
-				return gguf.Q4_1, make([]byte, 20*2*128)
+				return gguf.Q8_1, make([]byte, 36*2*128)
 			}
 			return ti.Type, gf.TensorData(ti)
 		})},
