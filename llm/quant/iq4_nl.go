@@ -104,11 +104,20 @@ func iq4Fit(x []float32, l []uint8, ntry int) float32 {
 	return d
 }
 
-// quantizeIQ4_NLBlock is ggml's quantize_row_iq4_nl_ref (no further scales tried).
+// quantizeIQ4_NLBlock is what llama-quantize writes without an importance matrix (ggml's
+// quantize_iq4_nl; its quantize_row_iq4_nl_ref tries no further scales): the best of 15
+// scales, then the levels redone for it (for the scale before its rounding to F16, as ggml).
 func quantizeIQ4_NLBlock(x []float32, y []byte) {
 	var l [32]uint8
-	d := iq4Fit(x, l[:], -1)
+	d := iq4Fit(x, l[:], 7)
 	binary.LittleEndian.PutUint16(y, F32ToF16(d))
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	for j, v := range x {
+		l[j] = iq4Index(id * v)
+	}
 	for j := 0; j < 16; j++ {
 		y[2+j] = l[j] | l[j+16]<<4
 	}

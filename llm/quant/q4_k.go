@@ -14,6 +14,7 @@ const kScaleSize = 12
 func init() {
 	register(format{typ: gguf.Q4_K, blockSize: QK_K, blockBytes: BlockQ4_K, vec: gguf.Q8_K,
 		dequant: func(src []byte, dst []float32) { blocks(src, dst, BlockQ4_K, QK_K, dequantQ4_K) },
+		quant:   func(src []float32, dst []byte) { qblocks(src, dst, QK_K, BlockQ4_K, quantizeQ4_KBlock) },
 		dot:     dotQ4_K,
 	})
 }

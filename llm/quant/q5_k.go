@@ -12,6 +12,7 @@ const BlockQ5_K = 176
 func init() {
 	register(format{typ: gguf.Q5_K, blockSize: QK_K, blockBytes: BlockQ5_K, vec: gguf.Q8_K,
 		dequant: func(src []byte, dst []float32) { blocks(src, dst, BlockQ5_K, QK_K, dequantQ5_K) },
+		quant:   func(src []float32, dst []byte) { qblocks(src, dst, QK_K, BlockQ5_K, quantizeQ5_KBlock) },
 		dot:     dotQ5_K,
 	})
 }

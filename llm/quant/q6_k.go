@@ -12,6 +12,7 @@ const BlockQ6_K = 210
 func init() {
 	register(format{typ: gguf.Q6_K, blockSize: QK_K, blockBytes: BlockQ6_K, vec: gguf.Q8_K,
 		dequant: func(src []byte, dst []float32) { blocks(src, dst, BlockQ6_K, QK_K, dequantQ6_K) },
+		quant:   func(src []float32, dst []byte) { qblocks(src, dst, QK_K, BlockQ6_K, quantizeQ6_KBlock) },
 		dot:     dotQ6_K,
 	})
 }

@@ -90,7 +90,7 @@ func TestDequantizeMatchesGGML(t *testing.T) {
 	}
 }
 
-// The reference quantizers write ggml's bytes (Q8_0 excepted: gorun rounds its ties to
+// The quantizers write the bytes llama-quantize writes (ggml_quantize_chunk without importance matrix) (Q8_0 excepted: gorun rounds its ties to
 // even, ggml's reference away from zero; there, the same bytes or a quant one step away).
 func TestQuantizeMatchesGGML(t *testing.T) {
 	for _, typ := range refTypes {

@@ -1,7 +1,8 @@
 // refgen writes the reference vectors of llm/quant's tests with ggml's own code: for each
-// quantized type, ggml's reference quantizer (quantize_row_*_ref) and dequantizer
-// (dequantize_row_*) applied to a fixed pseudo-random input, the dequantization of random
-// blocks, and the CPU backend's dot product of both rows with a fixed activation vector. See
+// quantized type, ggml's quantizer without importance matrix (ggml_quantize_chunk, what
+// llama-quantize writes: quantize_row_*_ref for all but IQ4_NL, which tries 15 scales there)
+// and dequantizer (dequantize_row_*) applied to a fixed pseudo-random input, the
+// dequantization of random blocks, and the CPU backend's dot product of both rows with a fixed activation vector. See
 // README.md for how to build it against llama.cpp.
 #include <stdint.h>
 #include <stdio.h>
@@ -14,23 +15,20 @@
 
 // ggml-quants.h declares these with block types from an internal header; the ABI is a pointer.
 #define DECL(t) \
-    void quantize_row_##t##_ref(const float *x, void *y, int64_t k); \
     void dequantize_row_##t(const void *x, float *y, int64_t k);
 DECL(q4_0) DECL(q4_1) DECL(q5_0) DECL(q5_1) DECL(q8_0) DECL(iq4_nl)
 DECL(q2_K) DECL(q3_K) DECL(q4_K) DECL(q5_K) DECL(q6_K) DECL(iq4_xs)
 
-typedef void (*quant_fn)(const float *, void *, int64_t);
 typedef void (*dequant_fn)(const void *, float *, int64_t);
 
 struct kind {
     const char *name;
     enum ggml_type type;
-    quant_fn quant;
     dequant_fn dequant;
     int f16[2]; // offsets of the block's f16 scales (-1: none)
 };
 
-#define K(n, T, t, a, b) {n, GGML_TYPE_##T, quantize_row_##t##_ref, dequantize_row_##t, {a, b}}
+#define K(n, T, t, a, b) {n, GGML_TYPE_##T, dequantize_row_##t, {a, b}}
 static const struct kind kinds[] = {
     K("Q4_0", Q4_0, q4_0, 0, -1), K("Q4_1", Q4_1, q4_1, 0, 2), K("Q5_0", Q5_0, q5_0, 0, -1),
     K("Q5_1", Q5_1, q5_1, 0, 2), K("Q8_0", Q8_0, q8_0, 0, -1), K("IQ4_NL", IQ4_NL, iq4_nl, 0, -1),
@@ -94,7 +92,7 @@ int main(int argc, char **argv) {
         uint32_t n = N;
         put(f, &n, 4);
         put(f, x, sizeof x);
-        k->quant(x, q, N);
+        ggml_quantize_chunk(k->type, x, q, 0, 1, N, NULL);
         put(f, q, rb);
         k->dequant(q, y, N);
         put(f, y, sizeof y);
