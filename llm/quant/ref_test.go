@@ -90,8 +90,9 @@ func TestDequantizeMatchesGGML(t *testing.T) {
 	}
 }
 
-// The quantizers write the bytes llama-quantize writes (ggml_quantize_chunk without importance matrix) (Q8_0 excepted: gorun rounds its ties to
-// even, ggml's reference away from zero; there, the same bytes or a quant one step away).
+// The quantizers write the bytes llama-quantize writes (ggml_quantize_chunk without an
+// importance matrix). Q8_0 excepted: gorun rounds its ties to even, ggml's reference away
+// from zero; there, the same bytes or a quant one step away.
 func TestQuantizeMatchesGGML(t *testing.T) {
 	for _, typ := range refTypes {
 		if !CanQuantize(typ) {

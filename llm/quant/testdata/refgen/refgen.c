@@ -2,8 +2,8 @@
 // quantized type, ggml's quantizer without importance matrix (ggml_quantize_chunk, what
 // llama-quantize writes: quantize_row_*_ref for all but IQ4_NL, which tries 15 scales there)
 // and dequantizer (dequantize_row_*) applied to a fixed pseudo-random input, the
-// dequantization of random blocks, and the CPU backend's dot product of both rows with a fixed activation vector. See
-// README.md for how to build it against llama.cpp.
+// dequantization of random blocks, and the CPU backend's dot product of both rows with a
+// fixed activation vector. See README.md for how to build it against llama.cpp.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
