@@ -22,11 +22,28 @@ func init() {
 				}
 			})
 		},
-		// Weights take the activation rule (ties to even), which is what gorun has always
-		// written; ggml's reference rounds ties away from zero.
-		quant: func(src []float32, dst []byte) { quantizeQ8_0(src, dst) },
+		quant: func(src []float32, dst []byte) { qblocks(src, dst, QK8_0, BlockQ8_0, quantizeQ8_0Ref) },
 		dot:   dotQ8_0Vec,
 	})
+}
+
+// quantizeQ8_0Ref is ggml's quantize_row_q8_0_ref, which writes Q8_0 weights: d = amax/127,
+// q = round(x/d) with ties away from zero. (Activations take quantizeQ8_0, the CPU backend's
+// rule, which scales by 127/amax and rounds ties to even.)
+func quantizeQ8_0Ref(x []float32, y []byte) {
+	var amax float32
+	for _, v := range x {
+		amax = max(amax, float32(math.Abs(float64(v))))
+	}
+	d := amax / 127
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	binary.LittleEndian.PutUint16(y, F32ToF16(d))
+	for j, v := range x {
+		y[2+j] = byte(int8(math.Round(float64(v * id))))
+	}
 }
 
 // quantizeQ8_0Generic is the x86 (AVX2) rule of llama.cpp's quantize_row_q8_0, which is what its CPU

@@ -141,9 +141,15 @@ func TestKnownBlocks(t *testing.T) {
 	// llama.cpp's activation rule: d = amax/127, values scaled by 127/amax, ties to even.
 	x := make([]float32, 32)
 	x[0], x[1], x[2] = 127, 0.5, 1.5
+	var v Vec
+	v.Load(gguf.Q8_0, x)
+	if q := v.Q8; int8(q[2]) != 127 || q[3] != 0 || q[4] != 2 {
+		t.Errorf("Q8_0 activation quantized to %v", q[2:5])
+	}
+	// Its weight rule (quantize_row_q8_0_ref): ties away from zero.
 	Quantize(gguf.Q8_0, x, q8)
-	if int8(q8[2]) != 127 || q8[3] != 0 || q8[4] != 2 {
-		t.Errorf("Q8_0 quantized to %v", q8[2:5])
+	if int8(q8[2]) != 127 || q8[3] != 1 || q8[4] != 2 {
+		t.Errorf("Q8_0 weights quantized to %v", q8[2:5])
 	}
 }
 
