@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 
@@ -56,18 +57,22 @@ func quantizeCmd(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%-32s %-7v %-6s -> %s\n", t.Name, t.Dims, t.Type, plan[i])
 		}
 	}
-	o, err := os.Create(out)
+	// A temporary file renamed at the end: OUT may be IN (mapped while it is read), and a
+	// failure leaves no partial OUT.
+	o, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".tmp*")
 	if err != nil {
 		return err
 	}
-	if _, err := w.WriteTo(o); err != nil {
-		o.Close()
-		os.Remove(out)
-		return fmt.Errorf("%s: %w", out, err)
+	_, err = w.WriteTo(o)
+	if cerr := o.Close(); err == nil {
+		err = cerr
 	}
-	if err := o.Close(); err != nil {
-		os.Remove(out)
-		return err
+	if err == nil {
+		err = os.Rename(o.Name(), out)
+	}
+	if err != nil {
+		os.Remove(o.Name())
+		return fmt.Errorf("%s: %w", out, err)
 	}
 	return nil
 }
