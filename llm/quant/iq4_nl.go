@@ -32,6 +32,7 @@ func dequantIQ4_NL(blk []byte, y []float32) {
 // iq4Index is the level nearest x (ties to the upper one), by bisection as ggml's
 // best_index_int8.
 func iq4Index(x float32) uint8 {
+	x = float32(x) // a product passed as x is rounded before the subtractions below
 	v := &iq4Values
 	if x <= float32(v[0]) {
 		return 0
@@ -82,8 +83,8 @@ func iq4Fit(x []float32, l []uint8, ntry int) float32 {
 		l[j] = k
 		q := float32(iq4Values[k])
 		w := xv * xv
-		sumqx += float32(w*q) * xv
-		sumq2 += float32(w*q) * q
+		sumqx += float32(float32(w*q) * xv)
+		sumq2 += float32(float32(w*q) * q)
 	}
 	d = sumqx / sumq2
 	best := d * sumqx
@@ -93,8 +94,8 @@ func iq4Fit(x []float32, l []uint8, ntry int) float32 {
 		for _, xv := range x {
 			q := float32(iq4Values[iq4Index(id*xv)])
 			w := xv * xv
-			sumqx += float32(w*q) * xv
-			sumq2 += float32(w*q) * q
+			sumqx += float32(float32(w*q) * xv)
+			sumq2 += float32(float32(w*q) * q)
 		}
 		if sumq2 > 0 && sumqx*sumqx > best*sumq2 {
 			d = sumqx / sumq2

@@ -19,7 +19,7 @@ func quantizeQ45K(x []float32, y []byte, l []uint8, nmax int, rmin float32, nste
 		xs := x[32*j : 32*j+32]
 		var sumX2 float32
 		for _, v := range xs {
-			sumX2 += v * v
+			sumX2 += float32(v * v)
 		}
 		av := float32(math.Sqrt(float64(sumX2 / 32)))
 		for i, v := range xs {

@@ -43,8 +43,8 @@ func quantizeQ4_0Block(x []float32, y []byte) {
 	}
 	binary.LittleEndian.PutUint16(y, F32ToF16(d))
 	for j := 0; j < 16; j++ {
-		x0 := min(15, int8(x[j]*id+8.5))
-		x1 := min(15, int8(x[j+16]*id+8.5))
+		x0 := min(15, int8(float32(x[j]*id)+8.5))
+		x1 := min(15, int8(float32(x[j+16]*id)+8.5))
 		y[2+j] = uint8(x0) | uint8(x1)<<4
 	}
 }

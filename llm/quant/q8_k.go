@@ -14,9 +14,10 @@ type BlockQ8K struct {
 }
 
 // nearestInt rounds to the nearest integer, ties to even, by ggml's rule (adding 1.5*2^23 and
-// reading the mantissa), which is exact for |f| < 2^22.
+// reading the mantissa), which is exact for |f| < 2^22. The conversion keeps a product passed
+// as f from being fused with the addition (arm64), which would round differently from ggml.
 func nearestInt(f float32) int32 {
-	v := f + 12582912
+	v := float32(f) + 12582912
 	return int32(math.Float32bits(v)&0x007fffff) - 0x00400000
 }
 
