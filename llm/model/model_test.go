@@ -236,3 +236,27 @@ func TestBadModels(t *testing.T) {
 		}
 	}
 }
+
+// A tensor whose rows are not whole blocks of its type is refused when the file is opened,
+// naming the tensor, before any of its data is read.
+func TestRowNotWholeBlocks(t *testing.T) {
+	b, err := os.ReadFile(testfiles.Path(t, "llm", "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tensor info of blk.0.attn_q.weight: name, u32 dims (2), u64 64, u64 64, u32 type.
+	name := []byte("blk.0.attn_q.weight")
+	i := bytes.Index(b, name)
+	if i < 0 {
+		t.Fatal("no blk.0.attn_q.weight")
+	}
+	typeAt := i + len(name) + 4 + 2*8
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.IQ4_XS, gguf.Q2_K} { // blocks of 256, rows of 64
+		c := bytes.Clone(b)
+		c[typeAt], c[typeAt+1], c[typeAt+2], c[typeAt+3] = byte(typ), 0, 0, 0
+		_, err := gguf.Parse(c)
+		if err == nil || !strings.Contains(err.Error(), "blk.0.attn_q.weight") || !strings.Contains(err.Error(), "not a whole number of "+typ.String()+" blocks") {
+			t.Errorf("%s rows of 64: %v", typ, err)
+		}
+	}
+}
