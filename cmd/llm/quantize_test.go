@@ -105,15 +105,23 @@ func TestQuantizeMatchesLlamaQuantize(t *testing.T) {
 			continue
 		}
 		checkTensors(t, label, dst, r.Tensors)
-		greedyAgainst(t, label, dst, r.IDs, r.Margins, r.FirstLogits)
+		// The random weights of the tiny model give activations of a wide range, which
+		// magnify the different summation orders of gorun's and llama.cpp's kernels (Q5_0
+		// and F16 dot products; llamafile's sgemm for IQ4_XS prompts): up to 0.035 there,
+		// 0.0001 (the reference's rounding) on stories260K.
+		tol := 0.05
+		if r.Model == "stories260K.gguf" {
+			tol = 0.002
+		}
+		greedyAgainst(t, label, dst, r.IDs, r.Margins, r.FirstLogits, tol)
 	}
 }
 
 // greedyAgainst runs gorun's greedy decoding of "Once upon a time" on the model at path and
 // compares it with llama.cpp's: the same ids up to the first step where llama.cpp's top two
 // logits are within 0.05 (there float rounding may pick either), and first-step logits within
-// 0.05 of llama.cpp's (its prompt products take other kernels than its decode products).
-func greedyAgainst(t *testing.T, label, path string, ids []int32, margins, logits []float32) {
+// tol of llama.cpp's.
+func greedyAgainst(t *testing.T, label, path string, ids []int32, margins, logits []float32, tol float64) {
 	t.Helper()
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -146,7 +154,7 @@ func greedyAgainst(t *testing.T, label, path string, ids []int32, margins, logit
 				worst = max(worst, math.Abs(float64(v-logits[i])))
 			}
 			t.Logf("%s: first-step logits within %.4f of llama.cpp's", label, worst)
-			if worst > 0.05 {
+			if worst > tol {
 				t.Errorf("%s: first-step logits differ from llama.cpp's by up to %.4f", label, worst)
 			}
 		}
