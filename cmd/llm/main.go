@@ -5,6 +5,7 @@
 //	gorun -n 2 llm bench -m model.gguf -p 512 -n 128             # prefill/decode tokens/s
 //	llm mkmodel --shape 349M --type q8_0 -o m.gguf               # random-weight benchmark model
 //	llm info -m model.gguf                                       # metadata, TP degrees that work
+//	llm quantize model-f32.gguf model-q4_k_m.gguf Q4_K_M         # llama-quantize's mixes
 //
 // Packages llm/model, llm/tp, llm/sample and llm/tokenizer hold the logic.
 package main
@@ -26,6 +27,7 @@ commands:
   bench      prefill (pp) and decode (tg) tokens/s, llama-bench style, and per-rank memory
   mkmodel    write a random-weight model of a realistic shape
   info       print a model's metadata, tensors and the tensor-parallel degrees that work
+  quantize   convert a model to one of llama-quantize's presets (Q4_K_M, Q8_0, IQ4_XS, ...)
   serve      OpenAI-compatible HTTP server (chat and text completions, streaming) on rank 0
   bench-serve  load a running server with 1, 4, 16 concurrent clients: throughput, TTFT
 
@@ -47,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = mkmodel(args[1:], stdout, stderr)
 	case "info":
 		err = info(args[1:], stdout, stderr)
+	case "quantize":
+		err = quantizeCmd(args[1:], stdout, stderr)
 	case "serve":
 		err = serveCmd(args[1:], stdout, stderr)
 	case "bench-serve":

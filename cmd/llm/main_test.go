@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,7 +34,8 @@ func TestMkmodelInfoBench(t *testing.T) {
 		t.Fatalf("mkmodel rc %d: %s", rc, errb.String())
 	}
 	out.Reset()
-	if rc := run([]string{"info", "-m", p}, &out, &errb); rc != 0 || !strings.Contains(out.String(), "degrees that work: [1 2 4 8]") {
+	if rc := run([]string{"info", "-m", p}, &out, &errb); rc != 0 || !strings.Contains(out.String(), "degrees that work: [1 2 4 8]") ||
+		!strings.Contains(out.String(), "tensor types: F32 x3, Q4_0 x") {
 		t.Fatalf("info rc %d: %s %s", rc, out.String(), errb.String())
 	}
 	out.Reset()
@@ -66,5 +68,26 @@ func TestBadInput(t *testing.T) {
 	}
 	if rc := run([]string{"mkmodel", "--shape", "nope", "-o", "x"}, &out, &errb); rc != 1 {
 		t.Errorf("unknown shape: rc %d", rc)
+	}
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk.gguf")
+	os.WriteFile(junk, []byte("GGUF\x03\x00\x00\x00garbage"), 0o644)
+	for _, c := range []struct {
+		args []string
+		rc   int
+		want string
+	}{
+		{[]string{"quantize", "a.gguf"}, 2, "usage: llm quantize"},
+		{[]string{"quantize", "a.gguf", "b.gguf", "Q9_K"}, 1, `unknown quantization type "Q9_K"`},
+		{[]string{"quantize", "/nonexistent.gguf", filepath.Join(dir, "b.gguf"), "Q4_K_M"}, 1, "nonexistent"},
+		{[]string{"quantize", junk, filepath.Join(dir, "b.gguf"), "Q4_K_M"}, 1, "junk.gguf"},
+	} {
+		errb.Reset()
+		if rc := run(c.args, &out, &errb); rc != c.rc || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: rc %d, %q; want rc %d and %q", c.args, rc, errb.String(), c.rc, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b.gguf")); err == nil {
+		t.Error("a failed quantize left its output file")
 	}
 }

@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gorun-hpc/gorun/llm/gguf"
 	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/quant"
 	"github.com/spf13/pflag"
 )
 
@@ -16,7 +20,7 @@ func mkmodel(args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("llm mkmodel", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	shapeName := fs.String("shape", "349M", "named shape ("+model.ShapeNames()+"); the flags below override its fields")
-	typName := fs.String("type", "q8_0", "weight type: f32 f16 bf16 q8_0 q4_0 q4_k q5_k q6_k")
+	typName := fs.String("type", "q8_0", "weight type: "+strings.ToLower(quant.SupportedNames()))
 	outPath := fs.StringP("output", "o", "", "file to write")
 	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer from this GGUF file (its vocabulary size wins)")
 	seed := fs.Uint64("seed", 1, "random seed (the same seed writes the same file)")
@@ -125,6 +129,7 @@ func info(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "  %-32s %-6s %v\n", t.Name, t.Type, t.Dims)
 		}
 	}
+	fmt.Fprintf(stdout, "tensor types: %s\n", typeSummary(f.Tensors))
 	cfg, err := model.ReadConfig(f)
 	if err != nil {
 		return err
@@ -133,4 +138,26 @@ func info(args []string, stdout, stderr io.Writer) error {
 		cfg.Arch, cfg.Dim, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, cfg.FFN, cfg.Vocab)
 	fmt.Fprintf(stdout, "tensor-parallel degrees that work: %v\n", cfg.ValidDegrees(cfg.Heads))
 	return nil
+}
+
+// typeSummary counts the tensors of each type, in ggml's numbering order, and names the
+// types gorun has no kernels for.
+func typeSummary(ts []gguf.TensorInfo) string {
+	count := map[gguf.Type]int{}
+	for _, t := range ts {
+		count[t.Type]++
+	}
+	types := slices.Sorted(maps.Keys(count))
+	var parts, missing []string
+	for _, t := range types {
+		parts = append(parts, fmt.Sprintf("%s x%d", t, count[t]))
+		if !quant.Supported(t) {
+			missing = append(missing, t.String())
+		}
+	}
+	s := strings.Join(parts, ", ")
+	if len(missing) > 0 {
+		s += " (no kernels here for " + strings.Join(missing, " ") + ")"
+	}
+	return s
 }

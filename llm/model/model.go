@@ -155,7 +155,7 @@ func (m *Model) tensor(name string, dims ...int) (*gguf.TensorInfo, error) {
 		}
 	}
 	if len(dims) == 2 && !quant.Supported(t.Type) {
-		return nil, fmt.Errorf("%s: tensor %s has type %s, which has no kernel here (supported: F32 F16 BF16 Q8_0 Q4_0 Q4_K Q5_K Q6_K)", m.file.Path, name, t.Type)
+		return nil, fmt.Errorf("%s: tensor %s has type %s, which has no kernel here (supported: %s)", m.file.Path, name, t.Type, quant.SupportedNames())
 	}
 	return t, nil
 }
@@ -283,10 +283,6 @@ func (m *Model) bind() error {
 	if m.embd, err = m.tensor("token_embd.weight", c.Dim, c.Vocab); err != nil {
 		return err
 	}
-	if !quant.Supported(m.embd.Type) {
-		return fmt.Errorf("%s: token_embd.weight has unsupported type %s", m.file.Path, m.embd.Type)
-	}
-
 	if m.outNorm, err = m.vector("output_norm.weight", c.Dim, 0, c.Dim); err != nil {
 		return err
 	}

@@ -210,9 +210,9 @@ func TestBadModels(t *testing.T) {
 			}
 			return ti.Type, gf.TensorData(ti)
 		})},
-		{"type", "blk.1.ffn_up.weight has type Q4_1", rebuild("type.gguf", same, func(ti *gguf.TensorInfo) (gguf.Type, []byte) {
+		{"type", "blk.1.ffn_up.weight has type Q8_1, which has no kernel here (supported: F32 F16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS BF16)", rebuild("type.gguf", same, func(ti *gguf.TensorInfo) (gguf.Type, []byte) {
 			if ti.Name == "blk.1.ffn_up.weight" {
-				return gguf.Q4_1, make([]byte, 20*2*128)
+				return gguf.Q8_1, make([]byte, 36*2*128)
 			}
 			return ti.Type, gf.TensorData(ti)
 		})},
@@ -233,6 +233,30 @@ func TestBadModels(t *testing.T) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		} else {
 			t.Logf("%s: %v", c.name, err)
+		}
+	}
+}
+
+// A tensor whose rows are not whole blocks of its type is refused when the file is opened,
+// naming the tensor, before any of its data is read.
+func TestRowNotWholeBlocks(t *testing.T) {
+	b, err := os.ReadFile(testfiles.Path(t, "llm", "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tensor info of blk.0.attn_q.weight: name, u32 dims (2), u64 64, u64 64, u32 type.
+	name := []byte("blk.0.attn_q.weight")
+	i := bytes.Index(b, name)
+	if i < 0 {
+		t.Fatal("no blk.0.attn_q.weight")
+	}
+	typeAt := i + len(name) + 4 + 2*8
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.IQ4_XS, gguf.Q2_K} { // blocks of 256, rows of 64
+		c := bytes.Clone(b)
+		c[typeAt], c[typeAt+1], c[typeAt+2], c[typeAt+3] = byte(typ), 0, 0, 0
+		_, err := gguf.Parse(c)
+		if err == nil || !strings.Contains(err.Error(), "blk.0.attn_q.weight") || !strings.Contains(err.Error(), "not a whole number of "+typ.String()+" blocks") {
+			t.Errorf("%s rows of 64: %v", typ, err)
 		}
 	}
 }

@@ -108,7 +108,7 @@ func VocabFrom(f *gguf.File) (Vocabulary, error) {
 
 // WriteSynthetic writes a model of shape s with random weights of type typ (norms F32) to w:
 // normal weights scaled by 1/sqrt(fan-in) and quantized with the reference quantizers, or, for
-// the K-quants, which have no quantizer here, random blocks with small scales. The same seed
+// Q4_K, Q5_K and Q6_K, which have no quantizer here, random blocks with small scales. The same seed
 // gives the same file. A vocab with len(Tokens) == s.Vocab is embedded (nil: SyntheticVocab).
 func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Vocabulary) error {
 	hd := s.headDim()
@@ -130,7 +130,9 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 	}
 	gw := gguf.NewWriter()
 	a := s.Arch
-	ftype := map[gguf.Type]uint32{gguf.F32: 0, gguf.F16: 1, gguf.Q4_0: 2, gguf.Q8_0: 7, gguf.Q4_K: 15, gguf.Q5_K: 17, gguf.Q6_K: 18, gguf.BF16: 32}[typ]
+	ftype := map[gguf.Type]uint32{gguf.F32: 0, gguf.F16: 1, gguf.Q4_0: 2, gguf.Q4_1: 3, gguf.Q8_0: 7, gguf.Q5_0: 8,
+		gguf.Q5_1: 9, gguf.Q2_K: 10, gguf.Q3_K: 11, gguf.Q4_K: 15, gguf.Q5_K: 17, gguf.Q6_K: 18, gguf.IQ4_NL: 25,
+		gguf.IQ4_XS: 30, gguf.BF16: 32}[typ]
 	for _, kv := range []struct {
 		k string
 		v any

@@ -141,9 +141,15 @@ func TestKnownBlocks(t *testing.T) {
 	// llama.cpp's activation rule: d = amax/127, values scaled by 127/amax, ties to even.
 	x := make([]float32, 32)
 	x[0], x[1], x[2] = 127, 0.5, 1.5
+	var v Vec
+	v.Load(gguf.Q8_0, x)
+	if q := v.Q8; int8(q[2]) != 127 || q[3] != 0 || q[4] != 2 {
+		t.Errorf("Q8_0 activation quantized to %v", q[2:5])
+	}
+	// Its weight rule (quantize_row_q8_0_ref): ties away from zero.
 	Quantize(gguf.Q8_0, x, q8)
-	if int8(q8[2]) != 127 || q8[3] != 0 || q8[4] != 2 {
-		t.Errorf("Q8_0 quantized to %v", q8[2:5])
+	if int8(q8[2]) != 127 || q8[3] != 1 || q8[4] != 2 {
+		t.Errorf("Q8_0 weights quantized to %v", q8[2:5])
 	}
 }
 
@@ -180,8 +186,14 @@ func TestDotAgainstReference(t *testing.T) {
 						xs[i] = BF16ToF32(h)
 					}
 				}
-			case gguf.Q8_0:
+			case gguf.Q8_0, gguf.Q8_1:
 				Dequantize(gguf.Q8_0, v.Q8, xs)
+			case gguf.Q8_K:
+				for b, blk := range v.K {
+					for j, q := range blk.Qs {
+						xs[b*QK_K+j] = blk.D * float32(q)
+					}
+				}
 			}
 			w := make([]float32, n)
 			if err := Dequantize(typ, row, w); err != nil {
@@ -249,7 +261,7 @@ func TestMatMulMatchesMatVec(t *testing.T) {
 	if _, err := NewMatrix(gguf.Q8_0, 2, 32, make([]byte, 67)); err == nil {
 		t.Error("short matrix data accepted")
 	}
-	if _, err := NewMatrix(gguf.Q2_K, 1, 256, make([]byte, 84)); err == nil {
+	if _, err := NewMatrix(gguf.IQ2_XXS, 1, 256, make([]byte, 66)); err == nil {
 		t.Error("unsupported type accepted")
 	}
 }
