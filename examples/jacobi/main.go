@@ -161,6 +161,9 @@ func solve(c *comm.Comm, cfg config) (*result, error) {
 
 	res := &result{dims: dims}
 	local, global := []float64{0}, []float64{0}
+	if err := collectives.Barrier(cc); err != nil { // start the clock together
+		return nil, err
+	}
 	start := time.Now()
 	for res.iters < cfg.maxIter {
 		if err := exchange(u); err != nil {
