@@ -13,8 +13,8 @@ const ProcNull = -2
 
 // Cart is a communicator whose ranks form a Cartesian grid (MPI_Cart_create): rank r has
 // the coordinates of r in row-major order of Dims (the last dimension varies fastest).
-// Its methods other than Sub and the neighbour collectives do not communicate. A Cart is
-// safe for concurrent use.
+// Its methods other than Sub do not communicate, and may be called from any goroutine; Sub
+// and the neighbour collectives are collective, called by every rank in the same order.
 type Cart struct {
 	c       *comm.Comm
 	dims    []int

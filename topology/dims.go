@@ -5,6 +5,9 @@ import (
 	"sort"
 )
 
+// maxNodes bounds DimsCreate's node count as MPI's int does; it keeps the factor search short.
+const maxNodes = 1<<31 - 1
+
 // DimsCreate chooses the dimensions of a Cartesian grid of nnodes ranks, as MPI_Dims_create:
 // entries of dims that are positive are kept, zeros are filled so that the product is nnodes
 // and the filled entries are as close to each other as possible (the largest minus the
@@ -12,8 +15,8 @@ import (
 // nnodes to be below 1, for an entry to be negative, or for the kept entries not to divide
 // nnodes (or, with no zero, not to multiply to it).
 func DimsCreate(nnodes int, dims []int) ([]int, error) {
-	if nnodes < 1 {
-		return nil, fmt.Errorf("topology: DimsCreate: %d nodes, want at least 1", nnodes)
+	if nnodes < 1 || nnodes > maxNodes {
+		return nil, fmt.Errorf("topology: DimsCreate: %d nodes, want 1 to %d", nnodes, maxNodes)
 	}
 	fixed, free := 1, 0
 	for i, d := range dims {

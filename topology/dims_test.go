@@ -116,7 +116,8 @@ func TestDimsCreateErrors(t *testing.T) {
 		dims []int
 		msg  string
 	}{
-		{0, []int{0}, "0 nodes"},
+		{0, []int{0}, "0 nodes, want 1 to"},
+		{1 << 40, []int{0}, "nodes, want 1 to"},
 		{6, []int{-1, 0}, "dims[0] is -1"},
 		{6, []int{4, 0}, "does not divide 6"},
 		{6, []int{2, 2}, "multiply to 4, not the 6"},

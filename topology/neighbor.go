@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -57,6 +58,23 @@ type exchange[T comm.Elem] struct {
 	rbufs   [][]byte
 	recvs   []*comm.Request
 	sends   []*comm.Request
+	bufs    []*[]byte // frames and receive buffers from bufPool, returned by finish
+}
+
+// bufPool recycles the message buffers of neighbour collectives, which a halo exchange in a
+// loop would otherwise allocate on every call.
+var bufPool sync.Pool // of *[]byte
+
+// buf returns a buffer of n bytes (contents undefined) that finish returns to the pool.
+func (e *exchange[T]) buf(n int) []byte {
+	p, ok := bufPool.Get().(*[]byte)
+	if !ok || cap(*p) < n {
+		b := make([]byte, n)
+		p = &b
+	}
+	*p = (*p)[:n]
+	e.bufs = append(e.bufs, p)
+	return *p
 }
 
 func elemSize[T comm.Elem]() int { var z T; return int(unsafe.Sizeof(z)) }
@@ -77,12 +95,12 @@ func start[T comm.Elem](nb *neighborhood, op string, sblocks, rblocks [][]T, loc
 		if local == nil {
 			n += len(rblocks[i]) * esize
 		}
-		e.rbufs[i] = make([]byte, n)
+		e.rbufs[i] = e.buf(n)
 		e.recvs[i] = comm.Irecv(nb.c, e.rbufs[i], src, nb.recvTags[i])
 	}
 	var refusal []byte
 	if local != nil {
-		refusal = make([]byte, headerLen)
+		refusal = e.buf(headerLen)
 		putHeader(refusal, kindRefusal, esize, e.seq, 0)
 	}
 	var last []T
@@ -97,7 +115,7 @@ func start[T comm.Elem](nb *neighborhood, op string, sblocks, rblocks [][]T, loc
 			if len(b) > 0 && len(last) == len(b) && &last[0] == &b[0] {
 				frame = lastFrame // the same block to several neighbours (allgather): one frame
 			} else {
-				frame = make([]byte, headerLen+len(b)*esize)
+				frame = e.buf(headerLen + len(b)*esize)
 				putHeader(frame, kindData, esize, e.seq, len(b))
 				copy(frame[headerLen:], comm.AsBytes(b))
 				last, lastFrame = b, frame
@@ -128,6 +146,10 @@ func (e *exchange[T]) finish() error {
 		copy(comm.AsBytes(e.rblocks[i]), e.rbufs[i][headerLen:])
 	}
 	serr := comm.WaitAll(e.sends...)
+	for _, p := range e.bufs { // no message uses them any more
+		bufPool.Put(p)
+	}
+	e.bufs = nil
 	switch {
 	case e.local != nil:
 		return e.local
