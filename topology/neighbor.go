@@ -86,7 +86,7 @@ func start[T comm.Elem](nb *neighborhood, op string, sblocks, rblocks [][]T, loc
 	esize := elemSize[T]()
 	e := &exchange[T]{nb: nb, op: op, seq: nb.seq.Add(1), local: local, rblocks: rblocks,
 		rbufs: make([][]byte, len(nb.srcs)), recvs: make([]*comm.Request, len(nb.srcs)),
-		sends: make([]*comm.Request, len(nb.dsts))}
+		sends: make([]*comm.Request, len(nb.dsts)), bufs: make([]*[]byte, 0, len(nb.srcs)+len(nb.dsts))}
 	for i, src := range nb.srcs {
 		if src == ProcNull {
 			continue
