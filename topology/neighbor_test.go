@@ -343,3 +343,24 @@ func TestDistGraphBadArguments(t *testing.T) {
 		})
 	}
 }
+
+// TestNeighborPeerGone: a neighbour that has left makes the exchange fail with a PeerError
+// naming it, instead of hanging.
+func TestNeighborPeerGone(t *testing.T) {
+	notInJob(t)
+	spmd(t, 3, func(c *comm.Comm) error {
+		ring, err := NewCart(c, []int{3}, []bool{true}, false)
+		if err != nil {
+			return err
+		}
+		if ring.Rank() == 2 {
+			return nil // leaves without taking part
+		}
+		err = NeighborAlltoall(ring, make([]float64, 2), make([]float64, 2))
+		var pe *comm.PeerError
+		if !errors.As(err, &pe) || pe.Rank != c.WorldRank(2) {
+			return fmt.Errorf("rank %d: %v, want a PeerError naming rank 2", ring.Rank(), err)
+		}
+		return nil
+	})
+}
