@@ -316,7 +316,8 @@ func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me *rankInfo,
 		}
 		return nil
 	}
-	g := newGate(id.name())
+	// Every rank may dial at once: the cap leaves room for all of them besides strangers.
+	g := newGate(id.name(), min(id.size, maxWorldAtOnce))
 	defer g.close()
 	type arrival struct {
 		rank int
@@ -469,31 +470,68 @@ func joinRendezvous(conn net.Conn, id identity, jobHash uint64, me rankInfo, dea
 	return table, nil
 }
 
+// meshDialers bounds the links a rank dials at once while the mesh is built.
+const meshDialers = 16
+
 // buildMesh connects every pair of ranks once: each rank dials the ranks below it and accepts
-// the ranks above it.
+// the ranks above it. A rank dials the nearest first (r-1, r-2, ...), a few at a time, so
+// that at any moment each listener has a few dialers, not the whole job (all ranks dialing
+// rank 0 first would overrun its cap on unauthenticated connections).
 func buildMesh(t *tcpTransport, ln net.Listener, id identity, jobHash uint64, table []rankInfo, deadline time.Time) error {
 	accepted := make(chan error, 1)
 	go func() { accepted <- acceptMesh(t, ln, id, jobHash, table, deadline) }()
-	for r := 0; r < id.rank; r++ {
-		conn, err := dialAuth(table[r].Addr, deadline, func(c net.Conn) error {
-			return dialHandshake(c, id.secret, connMesh, uint32(id.rank), id.size, jobHash, uint32(r), deadline)
-		})
-		if err != nil {
-			ln.Close() // ends acceptMesh
-			<-accepted
-			return fmt.Errorf("comm: rank %d: connecting to rank %d at %s: %w", id.rank, r, table[r].Addr, err)
-		}
-		p, err := newTCPPeer(t, r, table[r].Addr, conn.(*net.TCPConn))
-		if err != nil {
-			ln.Close()
-			<-accepted
-			return err
-		}
-		t.meshMu.Lock()
-		t.peers[r] = p
-		t.meshMu.Unlock()
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+		slots    = make(chan struct{}, meshDialers)
+	)
+	failed := func() bool {
+		errMu.Lock()
+		defer errMu.Unlock()
+		return firstErr != nil
+	}
+	for r := id.rank - 1; r >= 0 && !failed(); r-- {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			err := dialPeer(t, id, jobHash, r, table[r].Addr, deadline)
+			if err != nil {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				errMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		ln.Close() // ends acceptMesh
+		<-accepted
+		return firstErr
 	}
 	return <-accepted
+}
+
+// dialPeer connects this rank to the lower rank r and registers the link.
+func dialPeer(t *tcpTransport, id identity, jobHash uint64, r int, addr string, deadline time.Time) error {
+	conn, err := dialAuth(addr, deadline, func(c net.Conn) error {
+		return dialHandshake(c, id.secret, connMesh, uint32(id.rank), id.size, jobHash, uint32(r), deadline)
+	})
+	if err != nil {
+		return fmt.Errorf("comm: rank %d: connecting to rank %d at %s: %w", id.rank, r, addr, err)
+	}
+	p, err := newTCPPeer(t, r, addr, conn.(*net.TCPConn))
+	if err != nil {
+		return err
+	}
+	t.meshMu.Lock()
+	t.peers[r] = p
+	t.meshMu.Unlock()
+	return nil
 }
 
 // acceptMesh accepts the links of the ranks above this one. Only a rank that is to dial this
@@ -509,7 +547,7 @@ func acceptMesh(t *tcpTransport, ln net.Listener, id identity, jobHash uint64, t
 	if tl, ok := ln.(*net.TCPListener); ok {
 		tl.SetDeadline(deadline)
 	}
-	g := newGate(id.name())
+	g := newGate(id.name(), 0)
 	defer g.close()
 	var (
 		mu       = &t.meshMu

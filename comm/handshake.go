@@ -77,14 +77,18 @@ func checkPeerHello(h hello, kind, role uint8, me uint32, size int, jobHash uint
 // errHandshakeRefused: the acceptor refused this side's proof: the secrets differ.
 var errHandshakeRefused = errors.New("the peer refused this side's proof: the job secrets differ (is GORUN_SECRET or GORUN_SECRET_FILE the same on every rank?)")
 
-// errNoHello: the acceptor closed the connection before its hello (it was busy with too many
-// connections, or refused the claimed identity); the dialer may try again.
-type errNoHello struct{ err error }
-
-func (e errNoHello) Error() string {
-	return fmt.Sprintf("connection closed before the peer's hello: %v", e.err)
+// errCutOff: the connection broke during the handshake, before the acceptor said anything
+// final: it had too many unauthenticated connections, refused the claimed identity, or gave
+// up waiting for this side (which may have waited long for a CPU); the dialer may try again.
+type errCutOff struct {
+	during string
+	err    error
 }
-func (e errNoHello) Unwrap() error { return e.err }
+
+func (e errCutOff) Error() string {
+	return fmt.Sprintf("connection cut off during the handshake (%s): %v", e.during, e.err)
+}
+func (e errCutOff) Unwrap() error { return e.err }
 
 // dialHandshake is the dialing side's handshake: me is this side's claimed identity, want the
 // one the acceptor must claim. It returns nil once both sides have proved the secret.
@@ -98,11 +102,11 @@ func dialHandshake(conn net.Conn, secret []byte, kind uint8, me uint32, size int
 	defer forget()
 	mb := mine.marshal()
 	if _, err := conn.Write(mb); err != nil {
-		return errNoHello{err}
+		return errCutOff{"sending the hello", err}
 	}
 	tb := make([]byte, helloSize)
 	if _, err := io.ReadFull(conn, tb); err != nil {
-		return errNoHello{err}
+		return errCutOff{"waiting for the peer's hello", err}
 	}
 	theirs, err := parseHello(tb)
 	if err != nil {
@@ -116,11 +120,11 @@ func dialHandshake(conn net.Conn, secret []byte, kind uint8, me uint32, size int
 		return fmt.Errorf("reached %s instead of %s", theirs.who(), w.who())
 	}
 	if _, err := conn.Write(proof(secret, roleDialer, mb, tb)); err != nil {
-		return fmt.Errorf("sending the proof: %w", err)
+		return errCutOff{"sending the proof", err}
 	}
 	pb := make([]byte, proofSize)
 	if _, err := io.ReadFull(conn, pb); err != nil {
-		return fmt.Errorf("reading the peer's proof: %w", err)
+		return errCutOff{"waiting for the peer's proof", err}
 	}
 	if bytes.Equal(pb, refusedProof) {
 		return errHandshakeRefused
@@ -193,8 +197,9 @@ func readError(what string, err error) error {
 }
 
 // dialAuth dials addr and runs the dialing handshake until it succeeds or the deadline
-// passes. Connections the acceptor closes before its hello (it had too many unauthenticated
-// ones, as when strangers flood it) are tried again; a refused proof or a wrong peer is final.
+// passes. Connections cut off during the handshake (the acceptor had too many unauthenticated
+// ones, as when strangers flood it, or gave up on a slow dialer) are tried again; a refused
+// proof or a wrong peer is final.
 func dialAuth(addr string, deadline time.Time, hs func(net.Conn) error) (net.Conn, error) {
 	backoff := 10 * time.Millisecond
 	for {
@@ -207,8 +212,8 @@ func dialAuth(addr string, deadline time.Time, hs func(net.Conn) error) (net.Con
 			return conn, nil
 		}
 		conn.Close()
-		var nh errNoHello
-		if !errors.As(err, &nh) {
+		var cut errCutOff
+		if !errors.As(err, &cut) {
 			return nil, err
 		}
 		if time.Now().Add(backoff).After(deadline) {
@@ -275,8 +280,13 @@ func (r *refusals) reasons() string {
 	return s
 }
 
-func newGate(who string) *gate {
-	return &gate{who: who, slots: make(chan struct{}, maxUnauthenticated), srcs: map[string]*refusals{}}
+// maxWorldAtOnce bounds the extra room a rendezvous listener keeps for its job's ranks.
+const maxWorldAtOnce = 4096
+
+// newGate makes a gate with room for maxUnauthenticated connections, and extra more (a
+// rendezvous's ranks, which may all register at once).
+func newGate(who string, extra int) *gate {
+	return &gate{who: who, slots: make(chan struct{}, maxUnauthenticated+extra), srcs: map[string]*refusals{}}
 }
 
 // admit takes a handshake slot for conn; with none free it refuses conn.
@@ -285,7 +295,7 @@ func (g *gate) admit(conn net.Conn) bool {
 	case g.slots <- struct{}{}:
 		return true
 	default:
-		g.refuse(conn, fmt.Errorf("%d unauthenticated connections already", maxUnauthenticated))
+		g.refuse(conn, fmt.Errorf("%d unauthenticated connections already", cap(g.slots)))
 		return false
 	}
 }

@@ -375,8 +375,8 @@ func TestMeshForgedIdentity(t *testing.T) {
 	require.ErrorIs(t, hs("guess", 2), errHandshakeRefused)
 	require.Nil(t, m.peer(2))
 	// With the secret, claiming a rank that never dials rank 1: refused before any hello.
-	var nh errNoHello
-	require.ErrorAs(t, hs(secret, 0), &nh)
+	var cut errCutOff
+	require.ErrorAs(t, hs(secret, 0), &cut)
 	// The real rank 2.
 	require.NoError(t, hs(secret, 2))
 	var p2 *tcpPeer
@@ -386,7 +386,7 @@ func TestMeshForgedIdentity(t *testing.T) {
 		p2 = m.peer(2)
 	}
 	// With the secret, rank 2 again: refused; the first link stays.
-	require.ErrorAs(t, hs(secret, 2), &nh)
+	require.ErrorAs(t, hs(secret, 2), &cut)
 	require.Same(t, p2, m.peer(2))
 	// Rank 3 completes the mesh.
 	require.NoError(t, hs(secret, 3))
