@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"golang.org/x/sys/unix"
 
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
@@ -219,6 +220,9 @@ func advertiseHost(id identity, toCoord net.Addr) (string, error) {
 func listenData(id identity, host string) (net.Listener, string, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
+		if hint := limitHint(err); hint != "" {
+			return nil, "", fmt.Errorf("comm: rank %d: data listener: %w%s", id.rank, err, hint)
+		}
 		return nil, "", fmt.Errorf("comm: rank %d: cannot listen for data links on %s, the address this rank advertises (set %s to the network the job uses): %w", id.rank, host, jobenv.Iface, err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
@@ -232,6 +236,9 @@ func dialRetry(addr string, deadline time.Time) (net.Conn, error) {
 		conn, err := d.Dial("tcp", addr)
 		if err == nil {
 			return conn, nil
+		}
+		if hint := limitHint(err); hint != "" {
+			return nil, fmt.Errorf("%w%s", err, hint)
 		}
 		if time.Now().Add(backoff).After(deadline) {
 			return nil, fmt.Errorf("gave up at the bootstrap deadline: %w", err)
@@ -453,7 +460,7 @@ func serverName(me *rankInfo) string {
 func joinRendezvous(conn net.Conn, id identity, jobHash uint64, me rankInfo, deadline time.Time) ([]rankInfo, error) {
 	conn.SetDeadline(deadline)
 	if err := writeControl(conn, me); err != nil {
-		return nil, fmt.Errorf("comm: rank %d: registering with rank 0: %w", id.rank, err)
+		return nil, fmt.Errorf("comm: rank %d: registering at the rendezvous: %w", id.rank, err)
 	}
 	var table []rankInfo
 	if err := readControl(conn, &table); err != nil {
@@ -631,7 +638,25 @@ func acceptMesh(t *tcpTransport, ln net.Listener, id identity, jobHash uint64, t
 			missing = append(missing, fmt.Sprintf("%d (%s)", r, table[r].Addr))
 		}
 	}
-	return fmt.Errorf("comm: rank %d: ranks %s never connected: %w", id.rank, strings.Join(missing, ", "), err)
+	return fmt.Errorf("comm: rank %d: ranks %s never connected: %w%s", id.rank, strings.Join(missing, ", "), err, limitHint(err))
+}
+
+// limitHint names the operating-system limit behind err, if it is one that a large job runs
+// into: open files (a rank holds a socket per peer) or local ports.
+func limitHint(err error) string {
+	switch {
+	case errors.Is(err, unix.EMFILE):
+		var rl unix.Rlimit
+		if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil {
+			return fmt.Sprintf(" (this process reached its limit of %d open files, RLIMIT_NOFILE: each rank holds a socket per peer; raise it with ulimit -n, up to the hard limit %d, or run fewer ranks)", rl.Cur, rl.Max)
+		}
+		return " (this process reached its limit of open files, RLIMIT_NOFILE: raise it with ulimit -n, or run fewer ranks)"
+	case errors.Is(err, unix.ENFILE):
+		return " (the system-wide limit of open files, fs.file-max, is reached: run fewer ranks)"
+	case errors.Is(err, unix.EADDRNOTAVAIL):
+		return " (no local port is free: the ephemeral port range, net.ipv4.ip_local_port_range, is used up; run fewer ranks)"
+	}
+	return ""
 }
 
 // countHost is how many ranks of the table run on the host with this id.
