@@ -77,6 +77,12 @@ func checkPeerHello(h hello, kind, role uint8, me uint32, size int, jobHash uint
 // errHandshakeRefused: the acceptor refused this side's proof: the secrets differ.
 var errHandshakeRefused = errors.New("the peer refused this side's proof: the job secrets differ (is GORUN_SECRET or GORUN_SECRET_FILE the same on every rank?)")
 
+// badProofError: the dialer's proof is wrong; refusing the connection tells it so
+// (refusedProof), so that a rank with another secret fails at once.
+type badProofError struct{ who string }
+
+func (e badProofError) Error() string { return e.who + " does not know the job secret" }
+
 // errCutOff: the connection broke during the handshake, before the acceptor said anything
 // final: it had too many unauthenticated connections, refused the claimed identity, or gave
 // up waiting for this side (which may have waited long for a CPU); the dialer may try again.
@@ -171,8 +177,8 @@ func acceptHandshake(conn net.Conn, secret []byte, kind uint8, me uint32, size i
 		return hello{}, readError("proof", err)
 	}
 	if !hmac.Equal(pb, proof(secret, roleDialer, tb, mb)) {
-		conn.Write(refusedProof)
-		return hello{}, fmt.Errorf("%s does not know the job secret", theirs.who())
+		// The caller refuses conn (gate.refuse), which tells the dialer.
+		return hello{}, badProofError{theirs.who()}
 	}
 	if _, err := conn.Write(proof(secret, roleAcceptor, tb, mb)); err != nil {
 		return hello{}, err
@@ -242,9 +248,8 @@ type gate struct {
 	who   string
 	slots chan struct{}
 
-	mu     sync.Mutex
-	srcs   map[string]*refusals
-	closed bool
+	mu   sync.Mutex
+	srcs map[string]*refusals
 }
 
 type refusals struct {
@@ -313,12 +318,16 @@ func (g *gate) refuse(conn net.Conn, why error) {
 			src = h
 		}
 	}
-	conn.Close()
+	// Logged before the peer learns of the refusal, so that what it sees follows the log.
+	defer func() {
+		if errors.As(why, new(badProofError)) {
+			conn.SetWriteDeadline(time.Now().Add(time.Second))
+			conn.Write(refusedProof)
+		}
+		conn.Close()
+	}()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
-		return
-	}
 	r := g.srcs[src]
 	if r == nil && len(g.srcs) >= maxRefusalSources {
 		src = "other addresses"
@@ -339,7 +348,7 @@ func (g *gate) refuse(conn net.Conn, why error) {
 func (g *gate) flush(src string, r *refusals) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed || g.srcs[src] != r {
+	if g.srcs[src] != r {
 		return
 	}
 	if r.n == 0 {
@@ -351,20 +360,15 @@ func (g *gate) flush(src string, r *refusals) {
 	r.timer.Reset(refusalInterval)
 }
 
-// close logs the counts not yet logged; later refusals are not logged.
+// close logs the counts not yet logged, when the listener's work is done (refusals after it
+// are still counted, and logged at the end of their interval).
 func (g *gate) close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
-		return
-	}
-	g.closed = true
 	for src, r := range g.srcs {
-		r.timer.Stop()
 		if r.n > 0 {
 			n := r.n
 			logf("gorun: %s: refused %d more connections from %s: %s", g.who, n, src, r.reasons())
 		}
 	}
-	g.srcs = nil
 }
