@@ -554,7 +554,8 @@ func acceptMesh(t *tcpTransport, ln net.Listener, id identity, jobHash uint64, t
 	if tl, ok := ln.(*net.TCPListener); ok {
 		tl.SetDeadline(deadline)
 	}
-	g := newGate(id.name(), 0)
+	// Room for every rank that is to dial this one, besides strangers.
+	g := newGate(id.name(), min(expect, maxWorldAtOnce))
 	defer g.close()
 	var (
 		mu       = &t.meshMu

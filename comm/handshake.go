@@ -285,11 +285,12 @@ func (r *refusals) reasons() string {
 	return s
 }
 
-// maxWorldAtOnce bounds the extra room a rendezvous listener keeps for its job's ranks.
+// maxWorldAtOnce bounds the extra room a listener keeps for the job's ranks that may dial it.
 const maxWorldAtOnce = 4096
 
-// newGate makes a gate with room for maxUnauthenticated connections, and extra more (a
-// rendezvous's ranks, which may all register at once).
+// newGate makes a gate with room for maxUnauthenticated connections, and extra more: the
+// ranks that may dial the listener at once (all of them at a rendezvous; those above a rank
+// at its data listener), so that a large job's own ranks are never turned away.
 func newGate(who string, extra int) *gate {
 	return &gate{who: who, slots: make(chan struct{}, maxUnauthenticated+extra), srcs: map[string]*refusals{}}
 }
