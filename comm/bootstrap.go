@@ -1,8 +1,6 @@
 package comm
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"golang.org/x/sys/unix"
 
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
@@ -49,12 +48,11 @@ func initTCP(id identity) (*Comm, error) {
 	var coordLn net.Listener
 	if serve {
 		var err error
+		// Only the address the job named: a rendezvous on every interface would be reachable
+		// from networks the job never meant to use.
 		coordLn, err = net.Listen("tcp", id.coord)
 		if err != nil {
-			_, port, _ := net.SplitHostPort(id.coord)
-			if coordLn, err = net.Listen("tcp", ":"+port); err != nil {
-				return nil, fmt.Errorf("comm: rank 0: rendezvous listener on %s (from %s's variables): %w", id.coord, id.source, err)
-			}
+			return nil, fmt.Errorf("comm: rank 0: cannot listen for the rendezvous on %s (from %s's variables; it must be an address of rank 0's host): %w", id.coord, id.source, err)
 		}
 		defer coordLn.Close()
 	}
@@ -67,13 +65,19 @@ func initTCP(id identity) (*Comm, error) {
 		if aerr != nil {
 			return nil, aerr
 		}
-		if dataLn, me.Addr, err = listenData(advertise); err != nil {
+		if dataLn, me.Addr, err = listenData(id, advertise); err != nil {
 			return nil, err
 		}
 		table, err = serveRendezvous(coordLn, id, jobHash, &me, deadline, nil)
 	} else {
+		var want uint32 // who serves the rendezvous: rank 0, or the launcher
+		if id.coordByLnch {
+			want = launcherID
+		}
 		var conn net.Conn
-		conn, err = dialRetry(id.coord, deadline)
+		conn, err = dialAuth(id.coord, deadline, func(c net.Conn) error {
+			return dialHandshake(c, id.secret, connRendezvous, uint32(id.rank), id.size, jobHash, want, deadline)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("comm: rank %d: rendezvous at %s: %w", id.rank, id.coord, err)
 		}
@@ -82,7 +86,7 @@ func initTCP(id identity) (*Comm, error) {
 		if aerr != nil {
 			return nil, aerr
 		}
-		if dataLn, me.Addr, err = listenData(advertise); err != nil {
+		if dataLn, me.Addr, err = listenData(id, advertise); err != nil {
 			return nil, err
 		}
 		table, err = joinRendezvous(conn, id, jobHash, me, deadline)
@@ -100,7 +104,8 @@ func initTCP(id identity) (*Comm, error) {
 		w.hostIDs = append(w.hostIDs, info.HostID)
 	}
 	t := &tcpTransport{w: w, peers: make([]*tcpPeer, id.size), timeout: id.peerTimeout}
-	t.oversubscribed = countHost(table, table[id.rank].HostID) > runtime.NumCPU()
+	t.oversubscribed = id.oversubscribed || countHost(table, table[id.rank].HostID) > runtime.NumCPU()
+	t.live = newLiveness(id.peerTimeout, table, id.rank)
 	w.tr = t
 	if err := buildMesh(t, dataLn, id, jobHash, table, deadline); err != nil {
 		for _, p := range t.peers {
@@ -211,13 +216,14 @@ func advertiseHost(id identity, toCoord net.Addr) (string, error) {
 	return h, nil
 }
 
-func listenData(host string) (net.Listener, string, error) {
+// listenData opens the rank's data listener on the address it advertises, and nowhere else.
+func listenData(id identity, host string) (net.Listener, string, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		// The advertised address may not be bindable (NAT, a name): listen everywhere.
-		if ln, err = net.Listen("tcp", ":0"); err != nil {
-			return nil, "", fmt.Errorf("comm: data listener: %w", err)
+		if hint := limitHint(err); hint != "" {
+			return nil, "", fmt.Errorf("comm: rank %d: data listener: %w%s", id.rank, err, hint)
 		}
+		return nil, "", fmt.Errorf("comm: rank %d: cannot listen for data links on %s, the address this rank advertises (set %s to the network the job uses): %w", id.rank, host, jobenv.Iface, err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return ln, net.JoinHostPort(host, port), nil
@@ -231,52 +237,15 @@ func dialRetry(addr string, deadline time.Time) (net.Conn, error) {
 		if err == nil {
 			return conn, nil
 		}
+		if hint := limitHint(err); hint != "" {
+			return nil, fmt.Errorf("%w%s", err, hint)
+		}
 		if time.Now().Add(backoff).After(deadline) {
 			return nil, fmt.Errorf("gave up at the bootstrap deadline: %w", err)
 		}
 		time.Sleep(backoff)
 		backoff = min(2*backoff, time.Second)
 	}
-}
-
-// handshake exchanges hellos and proofs of the job secret on a new connection and returns the
-// peer's hello. A peer of another job, a stranger, a wrong version or a wrong secret is an error.
-func handshake(conn net.Conn, id identity, jobHash uint64, kind uint8, deadline time.Time) (hello, error) {
-	conn.SetDeadline(deadline)
-	defer conn.SetDeadline(time.Time{})
-	mine := hello{kind: kind, rank: uint32(id.rank), size: uint32(id.size), job: jobHash}
-	if _, err := rand.Read(mine.nonce[:]); err != nil {
-		return hello{}, err
-	}
-	mb := mine.marshal()
-	if _, err := conn.Write(mb); err != nil {
-		return hello{}, err
-	}
-	tb := make([]byte, helloSize)
-	if _, err := io.ReadFull(conn, tb); err != nil {
-		return hello{}, fmt.Errorf("reading hello: %w", err)
-	}
-	theirs, err := parseHello(tb)
-	if err != nil {
-		return hello{}, err
-	}
-	if theirs.kind != kind {
-		return hello{}, fmt.Errorf("connection kind %d, want %d", theirs.kind, kind)
-	}
-	if int(theirs.size) != id.size || theirs.job != jobHash {
-		return hello{}, fmt.Errorf("peer (rank %d of %d) belongs to another job", theirs.rank, theirs.size)
-	}
-	if _, err := conn.Write(proof(id.secret, mb, tb)); err != nil {
-		return hello{}, err
-	}
-	pb := make([]byte, proofSize)
-	if _, err := io.ReadFull(conn, pb); err != nil {
-		return hello{}, fmt.Errorf("reading proof: %w", err)
-	}
-	if !hmac.Equal(pb, proof(id.secret, tb, mb)) {
-		return hello{}, errors.New("peer does not know the job secret")
-	}
-	return theirs, nil
 }
 
 func writeControl(conn net.Conn, v any) error {
@@ -306,11 +275,6 @@ func readControl(conn net.Conn, v any) error {
 	return msgpack.Unmarshal(b, v)
 }
 
-func refuse(id identity, conn net.Conn, why error) {
-	logf("gorun: rank %d: refused connection from %s: %v", id.rank, conn.RemoteAddr(), why)
-	conn.Close()
-}
-
 // ServeRendezvous hosts the rendezvous of a job for a launcher that set GORUN_COORD (the
 // address of ln), GORUN_COORD_LAUNCHER=1, GORUN_JOB_ID and GORUN_SECRET for its ranks: it
 // waits until all size ranks have registered, sends each the rank table, and returns. It gives
@@ -320,7 +284,7 @@ func ServeRendezvous(ln net.Listener, size int, jobID, secret string, peerTimeou
 	if peerTimeout <= 0 {
 		peerTimeout = defaultPeerTimeout
 	}
-	id := identity{source: "launcher", size: size, coord: ln.Addr().String(), secret: []byte(secret), jobID: jobID, peerTimeout: peerTimeout}
+	id := identity{source: "launcher", launcher: true, size: size, coord: ln.Addr().String(), secret: []byte(secret), jobID: jobID, peerTimeout: peerTimeout}
 	// No deadline until the first rank registers: ranks may work a long while before
 	// comm.Init, and each rank's bootstrap deadline runs from its own Init.
 	_, err := serveRendezvous(ln, id, fnv64([]byte(jobID)), nil, time.Time{}, stop)
@@ -344,6 +308,24 @@ func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me *rankInfo,
 			}
 		}
 	}()
+	// registered mirrors conns for the handshakes, which refuse a rank that registered already
+	// before they say anything.
+	var regMu sync.Mutex
+	registered := make([]bool, id.size)
+	if me != nil {
+		registered[0] = true
+	}
+	claim := func(h hello) error {
+		regMu.Lock()
+		defer regMu.Unlock()
+		if registered[h.rank] {
+			return fmt.Errorf("%s registered already", h.who())
+		}
+		return nil
+	}
+	// Every rank may dial at once: the cap leaves room for all of them besides strangers.
+	g := newGate(id.name(), min(id.size, maxWorldAtOnce))
+	defer g.close()
 	type arrival struct {
 		rank int
 		info rankInfo
@@ -358,16 +340,27 @@ func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me *rankInfo,
 			if err != nil {
 				return
 			}
+			select {
+			case <-stop:
+				// The rendezvous is over (a launcher keeps its listener for the whole job).
+				conn.Close()
+				continue
+			default:
+			}
+			if !g.admit(conn) {
+				continue
+			}
 			go func() {
-				h, err := handshake(conn, id, jobHash, connRendezvous, time.Now().Add(10*time.Second))
+				h, err := acceptHandshake(conn, id.secret, connRendezvous, id.claimedID(), id.size, jobHash, claim, time.Now().Add(handshakeTimeout))
+				g.release()
 				if err != nil {
-					refuse(id, conn, err)
+					g.refuse(conn, err)
 					return
 				}
 				var info rankInfo
 				conn.SetDeadline(time.Now().Add(10 * time.Second))
 				if err := readControl(conn, &info); err != nil || info.Rank != int(h.rank) {
-					refuse(id, conn, fmt.Errorf("bad registration from rank %d: %v", h.rank, err))
+					g.refuse(conn, fmt.Errorf("bad registration from %s: %v", h.who(), err))
 					return
 				}
 				conn.SetDeadline(time.Time{})
@@ -391,10 +384,13 @@ func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me *rankInfo,
 			return nil, errors.New("comm: rendezvous cancelled")
 		case a := <-arrivals:
 			if (a.rank == 0 && me != nil) || conns[a.rank] != nil {
-				refuse(id, a.conn, fmt.Errorf("rank %d registered twice", a.rank))
+				g.refuse(a.conn, fmt.Errorf("rank %d registered twice", a.rank))
 				continue
 			}
 			conns[a.rank], table[a.rank] = a.conn, a.info
+			regMu.Lock()
+			registered[a.rank] = true
+			regMu.Unlock()
 			missing--
 			if timeout == nil {
 				// The ranks' own deadlines run from their Init: so does this one.
@@ -437,7 +433,7 @@ func serveRendezvous(ln net.Listener, id identity, jobHash uint64, me *rankInfo,
 
 // RendezvousTimeoutError reports ranks that never registered at the rendezvous.
 type RendezvousTimeoutError struct {
-	Server  string // "rank 0" or "launcher"
+	Server  string // "rank 0" or "gorun launcher"
 	Addr    string
 	Size    int
 	Missing []int
@@ -454,19 +450,17 @@ func (e *RendezvousTimeoutError) Error() string {
 
 func serverName(me *rankInfo) string {
 	if me == nil {
-		return "launcher"
+		return "gorun launcher"
 	}
 	return "rank 0"
 }
 
-// joinRendezvous registers with rank 0 and returns the table it sends.
+// joinRendezvous registers, on a connection that passed the handshake, with whoever serves the
+// rendezvous, and returns the table it sends.
 func joinRendezvous(conn net.Conn, id identity, jobHash uint64, me rankInfo, deadline time.Time) ([]rankInfo, error) {
-	if _, err := handshake(conn, id, jobHash, connRendezvous, deadline); err != nil {
-		return nil, fmt.Errorf("comm: rank %d: rendezvous handshake at %s: %w", id.rank, id.coord, err)
-	}
 	conn.SetDeadline(deadline)
 	if err := writeControl(conn, me); err != nil {
-		return nil, fmt.Errorf("comm: rank %d: registering with rank 0: %w", id.rank, err)
+		return nil, fmt.Errorf("comm: rank %d: registering at the rendezvous: %w", id.rank, err)
 	}
 	var table []rankInfo
 	if err := readControl(conn, &table); err != nil {
@@ -483,81 +477,187 @@ func joinRendezvous(conn net.Conn, id identity, jobHash uint64, me rankInfo, dea
 	return table, nil
 }
 
+// meshDialers bounds the links a rank dials at once while the mesh is built.
+const meshDialers = 16
+
 // buildMesh connects every pair of ranks once: each rank dials the ranks below it and accepts
-// the ranks above it.
+// the ranks above it. A rank dials the nearest first (r-1, r-2, ...), a few at a time, so
+// that at any moment each listener has a few dialers, not the whole job (all ranks dialing
+// rank 0 first would overrun its cap on unauthenticated connections).
 func buildMesh(t *tcpTransport, ln net.Listener, id identity, jobHash uint64, table []rankInfo, deadline time.Time) error {
-	var mu sync.Mutex
 	accepted := make(chan error, 1)
-	expect := id.size - 1 - id.rank
-	go func() {
-		if expect == 0 {
-			accepted <- nil
-			return
-		}
-		if tl, ok := ln.(*net.TCPListener); ok {
-			tl.SetDeadline(deadline)
-		}
-		for expect > 0 {
-			conn, err := ln.Accept()
+	go func() { accepted <- acceptMesh(t, ln, id, jobHash, table, deadline) }()
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+		slots    = make(chan struct{}, meshDialers)
+	)
+	failed := func() bool {
+		errMu.Lock()
+		defer errMu.Unlock()
+		return firstErr != nil
+	}
+	for r := id.rank - 1; r >= 0 && !failed(); r-- {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			err := dialPeer(t, id, jobHash, r, table[r].Addr, deadline)
 			if err != nil {
-				var missing []string
-				mu.Lock()
-				for r := id.rank + 1; r < id.size; r++ {
-					if t.peers[r] == nil {
-						missing = append(missing, fmt.Sprintf("%d (%s)", r, table[r].Addr))
-					}
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = err
 				}
-				mu.Unlock()
-				accepted <- fmt.Errorf("comm: rank %d: ranks %s never connected: %w", id.rank, strings.Join(missing, ", "), err)
-				return
+				errMu.Unlock()
 			}
-			h, err := handshake(conn, id, jobHash, connMesh, time.Now().Add(10*time.Second))
-			if err == nil && int(h.rank) <= id.rank {
-				err = fmt.Errorf("rank %d should not dial rank %d", h.rank, id.rank)
-			}
-			mu.Lock()
-			if err == nil && t.peers[h.rank] != nil {
-				err = fmt.Errorf("rank %d connected twice", h.rank)
-			}
-			if err != nil {
-				mu.Unlock()
-				refuse(id, conn, err)
-				continue
-			}
-			p, err := newTCPPeer(t, int(h.rank), conn.RemoteAddr().String(), conn.(*net.TCPConn))
-			if err != nil {
-				mu.Unlock()
-				accepted <- err
-				return
-			}
-			t.peers[h.rank] = p
-			mu.Unlock()
-			expect--
-		}
-		accepted <- nil
-	}()
-	for r := 0; r < id.rank; r++ {
-		conn, err := dialRetry(table[r].Addr, deadline)
-		if err != nil {
-			return fmt.Errorf("comm: rank %d: connecting to rank %d at %s: %w", id.rank, r, table[r].Addr, err)
-		}
-		h, err := handshake(conn, id, jobHash, connMesh, deadline)
-		if err == nil && int(h.rank) != r {
-			err = fmt.Errorf("reached rank %d instead", h.rank)
-		}
-		if err != nil {
-			conn.Close()
-			return fmt.Errorf("comm: rank %d: handshake with rank %d at %s: %w", id.rank, r, table[r].Addr, err)
-		}
-		p, err := newTCPPeer(t, r, table[r].Addr, conn.(*net.TCPConn))
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		t.peers[r] = p
-		mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		ln.Close() // ends acceptMesh
+		<-accepted
+		return firstErr
 	}
 	return <-accepted
+}
+
+// dialPeer connects this rank to the lower rank r and registers the link.
+func dialPeer(t *tcpTransport, id identity, jobHash uint64, r int, addr string, deadline time.Time) error {
+	conn, err := dialAuth(addr, deadline, func(c net.Conn) error {
+		return dialHandshake(c, id.secret, connMesh, uint32(id.rank), id.size, jobHash, uint32(r), deadline)
+	})
+	if err != nil {
+		return fmt.Errorf("comm: rank %d: connecting to rank %d at %s: %w", id.rank, r, addr, err)
+	}
+	p, err := newTCPPeer(t, r, addr, conn.(*net.TCPConn))
+	if err != nil {
+		return err
+	}
+	t.meshMu.Lock()
+	t.peers[r] = p
+	t.meshMu.Unlock()
+	return nil
+}
+
+// acceptMesh accepts the links of the ranks above this one. Only a rank that is to dial this
+// one and has not connected yet is admitted, and only after it has proved the secret: a
+// forged or duplicate identity is refused, never taken in place of the real one. It returns
+// when every expected rank connected, or with an error naming those that did not by the
+// deadline (or when ln is closed).
+func acceptMesh(t *tcpTransport, ln net.Listener, id identity, jobHash uint64, table []rankInfo, deadline time.Time) error {
+	expect := id.size - 1 - id.rank
+	if expect == 0 {
+		return nil
+	}
+	if tl, ok := ln.(*net.TCPListener); ok {
+		tl.SetDeadline(deadline)
+	}
+	// Room for every rank that is to dial this one, besides strangers.
+	g := newGate(id.name(), min(expect, maxWorldAtOnce))
+	defer g.close()
+	var (
+		mu       = &t.meshMu
+		done     = make(chan struct{})
+		finished bool // done is closed (under mu)
+		over     bool // set under mu when acceptMesh returns: late handshakes register nothing
+		fail     error
+	)
+	finish := func() { // the caller holds mu
+		if !finished {
+			finished = true
+			close(done)
+		}
+	}
+	claim := func(h hello) error {
+		if int(h.rank) <= id.rank {
+			return fmt.Errorf("%s is not one of the ranks that dial rank %d", h.who(), id.rank)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if t.peers[h.rank] != nil {
+			return fmt.Errorf("%s connected already", h.who())
+		}
+		return nil
+	}
+	serveOne := func(conn net.Conn) {
+		h, err := acceptHandshake(conn, id.secret, connMesh, uint32(id.rank), id.size, jobHash, claim, time.Now().Add(handshakeTimeout))
+		g.release()
+		if err != nil {
+			g.refuse(conn, err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if over || finished || t.peers[h.rank] != nil {
+			// Another connection claiming this rank finished first.
+			g.refuse(conn, fmt.Errorf("%s connected already", h.who()))
+			return
+		}
+		p, err := newTCPPeer(t, int(h.rank), conn.RemoteAddr().String(), conn.(*net.TCPConn))
+		if err != nil {
+			fail = err
+			finish()
+			return
+		}
+		t.peers[h.rank] = p
+		if expect--; expect == 0 {
+			finish()
+		}
+	}
+	acceptErr := make(chan error, 1)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				acceptErr <- err
+				return
+			}
+			if g.admit(conn) {
+				go serveOne(conn)
+			}
+		}
+	}()
+	var err error
+	select {
+	case <-done:
+	case err = <-acceptErr:
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	over = true
+	if fail != nil {
+		return fail
+	}
+	if expect == 0 {
+		return nil
+	}
+	var missing []string
+	for r := id.rank + 1; r < id.size; r++ {
+		if t.peers[r] == nil {
+			missing = append(missing, fmt.Sprintf("%d (%s)", r, table[r].Addr))
+		}
+	}
+	return fmt.Errorf("comm: rank %d: ranks %s never connected: %w%s", id.rank, strings.Join(missing, ", "), err, limitHint(err))
+}
+
+// limitHint names the operating-system limit behind err, if it is one that a large job runs
+// into: open files (a rank holds a socket per peer) or local ports.
+func limitHint(err error) string {
+	switch {
+	case errors.Is(err, unix.EMFILE):
+		var rl unix.Rlimit
+		if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil {
+			return fmt.Sprintf(" (this process reached its limit of %d open files, RLIMIT_NOFILE: each rank holds a socket per peer; raise it with ulimit -n, up to the hard limit %d, or run fewer ranks)", rl.Cur, rl.Max)
+		}
+		return " (this process reached its limit of open files, RLIMIT_NOFILE: raise it with ulimit -n, or run fewer ranks)"
+	case errors.Is(err, unix.ENFILE):
+		return " (the system-wide limit of open files, fs.file-max, is reached: run fewer ranks)"
+	case errors.Is(err, unix.EADDRNOTAVAIL):
+		return " (no local port is free: the ephemeral port range, net.ipv4.ip_local_port_range, is used up; run fewer ranks)"
+	}
+	return ""
 }
 
 // countHost is how many ranks of the table run on the host with this id.

@@ -13,12 +13,14 @@
 // buffered, a large one once the receiver has taken it; a message longer than the receive
 // buffer ends the receive with a *TruncateError. Failures are values: any operation that needs
 // a rank that died, closed its link or stayed silent past the peer timeout (GORUN_PEER_TIMEOUT,
-// 30s by default) returns a *PeerError naming the rank, instead of hanging.
+// 30s by default) returns a *PeerError naming the rank, instead of hanging. A silent rank on
+// the same host whose process still runs (it may be starved of CPU on an oversubscribed host)
+// is waited for; a stopped or vanished one is not (liveness.go).
 //
 // Transports: ranks in one process talk through memory (Run); separate processes through a
-// full mesh of TCP connections set up at Init from a rendezvous with rank 0, each connection
-// authenticated with the job's secret; ranks sharing a host through shared memory; with
-// GORUN_TRANSPORT=verbs, every peer through RDMA queue pairs (verbs.go), TCP staying the
-// liveness channel. As in MPI libraries, a goroutine waiting for a request drives the progress
+// full mesh of TCP connections set up at Init from a rendezvous with rank 0 (or the launcher),
+// each connection authenticated both ways with the job's secret (handshake.go); ranks sharing
+// a host through shared memory; with GORUN_TRANSPORT=verbs, every peer through RDMA queue
+// pairs (verbs.go), TCP staying the liveness channel. As in MPI libraries, a goroutine waiting for a request drives the progress
 // of the shared-memory and TCP transports itself, polling for a bounded time before it sleeps.
 package comm

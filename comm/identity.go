@@ -1,8 +1,10 @@
 package comm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -24,6 +26,30 @@ type identity struct {
 	jobID       string
 	peerTimeout time.Duration
 	transport   string
+	// oversubscribed: the launcher said this host has more of the job's ranks than cores
+	// (GORUN_OVERSUBSCRIBED=1).
+	oversubscribed bool
+	// launcher: this is a launcher serving the rendezvous (ServeRendezvous), not a rank.
+	launcher bool
+	// warning is printed when the rank starts (a multi-host job without a secret that
+	// GORUN_INSECURE=1 let start).
+	warning string
+}
+
+// name is who this is in logs and errors: "rank 3", or "gorun launcher".
+func (id identity) name() string {
+	if id.launcher {
+		return "gorun launcher"
+	}
+	return "rank " + strconv.Itoa(id.rank)
+}
+
+// claimedID is the identity this side claims in its hellos.
+func (id identity) claimedID() uint32 {
+	if id.launcher {
+		return launcherID
+	}
+	return uint32(id.rank)
 }
 
 // defaultPeerTimeout bounds how long a silent peer is trusted before its connection is declared
@@ -52,7 +78,7 @@ var launchers = []launcherVars{
 // identityFromEnv reads the first launcher's variables found (see launchers). Without any it
 // describes a singleton job.
 func identityFromEnv(getenv func(string) string) (identity, error) {
-	id := identity{size: 1, peerTimeout: defaultPeerTimeout, transport: getenv(jobenv.Transport)}
+	id := identity{size: 1, peerTimeout: defaultPeerTimeout, transport: getenv(jobenv.Transport), oversubscribed: getenv(jobenv.Oversubscribed) == "1"}
 	if v := getenv(jobenv.PeerTimeout); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -110,19 +136,142 @@ func identityFromEnv(getenv func(string) string) (identity, error) {
 	if id.size > 1 && id.coord == "" {
 		return id, fmt.Errorf("comm: %s set rank %d of %d but no rendezvous address (%s, or MASTER_ADDR and MASTER_PORT)", id.source, id.rank, id.size, jobenv.Coord)
 	}
-	if s := getenv(jobenv.Secret); s != "" {
-		id.secret = []byte(s)
-	} else {
-		// Without a launcher-provided secret (srun, torchrun, mpirun), the job's shared facts
-		// are all ranks have in common: it keeps strangers and other jobs out, not an attacker
-		// who can read this job's environment.
-		id.secret = []byte("gorun-job:" + id.source + ":" + id.coord + ":" + strconv.Itoa(id.size) + ":" +
-			getenv("TORCHELASTIC_RUN_ID") + getenv("OMPI_MCA_ess_base_jobid") + ":" + getenv("SLURM_JOB_ID") + "." + slurmStep(getenv))
+	if id.secret, id.warning, err = jobSecret(getenv, id); err != nil {
+		return id, err
 	}
 	if id.jobID == "" {
 		id.jobID = fmt.Sprintf("%x", fnv64(id.secret))
 	}
 	return id, nil
+}
+
+// maxSecretFile bounds the size of GORUN_SECRET_FILE.
+const maxSecretFile = 4 << 10
+
+// jobSecret finds the job's secret: GORUN_SECRET, else the contents of GORUN_SECRET_FILE.
+// Without either, a job whose ranks all run on one host uses a key derived from the job's
+// shared facts (all that ranks started by srun, torchrun or mpirun have in common): it keeps
+// other jobs and careless strangers out, not someone who can guess those facts. A multi-host
+// job refuses to start then, unless GORUN_INSECURE=1, which makes it warn instead.
+func jobSecret(getenv func(string) string, id identity) (secret []byte, warning string, err error) {
+	if s := getenv(jobenv.Secret); s != "" {
+		return []byte(s), "", nil
+	}
+	if f := getenv(jobenv.SecretFile); f != "" {
+		b, err := readSecretFile(f)
+		return b, "", err
+	}
+	derived := []byte("gorun-job:" + id.source + ":" + id.coord + ":" + strconv.Itoa(id.size) + ":" +
+		getenv("TORCHELASTIC_RUN_ID") + getenv("OMPI_MCA_ess_base_jobid") + ":" + getenv("SLURM_JOB_ID") + "." + slurmStep(getenv))
+	one, why := singleHost(getenv, id)
+	if one {
+		return derived, "", nil
+	}
+	if getenv(jobenv.Insecure) == "1" {
+		return derived, fmt.Sprintf("gorun: rank %d: warning: %s=1: this job spans hosts (%s) and has no secret (%s or %s): "+
+			"its key is derived from public facts of the job, so anyone who can reach %s can join the job, read the ranks' addresses and end it",
+			id.rank, jobenv.Insecure, why, jobenv.Secret, jobenv.SecretFile, id.coord), nil
+	}
+	return nil, "", fmt.Errorf("comm: rank %d: this job spans hosts (%s) but has no secret: set %s to the same random string on every rank "+
+		"(e.g. %s=$(openssl rand -hex 32), exported to the launcher), or %s to a file holding it that only the job's user can read "+
+		"(chmod 600, on a filesystem every host sees); %s=1 runs it with a guessable key instead",
+		id.rank, why, jobenv.Secret, jobenv.Secret, jobenv.SecretFile, jobenv.Insecure)
+}
+
+// readSecretFile reads a secret from a file that group and others cannot access; one trailing
+// newline is not part of it.
+func readSecretFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("comm: %s: %w", jobenv.SecretFile, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("comm: %s=%s: %w", jobenv.SecretFile, path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("comm: %s=%s is not a regular file (%v)", jobenv.SecretFile, path, st.Mode().Type())
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("comm: %s=%s has mode %04o: group or others may access it; make it private (chmod 600 %s)", jobenv.SecretFile, path, perm, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("comm: %s=%s: %w", jobenv.SecretFile, path, err)
+	}
+	if len(b) > maxSecretFile {
+		return nil, fmt.Errorf("comm: %s=%s is larger than %d bytes: not a secret", jobenv.SecretFile, path, maxSecretFile)
+	}
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	if len(b) == 0 {
+		return nil, fmt.Errorf("comm: %s=%s is empty", jobenv.SecretFile, path)
+	}
+	return b, nil
+}
+
+// singleHost reports whether every rank of the job runs on this host, and if not, why it
+// looks otherwise: the rendezvous is on a loopback address; the launcher says so (Slurm's
+// node count, the launcher's local size equal to the job's size); or the rendezvous host is
+// an address of this host (where no launcher said there were other hosts).
+func singleHost(getenv func(string) string, id identity) (bool, string) {
+	host, _, err := net.SplitHostPort(id.coord)
+	if err != nil {
+		host = id.coord
+	}
+	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
+		return true, ""
+	}
+	for _, v := range []string{"SLURM_STEP_NUM_NODES", "SLURM_NNODES"} {
+		if n := getenv(v); n != "" {
+			if n == "1" {
+				return true, ""
+			}
+			return false, v + "=" + n
+		}
+	}
+	for _, v := range []string{jobenv.LocalSize, "OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE"} {
+		if n := getenv(v); n != "" {
+			if n == strconv.Itoa(id.size) {
+				return true, ""
+			}
+			return false, fmt.Sprintf("%s=%s of %d ranks", v, n, id.size)
+		}
+	}
+	if isLocalHost(host) {
+		return true, ""
+	}
+	return false, "the rendezvous " + id.coord + " is not on this host"
+}
+
+// isLocalHost reports whether host (a name or an address) is an address of this machine.
+var isLocalHost = func(host string) bool {
+	ips := []net.IP{net.ParseIP(host)}
+	if ips[0] == nil {
+		if h, err := os.Hostname(); err == nil && h == host {
+			return true
+		}
+		var err error
+		if ips, err = net.LookupIP(host); err != nil {
+			return false
+		}
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, ip := range ips {
+		if ip.IsLoopback() {
+			return true
+		}
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.Equal(ip) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func slurmStep(getenv func(string) string) string {
@@ -220,6 +369,9 @@ func Init() (*Comm, error) {
 	}
 	if id.size == 1 {
 		return singleton(), nil
+	}
+	if id.warning != "" {
+		logf("%s", id.warning)
 	}
 	return initTCP(id)
 }

@@ -55,7 +55,8 @@ func TestIdentityFromEnv(t *testing.T) {
 		{"mpirun in a slurm step", slurmStepEnv(0, "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2", "MASTER_ADDR=m", "MASTER_PORT=2"), "Open MPI", 1, 2, 0, "m:2", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id, err := identityFromEnv(envMap(tc.env...))
+			// Most of these jobs span hosts, which needs a secret (TestJobSecret).
+			id, err := identityFromEnv(envMap(append(tc.env, "GORUN_SECRET=k")...))
 			require.NoError(t, err)
 			assert.Equal(t, tc.source, id.source)
 			assert.Equal(t, [3]int{tc.rank, tc.size, tc.local}, [3]int{id.rank, id.size, id.localRank})

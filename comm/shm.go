@@ -817,7 +817,7 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 	}
 	t := &shmTransport{w: w, seg: seg, peers: make([]*shmPeer, w.size), stop: make(chan struct{}), done: make(chan struct{}),
 		waitersGone: make(chan struct{}, 1), patientCame: make(chan struct{}, 1), bell: createBell(seg.path)}
-	t.oversubscribed = len(local)+1 > runtime.NumCPU()
+	t.oversubscribed = id.oversubscribed || len(local)+1 > runtime.NumCPU()
 	probe := new(uint64)
 	*probe = 0x676f72756e636d61 ^ uint64(os.Getpid())
 	t.probe = probe

@@ -30,7 +30,9 @@ import (
 type tcpTransport struct {
 	w       *world
 	peers   []*tcpPeer
+	meshMu  sync.Mutex // guards peers while the mesh is built
 	timeout time.Duration
+	live    *liveness // decides when a silent peer is lost
 	// Peers on this host exchange data through shared memory; their TCP link stays as the
 	// liveness channel.
 	// Set once, after the shared-memory setup, while the links' readers already run.
@@ -235,8 +237,8 @@ func (p *tcpPeer) writeAll(a, b []byte) error {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			if p.t.timeout > 0 && p.t.clock()-stalled > p.t.timeout {
-				return fmt.Errorf("peer took nothing for %v (peer timeout)", p.t.timeout)
+			if lost, why := p.t.live.lost(p.rank, p.t.clock()-stalled); lost {
+				return fmt.Errorf("peer took nothing for %v (peer timeout)%s", p.t.timeout, why)
 			}
 			if err := p.waitFD(unix.POLLOUT, 100*time.Millisecond); err != nil {
 				return err
@@ -364,8 +366,8 @@ func (p *tcpPeer) pushOut(block, one bool) (done []*pendingSend, wrote int, err 
 			if err = p.waitFD(unix.POLLOUT, 100*time.Millisecond); err != nil {
 				return done, wrote, err
 			}
-			if p.t.timeout > 0 && p.t.clock()-time.Duration(p.lastWrite.Load()) > p.t.timeout {
-				return done, wrote, fmt.Errorf("peer took nothing for %v (peer timeout)", p.t.timeout)
+			if lost, why := p.t.live.lost(p.rank, p.t.clock()-time.Duration(p.lastWrite.Load())); lost {
+				return done, wrote, fmt.Errorf("peer took nothing for %v (peer timeout)%s", p.t.timeout, why)
 			}
 			continue
 		case err != nil:
@@ -537,8 +539,11 @@ func (p *tcpPeer) acceptRTS(sendID uint64, r *recvOp, tag int, size uint64) {
 	p.queue(ctsFrame(header{typ: frameCTS, id: sendID, offset: rid}))
 }
 
-// errPeerTimeout: nothing came from the peer for the peer timeout.
-var errPeerTimeout = errors.New("peer timeout")
+// peerTimeoutError: nothing came from the peer for the peer timeout; why adds what was found
+// of its process.
+type peerTimeoutError struct{ why string }
+
+func (e peerTimeoutError) Error() string { return "peer timeout" + e.why }
 
 // readFull fills b from the read buffer and the socket, waiting for the bytes still in flight.
 // The caller holds rmu.
@@ -633,8 +638,8 @@ func (p *tcpPeer) readSome(b []byte, block bool) (int, error) {
 		if time.Since(spinStart) < tcpSpinTime {
 			continue
 		}
-		if p.t.timeout > 0 && p.t.clock()-time.Duration(p.heard.Load()) > p.t.timeout {
-			return 0, errPeerTimeout
+		if lost, why := p.t.live.lost(p.rank, p.t.clock()-time.Duration(p.heard.Load())); lost {
+			return 0, peerTimeoutError{why}
 		}
 		wait := 100 * time.Millisecond
 		if p.t.anyPending() {
@@ -674,8 +679,8 @@ func (p *tcpPeer) readFailed(err error) {
 	switch {
 	case bye && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)):
 		p.fail(ErrFinalized)
-	case errors.Is(err, errPeerTimeout):
-		p.fail(fmt.Errorf("no word from %s for %v (peer timeout): presumed dead", p.addr, p.t.timeout))
+	case errors.As(err, new(peerTimeoutError)):
+		p.fail(fmt.Errorf("no word from %s for %v (peer timeout)%s: presumed dead", p.addr, p.t.timeout, err.(peerTimeoutError).why))
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, unix.ECONNRESET):
 		p.fail(fmt.Errorf("connection to %s closed by the peer (process exited or crashed)", p.addr))
 	default:

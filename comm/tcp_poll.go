@@ -131,15 +131,19 @@ func (t *tcpTransport) pollLoop() {
 }
 
 // checkLiveness fails the links whose peer has sent nothing (not even a heartbeat) for the
-// peer timeout.
+// peer timeout and that t.live declares lost. What waits in a socket counts as word from the
+// peer: after this process itself waited long for a CPU, it is read before anyone is judged.
 func (t *tcpTransport) checkLiveness() {
 	if t.timeout <= 0 {
 		return
 	}
-	now := t.clock()
 	for _, p := range t.peers {
-		if p != nil && now-time.Duration(p.heard.Load()) > t.timeout && !p.broken() {
-			p.fail(fmt.Errorf("no word from %s for %v (peer timeout): presumed dead", p.addr, t.timeout))
+		if p == nil || t.clock()-time.Duration(p.heard.Load()) <= t.timeout || p.broken() {
+			continue
+		}
+		p.progress(false)
+		if lost, why := t.live.lost(p.rank, t.clock()-time.Duration(p.heard.Load())); lost && !p.broken() {
+			p.fail(fmt.Errorf("no word from %s for %v (peer timeout)%s: presumed dead", p.addr, t.timeout, why))
 		}
 	}
 }

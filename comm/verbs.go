@@ -614,8 +614,15 @@ func (p *verbsPeer) checkTimers(now time.Time) {
 	if ack != p.acked {
 		p.acked, p.ackAt = ack, now
 	}
-	if p.sent > ack && now.Sub(p.ackAt) > p.t.timeout {
-		p.linkFailed(fmt.Errorf("no acknowledgement over RDMA for %v with %d messages outstanding: lost on the %s queue pair, or the peer's RDMA link is down", p.t.timeout, p.sent-ack, p.t.typ))
+	if p.sent <= ack || now.Sub(p.ackAt) <= p.t.timeout {
+		return
+	}
+	// A peer that still answers on its TCP link is alive: its RDMA path is what failed. One
+	// silent on both is judged as any silent peer (a starved one on this host is waited for).
+	tp := p.t.tcp.peers[p.rank]
+	answers := tp != nil && p.t.tcp.clock()-time.Duration(tp.heard.Load()) <= p.t.timeout
+	if lost, why := p.t.tcp.live.lost(p.rank, now.Sub(p.ackAt)); answers || lost {
+		p.linkFailed(fmt.Errorf("no acknowledgement over RDMA for %v with %d messages outstanding: lost on the %s queue pair, or the peer's RDMA link is down%s", p.t.timeout, p.sent-ack, p.t.typ, why))
 	}
 }
 
@@ -714,7 +721,12 @@ func (t *verbsTransport) poll(r *Request) {
 			}
 		}
 		if spins < 100 && !r.patient {
-			runtime.Gosched()
+			if t.tcp.oversubscribed {
+				// The core may be the one a peer on this host needs.
+				osYield()
+			} else {
+				runtime.Gosched()
+			}
 			continue
 		}
 		if timer == nil {

@@ -52,7 +52,7 @@ func TestHeaderRejects(t *testing.T) {
 }
 
 func TestHelloRejects(t *testing.T) {
-	good := (&hello{kind: connMesh, rank: 1, size: 4, job: 7}).marshal()
+	good := (&hello{kind: connMesh, role: roleDialer, rank: 1, size: 4, job: 7}).marshal()
 	_, err := parseHello(good)
 	require.NoError(t, err)
 	for name, mutate := range map[string]func(b []byte){
@@ -61,9 +61,18 @@ func TestHelloRejects(t *testing.T) {
 		"kind":    func(b []byte) { b[6] = 9 },
 		"rank":    func(b []byte) { binary.LittleEndian.PutUint32(b[8:], 4) },
 		"size":    func(b []byte) { binary.LittleEndian.PutUint32(b[12:], 0) },
+		"huge":    func(b []byte) { binary.LittleEndian.PutUint32(b[12:], maxWorld+1) },
+		"role":    func(b []byte) { b[7] = 3 },
+		"no role": func(b []byte) { b[7] = 0 },
+		// Only a launcher serving the rendezvous may claim to be one.
+		"launcher dialing": func(b []byte) { binary.LittleEndian.PutUint32(b[8:], launcherID) },
+		"short":            func(b []byte) {},
 	} {
 		b := bytes.Clone(good)
 		mutate(b)
+		if name == "short" {
+			b = b[:helloSize-1]
+		}
 		_, err := parseHello(b)
 		require.Error(t, err, name)
 	}
@@ -129,16 +138,16 @@ func TestStrangersRefused(t *testing.T) {
 	closed(conn)
 	// Wrong version.
 	conn = dial()
-	b := (&hello{kind: connRendezvous, rank: 1, size: 2, job: fnv64([]byte("j"))}).marshal()
-	binary.LittleEndian.PutUint16(b[4:], 2)
+	b := (&hello{kind: connRendezvous, role: roleDialer, rank: 1, size: 2, job: fnv64([]byte("j"))}).marshal()
+	binary.LittleEndian.PutUint16(b[4:], 1)
 	conn.Write(b)
 	closed(conn)
 	// Wrong secret: a full handshake attempt by a rank of "another job" with the same id.
 	conn = dial()
 	bad := base
 	bad.rank, bad.secret = 1, []byte("wrong")
-	_, err := handshake(conn, bad, fnv64([]byte("j")), connRendezvous, time.Now().Add(5*time.Second))
-	require.Error(t, err)
+	err := dialHandshake(conn, bad.secret, connRendezvous, 1, 2, fnv64([]byte("j")), 0, time.Now().Add(5*time.Second))
+	require.ErrorIs(t, err, errHandshakeRefused)
 	conn.Close()
 	// The real rank 1 still gets in.
 	good := base

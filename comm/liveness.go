@@ -1,0 +1,75 @@
+package comm
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// liveness decides when a silent peer is lost, for every transport: one that has sent nothing
+// (not even a heartbeat), or taken nothing, for the peer timeout. A peer on this host whose
+// process still exists and is not stopped is never declared lost on silence alone: on an
+// oversubscribed host a rank may wait for the CPU longer than the peer timeout, and its pid
+// tells the truth where heartbeats cannot. (A peer that exits closes its links, which fails
+// them at once.) Peers on other hosts keep the heartbeat rule.
+type liveness struct {
+	timeout time.Duration
+	local   []procRef // by rank: the peer's process where it runs on this host, else zero
+}
+
+// procRef names a process: its pid, and its start time so that a reused pid is not taken for it.
+type procRef struct {
+	pid   int
+	start uint64
+}
+
+// newLiveness records the processes of the peers on this rank's host. Peers in this very
+// process (goroutine ranks) are left out: their pid says nothing of them.
+func newLiveness(timeout time.Duration, table []rankInfo, me int) *liveness {
+	l := &liveness{timeout: timeout, local: make([]procRef, len(table))}
+	self := os.Getpid()
+	for r, info := range table {
+		if r == me || info.HostID != table[me].HostID || info.PID <= 0 || info.PID == self {
+			continue
+		}
+		if st, ok := readProcState(info.PID); ok && st.running() {
+			l.local[r] = procRef{pid: info.PID, start: st.start}
+		}
+	}
+	return l
+}
+
+// lost reports whether the peer rank, silent for silent, is to be declared lost, and what
+// was found of it, for the error.
+func (l *liveness) lost(rank int, silent time.Duration) (bool, string) {
+	if l == nil || l.timeout <= 0 || silent <= l.timeout {
+		return false, ""
+	}
+	ref := l.local[rank]
+	if ref.pid == 0 {
+		return true, ""
+	}
+	st, ok := readProcState(ref.pid)
+	switch {
+	case !ok || st.start != ref.start:
+		return true, fmt.Sprintf("; its process %d is gone", ref.pid)
+	case !st.running():
+		return true, fmt.Sprintf("; its process %d is in state %c (stopped or dead)", ref.pid, st.state)
+	}
+	return false, ""
+}
+
+// procState is what /proc/PID/stat says of a process.
+type procState struct {
+	state byte   // R, S, D, T (stopped), t (traced), Z (zombie), X (dead), ...
+	start uint64 // start time in clock ticks after boot
+}
+
+// running: the process exists and may run when it gets a CPU.
+func (s procState) running() bool {
+	switch s.state {
+	case 'T', 't', 'Z', 'X', 'x':
+		return false
+	}
+	return true
+}

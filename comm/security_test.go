@@ -1,0 +1,452 @@
+package comm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestJobSecret: where a job's secret comes from, and that a multi-host job without one
+// refuses to start unless GORUN_INSECURE=1, which warns.
+func TestJobSecret(t *testing.T) {
+	torch := func(addr string, extra ...string) []string {
+		return append([]string{"RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1", "MASTER_ADDR=" + addr, "MASTER_PORT=29500"}, extra...)
+	}
+	for _, tc := range []struct {
+		name    string
+		env     []string
+		secret  string // "" derived
+		err     string
+		warning string
+	}{
+		{"given", torch("10.99.0.1", "GORUN_SECRET=abc"), "abc", "", ""},
+		{"multi-host without a secret", torch("10.99.0.1"), "", "GORUN_SECRET_FILE", ""},
+		{"multi-host, insecure", torch("10.99.0.1", "GORUN_INSECURE=1"), "", "", "GORUN_INSECURE=1"},
+		{"insecure must be 1", torch("10.99.0.1", "GORUN_INSECURE=yes"), "", "GORUN_SECRET", ""},
+		{"loopback", torch("127.0.0.1"), "", "", ""},
+		{"localhost", torch("localhost"), "", "", ""},
+		{"one host by local size", torch("10.99.0.1", "LOCAL_WORLD_SIZE=4"), "", "", ""},
+		{"two hosts by local size", torch("master-0", "LOCAL_WORLD_SIZE=2"), "", "LOCAL_WORLD_SIZE=2 of 4 ranks", ""},
+		{"slurm one node", slurmStepEnv(1, "SLURM_STEP_NUM_NODES=1"), "", "", ""},
+		{"slurm two nodes", slurmStepEnv(1, "SLURM_STEP_NUM_NODES=2"), "", "SLURM_STEP_NUM_NODES=2", ""},
+		{"slurm allocation of one node", slurmStepEnv(1, "SLURM_NNODES=1"), "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := identityFromEnv(envMap(tc.env...))
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				require.ErrorContains(t, err, "GORUN_SECRET")
+				return
+			}
+			require.NoError(t, err)
+			if tc.secret != "" {
+				require.Equal(t, tc.secret, string(id.secret))
+			} else {
+				require.True(t, strings.HasPrefix(string(id.secret), "gorun-job:"), "derived secret expected")
+			}
+			if tc.warning == "" {
+				require.Empty(t, id.warning)
+			} else {
+				require.Contains(t, id.warning, tc.warning)
+				require.Contains(t, id.warning, "rank 1")
+			}
+		})
+	}
+}
+
+// TestSecretFile: GORUN_SECRET_FILE must be private to the user; its trailing newline is not
+// part of the secret; size and contents are bounded.
+func TestSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		require.NoError(t, os.Chmod(p, mode))
+		return p
+	}
+	env := func(path string) func(string) string {
+		return envMap("RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=10.99.0.1", "MASTER_PORT=1", "GORUN_SECRET_FILE="+path)
+	}
+	open := write("open", "s3cret\n", 0o644)
+	_, err := identityFromEnv(env(open))
+	require.ErrorContains(t, err, open)
+	require.ErrorContains(t, err, "mode 0644")
+
+	private := write("private", "s3cret\n", 0o600)
+	id, err := identityFromEnv(env(private))
+	require.NoError(t, err)
+	require.Equal(t, "s3cret", string(id.secret))
+	require.Empty(t, id.warning)
+
+	crlf := write("crlf", "s3cret\r\n", 0o400)
+	id, err = identityFromEnv(env(crlf))
+	require.NoError(t, err)
+	require.Equal(t, "s3cret", string(id.secret))
+
+	for name, tc := range map[string]struct {
+		path, want string
+	}{
+		"group":   {write("group", "x", 0o640), "mode 0640"},
+		"empty":   {write("empty", "\n", 0o600), "is empty"},
+		"large":   {write("large", strings.Repeat("x", maxSecretFile+1), 0o600), "larger than"},
+		"missing": {filepath.Join(dir, "none"), "no such file"},
+		"dir":     {dir, "not a regular file"},
+	} {
+		_, err := identityFromEnv(env(tc.path))
+		if assert.Error(t, err, name) {
+			assert.Contains(t, err.Error(), tc.want, name)
+			assert.Contains(t, err.Error(), "GORUN_SECRET_FILE", name)
+		}
+	}
+}
+
+// startRanks runs initTCP for ranks of a job as goroutines and returns their results.
+func startRanks(base identity, ranks ...int) chan rankResult {
+	out := make(chan rankResult, len(ranks))
+	for _, r := range ranks {
+		go func() {
+			id := base
+			id.rank = r
+			c, err := initTCP(id)
+			out <- rankResult{r, c, err}
+		}()
+	}
+	return out
+}
+
+type rankResult struct {
+	rank int
+	c    *Comm
+	err  error
+}
+
+// finishJob collects n ranks' results, checks that they work together (every rank sends its
+// rank to rank 0) and finalizes them.
+func finishJob(t *testing.T, results chan rankResult, n int) {
+	t.Helper()
+	comms := make([]*Comm, n)
+	for range n {
+		select {
+		case r := <-results:
+			require.NoError(t, r.err, "rank %d", r.rank)
+			comms[r.rank] = r.c
+		case <-time.After(60 * time.Second):
+			t.Fatal("the ranks did not start")
+		}
+	}
+	var wg sync.WaitGroup
+	for r := 1; r < n; r++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); assert.NoError(t, Send(comms[r], []byte{byte(r)}, 0, 3)) }()
+	}
+	for r := 1; r < n; r++ {
+		b := make([]byte, 1)
+		_, err := Recv(comms[0], b, r, 3)
+		require.NoError(t, err)
+		require.Equal(t, byte(r), b[0])
+	}
+	wg.Wait()
+	for _, c := range comms {
+		wg.Add(1)
+		go func() { defer wg.Done(); assert.NoError(t, c.Finalize()) }()
+	}
+	wg.Wait()
+}
+
+func dialT(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	for i := 0; ; i++ {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			return conn
+		}
+		require.Less(t, i, 500, "nobody listens at %s", addr)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// readAllFor reads what conn sends until it closes (or for at most d).
+func readAllFor(conn net.Conn, d time.Duration) []byte {
+	conn.SetReadDeadline(time.Now().Add(d))
+	b, _ := io.ReadAll(conn)
+	return b
+}
+
+// TestReflectionRefused: the attack on wire version 1, in which a process without the secret
+// swaps the rendezvous server's hellos between two connections of its own, gets nowhere: the
+// server speaks its hello only after the dialer's, refuses a hello that carries its own nonce,
+// and proves nothing before the dialer has. The real ranks then register as usual.
+func TestReflectionRefused(t *testing.T) {
+	logged := captureLog(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	const job, secret = "reflect", "k"
+	jobHash := fnv64([]byte(job))
+	served := make(chan error, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { served <- ServeRendezvous(ln, 2, job, secret, 0, stop) }()
+
+	// Connection 1: the attacker claims rank 0 and gets the server's hello.
+	c1 := dialT(t, ln.Addr().String())
+	defer c1.Close()
+	h1 := hello{kind: connRendezvous, role: roleDialer, rank: 0, size: 2, job: jobHash}
+	copy(h1.nonce[:], "attacker's own nonce, 32 bytes!!")
+	_, err = c1.Write(h1.marshal())
+	require.NoError(t, err)
+	sb := make([]byte, helloSize)
+	c1.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = io.ReadFull(c1, sb)
+	require.NoError(t, err)
+	server, err := parseHello(sb)
+	require.NoError(t, err)
+	require.Equal(t, uint32(launcherID), server.rank, "the launcher claims its own identity, not rank 0's")
+	require.Equal(t, uint8(roleAcceptor), server.role)
+	// Nothing more comes until the attacker proves itself: no proof to relay.
+	c1.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	n, _ := c1.Read(make([]byte, 1))
+	require.Zero(t, n, "the server sent bytes before the dialer's proof")
+
+	// Connection 2: the server's hello reflected back as is (role acceptor), then with the
+	// role changed to the dialer's (it still carries the server's own nonce).
+	for _, role := range []uint8{roleAcceptor, roleDialer} {
+		c2 := dialT(t, ln.Addr().String())
+		b := bytes.Clone(sb)
+		b[7] = role
+		if role == roleDialer {
+			binary.LittleEndian.PutUint32(b[8:], 1) // a dialer claims a rank
+		}
+		c2.Write(b)
+		require.Empty(t, readAllFor(c2, 10*time.Second), "reflected hello (role %d) was answered", role)
+		c2.Close()
+	}
+	// Connection 1 cannot prove anything: a guessed proof is refused with the refusal marker.
+	c1.Write(make([]byte, proofSize))
+	got := readAllFor(c1, 10*time.Second)
+	require.Equal(t, refusedProof, got)
+
+	// The real ranks (rank 0 dials the launcher's rendezvous too) still register.
+	base := identity{size: 2, coord: ln.Addr().String(), coordByLnch: true, secret: []byte(secret), jobID: job, peerTimeout: 10 * time.Second}
+	finishJob(t, startRanks(base, 0, 1), 2)
+	require.NoError(t, <-served)
+	log := logged()
+	require.Contains(t, log, "gorun launcher: refused")
+	require.Contains(t, log, "reflected hello")
+	require.Contains(t, log, "rank 0 does not know the job secret")
+	require.NotContains(t, log, "registered twice")
+}
+
+// recordConn keeps a copy of what is written to the connection.
+type recordConn struct {
+	net.Conn
+	wrote bytes.Buffer
+}
+
+func (c *recordConn) Write(b []byte) (int, error) {
+	c.wrote.Write(b)
+	return c.Conn.Write(b)
+}
+
+// TestReplayRefused: a dialer's hello and proof captured from a real handshake do not pass on
+// a new connection (the acceptor's fresh nonce is in the proof).
+func TestReplayRefused(t *testing.T) {
+	logged := captureLog(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	const job, secret = "replay", "k"
+	jobHash := fnv64([]byte(job))
+	served := make(chan error, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { served <- ServeRendezvous(ln, 3, job, secret, 0, stop) }()
+
+	rc := &recordConn{Conn: dialT(t, ln.Addr().String())}
+	require.NoError(t, dialHandshake(rc, []byte(secret), connRendezvous, 1, 3, jobHash, launcherID, time.Now().Add(10*time.Second)))
+	rc.Close() // no registration follows: refused as such
+	captured := rc.wrote.Bytes()
+	require.Len(t, captured, helloSize+proofSize)
+
+	c := dialT(t, ln.Addr().String())
+	_, err = c.Write(captured)
+	require.NoError(t, err)
+	got := readAllFor(c, 10*time.Second)
+	c.Close()
+	require.Len(t, got, helloSize+proofSize, "want the server's hello and the refusal")
+	require.Equal(t, refusedProof, got[helloSize:])
+
+	base := identity{size: 3, coord: ln.Addr().String(), coordByLnch: true, secret: []byte(secret), jobID: job, peerTimeout: 10 * time.Second}
+	finishJob(t, startRanks(base, 0, 1, 2), 3)
+	require.NoError(t, <-served)
+	require.Contains(t, logged(), "rank 1 does not know the job secret")
+}
+
+// TestWrongSecretRefused: a rank with another secret is refused at the rendezvous and on a
+// data listener, and learns that the secrets differ.
+func TestWrongSecretRefused(t *testing.T) {
+	captureLog(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go ServeRendezvous(ln, 2, "w", "right", 0, stop)
+	bad := identity{rank: 1, size: 2, coord: ln.Addr().String(), coordByLnch: true, secret: []byte("wrong"), jobID: "w", peerTimeout: 10 * time.Second}
+	_, err = initTCP(bad)
+	require.ErrorIs(t, err, errHandshakeRefused)
+	require.ErrorContains(t, err, "GORUN_SECRET")
+
+	m := newMeshTarget(t, 0, 2, "right")
+	conn := dialT(t, m.addr)
+	err = dialHandshake(conn, []byte("wrong"), connMesh, 1, 2, m.jobHash, 0, time.Now().Add(10*time.Second))
+	conn.Close()
+	require.ErrorIs(t, err, errHandshakeRefused)
+	m.close(t)
+}
+
+// meshTarget is one rank's data listener accepting the ranks above it (acceptMesh), alone.
+type meshTarget struct {
+	t       *tcpTransport
+	ln      net.Listener
+	addr    string
+	jobHash uint64
+	done    chan error
+}
+
+func newMeshTarget(t *testing.T, rank, size int, secret string) *meshTarget {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	id := identity{rank: rank, size: size, secret: []byte(secret), jobID: "mesh"}
+	w := &world{rank: rank, size: size, eng: newEngine(rank), abort: processAbort}
+	m := &meshTarget{t: &tcpTransport{w: w, peers: make([]*tcpPeer, size)}, ln: ln, addr: ln.Addr().String(),
+		jobHash: fnv64([]byte(id.jobID)), done: make(chan error, 1)}
+	table := make([]rankInfo, size)
+	for r := range table {
+		table[r] = rankInfo{Rank: r, Addr: "127.0.0.1:" + strconv.Itoa(r+1)}
+	}
+	go func() {
+		m.done <- acceptMesh(m.t, ln, id, m.jobHash, table, time.Now().Add(30*time.Second))
+	}()
+	return m
+}
+
+func (m *meshTarget) peer(r int) *tcpPeer {
+	m.t.meshMu.Lock()
+	defer m.t.meshMu.Unlock()
+	return m.t.peers[r]
+}
+
+func (m *meshTarget) close(t *testing.T) {
+	m.ln.Close()
+	<-m.done
+	for _, p := range m.t.peers {
+		if p != nil {
+			p.closeFD()
+		}
+	}
+}
+
+// TestMeshForgedIdentity: a rank's data listener admits only the ranks that are to dial it,
+// each once, and only with the secret: a forged identity or a second connection claiming a
+// rank that connected is refused, and the real links stay.
+func TestMeshForgedIdentity(t *testing.T) {
+	logged := captureLog(t)
+	const secret = "mesh-secret"
+	m := newMeshTarget(t, 1, 4, secret) // rank 1 of 4: ranks 2 and 3 dial it
+	hs := func(s string, claim uint32) error {
+		conn := dialT(t, m.addr)
+		defer conn.Close()
+		return dialHandshake(conn, []byte(s), connMesh, claim, 4, m.jobHash, 1, time.Now().Add(10*time.Second))
+	}
+	// Without the secret, claiming rank 2: refused, and rank 2's slot stays free.
+	require.ErrorIs(t, hs("guess", 2), errHandshakeRefused)
+	require.Nil(t, m.peer(2))
+	// With the secret, claiming a rank that never dials rank 1: refused before any hello.
+	var cut errCutOff
+	require.ErrorAs(t, hs(secret, 0), &cut)
+	// The real rank 2.
+	require.NoError(t, hs(secret, 2))
+	var p2 *tcpPeer
+	for i := 0; p2 == nil; i++ {
+		require.Less(t, i, 1000, "rank 2 was not registered")
+		time.Sleep(5 * time.Millisecond)
+		p2 = m.peer(2)
+	}
+	// With the secret, rank 2 again: refused; the first link stays.
+	require.ErrorAs(t, hs(secret, 2), &cut)
+	require.Same(t, p2, m.peer(2))
+	// Rank 3 completes the mesh.
+	require.NoError(t, hs(secret, 3))
+	require.NoError(t, <-m.done)
+	m.done <- nil
+	require.NotNil(t, m.peer(3))
+	m.close(t)
+	log := logged()
+	// The order of the lines is the order in which the acceptor's goroutines logged.
+	require.Contains(t, log, "gorun: rank 1: refused connection from 127.0.0.1: ")
+	require.Contains(t, log, "rank 2 does not know the job secret")
+	require.Contains(t, log, "rank 0 is not one of the ranks that dial rank 1")
+	require.Contains(t, log, "rank 2 connected already")
+}
+
+// TestFloodCapped: strangers holding many connections open to the rendezvous delay the real
+// ranks by one handshake timeout at most; the excess is closed at once and the refusals make
+// a bounded number of log lines, with counts.
+func TestFloodCapped(t *testing.T) {
+	logged := captureLog(t)
+	old := handshakeTimeout
+	handshakeTimeout = 500 * time.Millisecond
+	t.Cleanup(func() { handshakeTimeout = old })
+	base := identity{size: 3, coord: freePort(t), secret: []byte("f"), jobID: "flood", peerTimeout: 10 * time.Second}
+	results := startRanks(base, 0)
+	first := dialT(t, base.coord) // rank 0 listens
+	const flood = 4 * maxUnauthenticated
+	conns := []net.Conn{first}
+	for range flood - 1 {
+		c, err := net.Dial("tcp", base.coord)
+		require.NoError(t, err)
+		conns = append(conns, c)
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	// The connections beyond the cap are closed at once.
+	closedNow := 0
+	for _, c := range conns[maxUnauthenticated+8:] {
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF || (err != nil && !os.IsTimeout(err)) {
+			closedNow++
+		}
+	}
+	require.Positive(t, closedNow)
+	ranks := startRanks(base, 1, 2)
+	go func() {
+		for r := range ranks {
+			results <- r
+		}
+	}()
+	finishJob(t, results, 3)
+	log := logged()
+	lines := strings.Split(log, "\n")
+	require.LessOrEqual(t, len(lines), 4, log)
+	counted := regexp.MustCompile(`rank 0: refused (\d+) (more )?connections from 127.0.0.1`).FindStringSubmatch(log)
+	require.NotNil(t, counted, log)
+	n, _ := strconv.Atoi(counted[1])
+	require.GreaterOrEqual(t, n, flood-maxUnauthenticated, log)
+	require.Contains(t, log, "unauthenticated connections already")
+}
