@@ -4,7 +4,8 @@
 #  - the official `openai` npm package (installed into a temporary folder) with the right
 #    apiKey: models list, chat completion, streamed chat (plain iteration and the .stream()
 #    helper), text completion equal to llama.cpp's greedy text, and an OpenAI error for
-#    max_tokens beyond the context; with a wrong apiKey: AuthenticationError (401);
+#    max_tokens beyond the context; logprobs/top_logprobs (whole and streamed, chat and legacy
+#    completions); n = 3 choices with a seed; with a wrong apiKey: AuthenticationError (401);
 #  - the chat page in headless Chromium (Debian's package): the API key typed in, a question
 #    sent, the streamed answer in the page (TestChatPageInBrowser pointed at this server);
 #  - a rank killed: gorun exits non-zero, naming it;
@@ -101,6 +102,36 @@ assert.equal(final.choices[0].message.content, answer);
 
 const text = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 32, temperature: 0 });
 assert.equal(text.choices[0].text, ', there was a little girl named Lily. She loved to play outside in the park. One day, she saw');
+
+// logprobs: one entry per token, the greedy token first among its alternatives, the
+// alternatives in order; streamed, the same entries. (TestLogprobs checks the values against a
+// float64 log-softmax of the model's logits.)
+const lp = await client.chat.completions.create({ model: 'stories260K', messages, temperature: 0, max_tokens: 12, logprobs: true, top_logprobs: 4 });
+const content = lp.choices[0].logprobs.content;
+assert.equal(content.length, 12);
+for (const e of content) {
+	assert.equal(e.top_logprobs.length, 4);
+	assert.ok(e.logprob <= 0 && Math.abs(e.logprob - e.top_logprobs[0].logprob) < 1e-9, JSON.stringify(e));
+	assert.equal(e.token, e.top_logprobs[0].token);
+	for (let k = 1; k < 4; k++) assert.ok(e.top_logprobs[k].logprob <= e.top_logprobs[k - 1].logprob);
+}
+assert.equal(content.map((e) => Buffer.from(e.bytes).toString()).join('').trimStart(), lp.choices[0].message.content);
+const lpStream = await client.chat.completions.create({ model: 'stories260K', messages, temperature: 0, max_tokens: 12, logprobs: true, top_logprobs: 4, stream: true });
+const lpStreamed = [];
+for await (const chunk of lpStream) lpStreamed.push(...(chunk.choices[0]?.logprobs?.content ?? []));
+assert.deepEqual(lpStreamed, content);
+const legacy = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 8, temperature: 0, logprobs: 3 });
+assert.equal(legacy.choices[0].logprobs.tokens.join(''), legacy.choices[0].text);
+assert.equal(legacy.choices[0].logprobs.token_logprobs.length, 8);
+
+// n choices with a seed: choice i is what seed + i gives alone.
+const many = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 16, temperature: 1, seed: 5, n: 3 });
+assert.equal(many.choices.length, 3);
+for (let i = 0; i < 3; i++) {
+	const one = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 16, temperature: 1, seed: 5 + i });
+	assert.equal(many.choices[i].index, i);
+	assert.equal(many.choices[i].text, one.choices[0].text);
+}
 
 await assert.rejects(client.chat.completions.create({ model: 'stories260K', messages, max_tokens: 100000 }), (err) => {
 	assert.equal(err.status, 400);

@@ -158,6 +158,10 @@ type genParams struct {
 	Stream      bool            `json:"stream"`
 	N           *int            `json:"n"`
 	IgnoreEOS   bool            `json:"ignore_eos"`
+	// Logprobs is a boolean on /v1/chat/completions, an integer (0..5 alternatives) on
+	// /v1/completions.
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs *int            `json:"top_logprobs"`
 }
 
 type chatRequest struct {
@@ -231,9 +235,6 @@ func jsonKind(t reflect.Type) string {
 // job builds the engine job of a request whose prompt is tokenized, checking the numbers;
 // promptParam names the request's prompt field in errors ("messages" or "prompt").
 func (s *Server) job(ctx context.Context, p *genParams, prompt []int32, promptParam string) (*job, *apiError) {
-	if p.N != nil && *p.N != 1 {
-		return nil, badRequest("unsupported_value", "n", "n = %d: only one choice per request is supported", *p.N)
-	}
 	if len(prompt) == 0 {
 		return nil, badRequest("invalid_value", promptParam, "the prompt is empty")
 	}
@@ -293,7 +294,70 @@ func (s *Server) job(ctx context.Context, p *genParams, prompt []int32, promptPa
 		return nil, err
 	}
 	j.stops = stops
+	if err := parseLogprobs(p, promptParam == "messages", j); err != nil {
+		return nil, err
+	}
 	return j, nil
+}
+
+// parseLogprobs reads logprobs and top_logprobs: on chat, logprobs is a boolean and
+// top_logprobs 0..20 (only with logprobs true); on completions, logprobs is the number of
+// alternatives, 0..5.
+func parseLogprobs(p *genParams, chat bool, j *job) *apiError {
+	raw := p.Logprobs
+	given := len(raw) > 0 && string(raw) != "null"
+	if chat {
+		if given {
+			if err := json.Unmarshal(raw, &j.logprobs); err != nil {
+				return badRequest("invalid_type", "logprobs", "logprobs: want a boolean")
+			}
+		}
+		if p.TopLogprobs != nil {
+			k := *p.TopLogprobs
+			switch {
+			case k < 0 || k > MaxTopLogprobs:
+				return badRequest("invalid_value", "top_logprobs", "top_logprobs = %d: want 0..%d", k, MaxTopLogprobs)
+			case !j.logprobs:
+				return badRequest("invalid_value", "top_logprobs", "top_logprobs needs logprobs set to true")
+			}
+			j.topK = k
+		}
+		return nil
+	}
+	if p.TopLogprobs != nil {
+		return badRequest("invalid_value", "top_logprobs", "top_logprobs is a chat parameter; on /v1/completions logprobs is the number of alternatives")
+	}
+	if !given {
+		return nil
+	}
+	var k int
+	if err := json.Unmarshal(raw, &k); err != nil {
+		return badRequest("invalid_type", "logprobs", "logprobs: want an integer 0..5 on /v1/completions")
+	}
+	if k < 0 || k > 5 {
+		return badRequest("invalid_value", "logprobs", "logprobs = %d: want 0..5", k)
+	}
+	j.logprobs, j.topK = true, k
+	return nil
+}
+
+// maxChoices bounds n (OpenAI's limit).
+const maxChoices = 128
+
+// choices reads n: 1 when absent, at most maxChoices and at most the queue (every choice is a
+// request of its own in the engine).
+func (s *Server) choices(p *genParams) (int, *apiError) {
+	if p.N == nil {
+		return 1, nil
+	}
+	n := *p.N
+	switch {
+	case n < 1 || n > maxChoices:
+		return 0, badRequest("invalid_value", "n", "n = %d: want 1..%d", n, maxChoices)
+	case n > s.cfg.Queue:
+		return 0, badRequest("invalid_value", "n", "n = %d: this server queues at most %d requests (--queue)", n, s.cfg.Queue)
+	}
+	return n, nil
 }
 
 // parseStop accepts OpenAI's stop: null, a string, or an array of up to 4 strings.
@@ -447,24 +511,39 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	s.generate(w, r, &req.genParams, prompt, false)
 }
 
-// generate runs a request and writes its response, whole or streamed.
+// generate runs a request's n choices and writes its response, whole or streamed.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, prompt []int32, chat bool) {
 	promptParam := "prompt"
 	if chat {
 		promptParam = "messages"
 	}
-	j, e := s.job(r.Context(), p, prompt, promptParam)
+	n, e := s.choices(p)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	if err := s.eng.submit(j); err != nil {
-		ae := engineError(err)
-		if ae.status == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", "1")
-		}
-		writeError(w, ae)
+	// Every choice runs under ctx, cancelled when the handler returns: a choice left in the
+	// engine after an error or the client's departure is dropped at its next step.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	first, e := s.job(ctx, p, prompt, promptParam)
+	if e != nil {
+		writeError(w, e)
 		return
+	}
+	jobs := make([]*job, n)
+	for i := range jobs {
+		j := *first
+		j.params.Seed = first.params.Seed + uint64(i) // choice i draws as a request with seed+i
+		jobs[i] = &j
+		if err := s.eng.submit(jobs[i]); err != nil {
+			ae := engineError(err)
+			if ae.status == http.StatusTooManyRequests {
+				w.Header().Set("Retry-After", "1")
+			}
+			writeError(w, ae)
+			return
+		}
 	}
 	// The write timeout counts from each write, not from the request (the model may work far
 	// longer): armed before each one, and for the server's last writes after the handler.
@@ -476,16 +555,21 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, 
 	}
 	id := fmt.Sprintf("%s%d-%d", prefix, s.created, s.ids.Add(1))
 	created := time.Now().Unix()
+	events := merge(ctx, jobs)
 	if p.Stream {
-		s.stream(w, r, j, id, object+map[bool]string{true: ".chunk", false: ""}[chat], created, chat)
+		s.stream(w, r, events, n, id, object+map[bool]string{true: ".chunk", false: ""}[chat], created, chat, first.logprobs)
 		return
 	}
-	var text strings.Builder
-	for {
-		ev, ok := next(r.Context(), j)
+	texts := make([]strings.Builder, n)
+	lps := make([][]TokenLogprob, n)
+	choices := make([]any, n)
+	total := Event{PromptTokens: len(prompt)}
+	for left := n; left > 0; {
+		ie, ok := nextOf(r.Context(), events)
 		if !ok {
-			return // the client left; the engine frees its slot
+			return // the client left; the engine frees the slots
 		}
+		ev, i := ie.ev, ie.i
 		if ev.Err != nil {
 			if r.Context().Err() == nil {
 				s.armWrite(rc)
@@ -493,21 +577,61 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, 
 			}
 			return
 		}
-		text.WriteString(ev.Text)
+		texts[i].WriteString(ev.Text)
+		lps[i] = append(lps[i], ev.Logprobs...)
 		if ev.Finish == "" {
 			continue
 		}
-		choice := map[string]any{"index": 0, "finish_reason": ev.Finish, "logprobs": nil}
+		left--
+		total.CompletionTokens += ev.CompletionTokens
+		choice := map[string]any{"index": i, "finish_reason": ev.Finish, "logprobs": nil}
 		if chat {
-			choice["message"] = map[string]any{"role": "assistant", "content": text.String()}
+			choice["message"] = map[string]any{"role": "assistant", "content": texts[i].String()}
+			if first.logprobs {
+				choice["logprobs"] = chatLogprobs(lps[i])
+			}
 		} else {
-			choice["text"] = text.String()
+			choice["text"] = texts[i].String()
+			if first.logprobs {
+				choice["logprobs"] = completionLogprobs(lps[i], 0)
+			}
 		}
-		s.armWrite(rc)
-		writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": object, "created": created, "model": s.cfg.ModelName,
-			"choices": []any{choice}, "usage": usage(ev)})
-		return
+		choices[i] = choice
 	}
+	s.armWrite(rc)
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": object, "created": created, "model": s.cfg.ModelName,
+		"choices": choices, "usage": usage(total)})
+}
+
+// choiceEvent is an engine event of choice i.
+type choiceEvent struct {
+	i  int
+	ev Event
+}
+
+// merge forwards the events of every job, tagged with its index, until each job's last event
+// or until ctx ends.
+func merge(ctx context.Context, jobs []*job) <-chan choiceEvent {
+	out := make(chan choiceEvent)
+	for i, j := range jobs {
+		go func() {
+			for {
+				ev, ok := next(ctx, j)
+				if !ok {
+					return
+				}
+				select {
+				case out <- choiceEvent{i, ev}:
+				case <-ctx.Done():
+					return
+				}
+				if ev.Err != nil || ev.Finish != "" {
+					return
+				}
+			}
+		}()
+	}
+	return out
 }
 
 // next waits for the job's next event, or for the client to leave.
@@ -520,14 +644,25 @@ func next(ctx context.Context, j *job) (Event, bool) {
 	}
 }
 
+// nextOf waits for the next merged event, or for the client to leave.
+func nextOf(ctx context.Context, events <-chan choiceEvent) (choiceEvent, bool) {
+	select {
+	case ev := <-events:
+		return ev, true
+	case <-ctx.Done():
+		return choiceEvent{}, false
+	}
+}
+
 func usage(ev Event) map[string]any {
 	return map[string]any{"prompt_tokens": ev.PromptTokens, "completion_tokens": ev.CompletionTokens,
 		"total_tokens": ev.PromptTokens + ev.CompletionTokens}
 }
 
-// stream writes Server-Sent Events: a chunk per piece of text (for chat, the first carries
-// the assistant role), a last chunk with finish_reason and usage, then [DONE].
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, id, object string, created int64, chat bool) {
+// stream writes Server-Sent Events: a chunk per piece of text of a choice (for chat, each
+// choice's first carries the assistant role), a chunk with each choice's finish_reason (the
+// last one with the usage of all), then [DONE].
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, events <-chan choiceEvent, n int, id, object string, created int64, chat, logprobs bool) {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -543,48 +678,65 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, id, obje
 		}
 		return rc.Flush() == nil
 	}
-	chunk := func(text string, finish any) map[string]any {
-		choice := map[string]any{"index": 0, "finish_reason": finish, "logprobs": nil}
+	offsets := make([]int, n) // text sent per choice, for the completions' text_offset
+	chunk := func(i int, text string, lps []TokenLogprob, finish any) map[string]any {
+		choice := map[string]any{"index": i, "finish_reason": finish, "logprobs": nil}
 		if chat {
 			delta := map[string]any{}
 			if text != "" {
 				delta["content"] = text
 			}
 			choice["delta"] = delta
+			if logprobs && len(lps) > 0 {
+				choice["logprobs"] = chatLogprobs(lps)
+			}
 		} else {
 			choice["text"] = text
+			if logprobs && len(lps) > 0 {
+				choice["logprobs"] = completionLogprobs(lps, offsets[i])
+			}
+			offsets[i] += len(text)
 		}
 		return map[string]any{"id": id, "object": object, "created": created, "model": s.cfg.ModelName, "choices": []any{choice}}
 	}
 	if chat {
-		first := chunk("", nil)
-		first["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"role": "assistant", "content": ""}
-		if !send(first) {
-			return
+		for i := range n {
+			first := chunk(i, "", nil, nil)
+			first["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"role": "assistant", "content": ""}
+			if !send(first) {
+				return
+			}
 		}
 	}
-	for {
-		ev, ok := next(r.Context(), j)
+	var total Event
+	for left := n; left > 0; {
+		ie, ok := nextOf(r.Context(), events)
 		if !ok {
 			return
 		}
+		ev, i := ie.ev, ie.i
 		switch {
 		case ev.Err != nil:
 			send(map[string]any{"error": engineError(ev.Err)})
 			return
 		case ev.Finish != "":
-			last := chunk("", ev.Finish)
-			last["usage"] = usage(ev)
-			if send(last) {
-				s.armWrite(rc)
-				fmt.Fprint(w, "data: [DONE]\n\n")
-				rc.Flush()
+			left--
+			total.PromptTokens = ev.PromptTokens
+			total.CompletionTokens += ev.CompletionTokens
+			last := chunk(i, ev.Text, ev.Logprobs, ev.Finish)
+			if left == 0 {
+				last["usage"] = usage(total)
 			}
-			return
+			if !send(last) {
+				return
+			}
 		default:
-			if !send(chunk(ev.Text, nil)) {
+			if !send(chunk(i, ev.Text, ev.Logprobs, nil)) {
 				return // the client left; the engine sees the request's context end
 			}
 		}
 	}
+	s.armWrite(rc)
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	rc.Flush()
 }

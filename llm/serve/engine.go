@@ -26,7 +26,7 @@ const (
 const (
 	rowNone   = 0 // a prompt chunk that is not the prompt's end: no logits
 	rowGreedy = 1 // distributed argmax
-	rowSample = 2 // full logits gathered, rank 0 samples
+	rowSample = 2 // full logits gathered: rank 0 samples, or reports logprobs
 )
 
 // Errors the engine gives requests.
@@ -44,6 +44,8 @@ type job struct {
 	params    sample.Params
 	stops     []string
 	ignoreEOS bool
+	logprobs  bool // report each token's logprob (the row's full logits are gathered)
+	topK      int  // alternatives reported with each logprob
 	events    chan Event
 
 	// scheduler state (rank 0's engine goroutine only)
@@ -53,7 +55,8 @@ type job struct {
 	generated []int32
 	sampler   *sample.Sampler
 	dec       *tokenizer.StreamDecoder
-	held      string // decoded text held back while it may begin a stop sequence
+	held      string         // decoded text held back while it may begin a stop sequence
+	pendLP    []TokenLogprob // logprobs of tokens whose text has not been sent yet
 	start     time.Time
 	first     time.Time
 }
@@ -62,7 +65,8 @@ type job struct {
 // Finish (or Err) set.
 type Event struct {
 	Text             string
-	Finish           string // "stop" or "length" on the last event
+	Logprobs         []TokenLogprob // of the tokens behind Text (on the last event: any left)
+	Finish           string         // "stop" or "length" on the last event
 	Err              error
 	PromptTokens     int
 	CompletionTokens int
@@ -248,7 +252,12 @@ func (e *engine) run(ctx context.Context) error {
 			} else {
 				id = ids[k]
 			}
-			if done := e.emit(j, id); done {
+			var lp *TokenLogprob
+			if j.logprobs && logits[k] != nil {
+				l := tokenLogprob(e.tok, logits[k], id, j.topK)
+				lp = &l
+			}
+			if done := e.emit(j, id, lp); done {
 				release(j)
 			}
 		}
@@ -291,7 +300,7 @@ func (e *engine) plan(slots []*job) (plan []int32, seqs []model.Seq, rows []*job
 		if q.Logits {
 			rows = append(rows, owners[i])
 			mode = rowGreedy
-			if owners[i].sampler != nil {
+			if owners[i].sampler != nil || owners[i].logprobs {
 				mode = rowSample
 			}
 		}
@@ -443,7 +452,7 @@ func (e *engine) work() error {
 }
 
 // emit hands the job its new token and reports whether the job is finished.
-func (e *engine) emit(j *job, id int32) bool {
+func (e *engine) emit(j *job, id int32, lp *TokenLogprob) bool {
 	now := time.Now()
 	if len(j.generated) == 0 {
 		j.first = now
@@ -456,6 +465,9 @@ func (e *engine) emit(j *job, id int32) bool {
 	if e.tok.IsEOG(id) && !j.ignoreEOS {
 		finish = "stop"
 	} else {
+		if lp != nil {
+			j.pendLP = append(j.pendLP, *lp)
+		}
 		text := j.held + j.dec.Add(id)
 		// The slot has room for the next token to be fed back, or the job ends here.
 		if len(j.generated) >= j.maxTokens || j.pos >= e.cache.Context() {
@@ -468,7 +480,8 @@ func (e *engine) emit(j *job, id int32) bool {
 		}
 		j.held = held
 		if out != "" {
-			j.events <- Event{Text: out}
+			j.events <- Event{Text: out, Logprobs: j.pendLP}
+			j.pendLP = nil
 		}
 	}
 	if finish == "" {
@@ -481,7 +494,7 @@ func (e *engine) emit(j *job, id int32) bool {
 	if d := now.Sub(j.first).Seconds(); n > 1 && d > 0 {
 		e.metrics.tps.Observe(float64(n-1) / d)
 	}
-	j.events <- Event{Finish: finish, PromptTokens: len(j.prompt), CompletionTokens: n, TTFT: j.first.Sub(j.start)}
+	j.events <- Event{Finish: finish, Logprobs: j.pendLP, PromptTokens: len(j.prompt), CompletionTokens: n, TTFT: j.first.Sub(j.start)}
 	return true
 }
 
