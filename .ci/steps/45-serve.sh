@@ -5,7 +5,8 @@
 #    apiKey: models list, chat completion, streamed chat (plain iteration and the .stream()
 #    helper), text completion equal to llama.cpp's greedy text, and an OpenAI error for
 #    max_tokens beyond the context; logprobs/top_logprobs (whole and streamed, chat and legacy
-#    completions); n = 3 choices with a seed; with a wrong apiKey: AuthenticationError (401);
+#    completions); n = 3 choices with a seed; a json_schema response validated by Ajv, and a
+#    400 for a schema the output grammar cannot express; with a wrong apiKey: AuthenticationError (401);
 #  - the chat page in headless Chromium (Debian's package): the API key typed in, a question
 #    sent, the streamed answer in the page (TestChatPageInBrowser pointed at this server);
 #  - a rank killed: gorun exits non-zero, naming it;
@@ -55,10 +56,11 @@ if ! grep -q "require the API key from --api-key-file" "$tmp/serve.log" || [ "$h
 	exit 1
 fi
 
-(cd "$tmp" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent openai >/dev/null)
+(cd "$tmp" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent openai ajv >/dev/null)
 cat >"$tmp/client.mjs" <<'JS'
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import Ajv from 'ajv';
 const client = new OpenAI({ baseURL: `${process.argv[2]}/v1`, apiKey: process.argv[3], maxRetries: 0 });
 
 // A wrong key: OpenAI's AuthenticationError, for the model list and for a completion.
@@ -123,6 +125,32 @@ assert.deepEqual(lpStreamed, content);
 const legacy = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 8, temperature: 0, logprobs: 3 });
 assert.equal(legacy.choices[0].logprobs.tokens.join(''), legacy.choices[0].text);
 assert.equal(legacy.choices[0].logprobs.token_logprobs.length, 8);
+
+// json_schema (strict): constrained decoding makes even stories260K's output parse and
+// validate (Ajv), greedy and sampled; a schema the grammar cannot express is a 400.
+const schema = {
+	type: 'object', additionalProperties: false, required: ['name', 'age', 'pet', 'happy', 'friends'],
+	properties: {
+		name: { type: 'string', maxLength: 8 }, age: { type: 'integer' }, pet: { enum: ['cat', 'dog', 'bird'] },
+		happy: { type: 'boolean' }, friends: { type: 'array', items: { type: 'string', maxLength: 6 }, maxItems: 2 },
+	},
+};
+const validateStory = new Ajv().compile(schema);
+const response_format = { type: 'json_schema', json_schema: { name: 'story', strict: true, schema } };
+for (const temperature of [0, 1]) {
+	const js = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'A cat.' }], temperature, seed: 9, max_tokens: 100, response_format });
+	const out = JSON.parse(js.choices[0].message.content);
+	assert.ok(validateStory(out), `${js.choices[0].message.content}: ${JSON.stringify(validateStory.errors)}`);
+	assert.equal(js.choices[0].finish_reason, 'stop');
+	console.log(`json_schema, temperature ${temperature}: ${js.choices[0].message.content} (${js.usage.completion_tokens} tokens)`);
+}
+await assert.rejects(client.chat.completions.create({ model: 'stories260K', messages,
+	response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '^a+$' } } } }), (err) => {
+	assert.equal(err.status, 400);
+	assert.equal(err.param, 'response_format.json_schema.schema');
+	assert.match(err.message, /pattern/);
+	return true;
+});
 
 // n choices with a seed: choice i is what seed + i gives alone.
 const many = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 16, temperature: 1, seed: 5, n: 3 });

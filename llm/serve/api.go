@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gorun-hpc/gorun/llm/sample"
+	"github.com/gorun-hpc/gorun/llm/serve/constrain"
 )
 
 // apiError is OpenAI's error object.
@@ -162,6 +163,8 @@ type genParams struct {
 	// /v1/completions.
 	Logprobs    json.RawMessage `json:"logprobs"`
 	TopLogprobs *int            `json:"top_logprobs"`
+	// ResponseFormat is OpenAI's {"type": "text" | "json_object" | "json_schema", ...}.
+	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
 type chatRequest struct {
@@ -297,7 +300,61 @@ func (s *Server) job(ctx context.Context, p *genParams, prompt []int32, promptPa
 	if err := parseLogprobs(p, promptParam == "messages", j); err != nil {
 		return nil, err
 	}
+	if j.grammar, err = s.responseFormat(p.ResponseFormat); err != nil {
+		return nil, err
+	}
 	return j, nil
+}
+
+// responseFormat compiles response_format into the grammar the output must follow (nil for
+// free text).
+func (s *Server) responseFormat(raw json.RawMessage) (*constrain.Grammar, *apiError) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict *bool           `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(raw, &rf); err != nil {
+		return nil, badRequest("invalid_type", "response_format", "response_format: want an object {\"type\": \"text\", \"json_object\" or \"json_schema\"}: %v", err)
+	}
+	switch rf.Type {
+	case "text":
+		return nil, nil
+	case "json_object":
+		return constrain.JSONObject(), nil
+	case "json_schema":
+		if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 || string(rf.JSONSchema.Schema) == "null" {
+			return nil, badRequest("invalid_value", "response_format.json_schema.schema", "response_format json_schema needs json_schema.schema")
+		}
+		g, err := constrain.CompileSchema(rf.JSONSchema.Schema)
+		if err != nil {
+			return nil, badRequest("invalid_value", "response_format.json_schema.schema", "response_format: %v", err)
+		}
+		return g, nil
+	}
+	return nil, badRequest("invalid_value", "response_format.type", "response_format.type = %q: want text, json_object or json_schema", rf.Type)
+}
+
+// constraintVocab is the vocabulary's trie for output masks, built on first use.
+func (s *Server) constraintVocab() *constrain.Vocab {
+	s.vocabOnce.Do(func() {
+		pieces := make([]string, s.tok.NumTokens())
+		var eog []int32
+		for i := range pieces {
+			pieces[i] = s.tok.TokenPiece(int32(i))
+			if s.tok.IsEOG(int32(i)) {
+				eog = append(eog, int32(i))
+			}
+		}
+		s.vocab = constrain.NewVocab(pieces, eog)
+	})
+	return s.vocab
 }
 
 // parseLogprobs reads logprobs and top_logprobs: on chat, logprobs is a boolean and
@@ -535,6 +592,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, 
 	for i := range jobs {
 		j := *first
 		j.params.Seed = first.params.Seed + uint64(i) // choice i draws as a request with seed+i
+		if j.grammar != nil {
+			j.matcher, j.vocab, j.allowed = j.grammar.NewMatcher(), s.constraintVocab(), make([]bool, s.tok.NumTokens())
+		}
 		jobs[i] = &j
 		if err := s.eng.submit(jobs[i]); err != nil {
 			ae := engineError(err)

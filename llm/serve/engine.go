@@ -12,6 +12,7 @@ import (
 	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/llm/model"
 	"github.com/gorun-hpc/gorun/llm/sample"
+	"github.com/gorun-hpc/gorun/llm/serve/constrain"
 	"github.com/gorun-hpc/gorun/llm/tokenizer"
 )
 
@@ -46,7 +47,13 @@ type job struct {
 	ignoreEOS bool
 	logprobs  bool // report each token's logprob (the row's full logits are gathered)
 	topK      int  // alternatives reported with each logprob
-	events    chan Event
+	// grammar, when set, constrains the output (response_format): matcher follows the text
+	// generated so far and masks the logits of the tokens that cannot continue it.
+	grammar *constrain.Grammar
+	matcher *constrain.Matcher
+	vocab   *constrain.Vocab
+	allowed []bool
+	events  chan Event
 
 	// scheduler state (rank 0's engine goroutine only)
 	slot      int
@@ -247,9 +254,12 @@ func (e *engine) run(ctx context.Context) error {
 		}
 		for k, j := range rows {
 			var id int32
-			if j.sampler != nil {
+			switch {
+			case j.matcher != nil:
+				id = e.constrained(j, logits[k])
+			case j.sampler != nil:
 				id = j.sampler.Sample(logits[k], nil)
-			} else {
+			default:
 				id = ids[k]
 			}
 			var lp *TokenLogprob
@@ -300,7 +310,7 @@ func (e *engine) plan(slots []*job) (plan []int32, seqs []model.Seq, rows []*job
 		if q.Logits {
 			rows = append(rows, owners[i])
 			mode = rowGreedy
-			if owners[i].sampler != nil || owners[i].logprobs {
+			if o := owners[i]; o.sampler != nil || o.logprobs || o.matcher != nil {
 				mode = rowSample
 			}
 		}
@@ -449,6 +459,28 @@ func (e *engine) work() error {
 			return err
 		}
 	}
+}
+
+// constrained picks a job's token among those its grammar allows (greedy, or by its
+// sampler), from a masked copy of the row (the logprobs stay the model's own), and advances
+// the matcher. When no token fits (a vocabulary that cannot spell the continuation), the
+// output ends with an end-of-generation token.
+func (e *engine) constrained(j *job, row []float32) int32 {
+	if j.matcher.Allowed(j.vocab, j.allowed) == 0 {
+		return e.tok.EOS()
+	}
+	masked := append([]float32(nil), row...)
+	constrain.Apply(masked, j.allowed)
+	var id int32
+	if j.sampler != nil {
+		id = j.sampler.Sample(masked, nil)
+	} else {
+		id = sample.Argmax(masked)
+	}
+	if !e.tok.IsEOG(id) {
+		j.matcher.Accept([]byte(e.tok.TokenPiece(id)))
+	}
+	return id
 }
 
 // emit hands the job its new token and reports whether the job is finished.

@@ -16,11 +16,13 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/serve/constrain"
 	"github.com/gorun-hpc/gorun/llm/tokenizer"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -67,7 +69,10 @@ type Server struct {
 	metrics *metrics
 	created int64
 	ids     atomic.Uint64
-	handler http.Handler
+	// vocab is the token trie of constrained output (response_format), built once.
+	vocabOnce sync.Once
+	vocab     *constrain.Vocab
+	handler   http.Handler
 }
 
 // New prepares a server for this rank's part of the model (world may be nil for one rank).
