@@ -9,6 +9,7 @@ package constrain
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // elem is one grammar element: a byte class (set) or a reference to a rule.
@@ -22,6 +23,9 @@ type elem struct {
 type Grammar struct {
 	rules [][][]elem
 	names []string
+
+	mu       sync.Mutex // guards the interned states and their transitions
+	interned map[string]*snode
 }
 
 // builder helps compile grammars.

@@ -57,12 +57,15 @@ func NewVocab(pieces []string, eog []int32) *Vocab {
 func (m *Matcher) Allowed(v *Vocab, allowed []bool) int {
 	clear(allowed)
 	count := 0
-	var walk func(at int32, st state)
-	walk = func(at int32, st state) {
+	g := m.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var walk func(at int32, sn *snode)
+	walk = func(at int32, sn *snode) {
 		n := &v.nodes[at]
 		for k, c := range n.bytes {
-			next := m.g.step(st, c)
-			if len(next.stacks) == 0 && !next.accept {
+			next := g.step(sn, c)
+			if next == nil {
 				continue
 			}
 			ch := n.child[k]
@@ -70,15 +73,15 @@ func (m *Matcher) Allowed(v *Vocab, allowed []bool) int {
 				allowed[id] = true
 				count++
 			}
-			if len(next.stacks) > 0 {
+			if len(next.st.stacks) > 0 {
 				walk(ch, next)
 			}
 		}
 	}
-	if len(m.st.stacks) > 0 {
-		walk(0, m.st)
+	if len(m.at.st.stacks) > 0 {
+		walk(0, m.at)
 	}
-	if m.st.accept {
+	if m.at.st.accept {
 		for _, id := range v.eog {
 			if !allowed[id] {
 				allowed[id] = true

@@ -1,6 +1,7 @@
 package constrain
 
 import (
+	"encoding/binary"
 	"slices"
 )
 
@@ -23,24 +24,73 @@ type state struct {
 	accept bool
 }
 
+// snode is an interned parse state with its transitions, filled in as they are needed: the
+// same states recur (every ordinary byte inside a string leads back to the same one), so a
+// mask mostly follows cached transitions.
+type snode struct {
+	st   state
+	next map[byte]*snode // nil value: the byte cannot follow
+}
+
+// maxInterned bounds the interning table; past it the table starts afresh (nodes already
+// reached stay valid).
+const maxInterned = 1 << 16
+
 // Matcher tracks the bytes generated so far against a grammar.
 type Matcher struct {
 	g  *Grammar
-	st state
+	at *snode
 }
 
 // NewMatcher starts at the grammar's root.
 func (g *Grammar) NewMatcher() *Matcher {
-	m := &Matcher{g: g}
-	m.st = g.expand([][]frame{nil}, true)
-	return m
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return &Matcher{g: g, at: g.intern(g.expand([][]frame{nil}, true))}
+}
+
+func (g *Grammar) intern(st state) *snode {
+	if len(st.stacks) == 0 && !st.accept {
+		return nil
+	}
+	b := make([]byte, 0, 64)
+	if st.accept {
+		b = append(b, 1)
+	}
+	for _, s := range st.stacks {
+		b = append(b, 0xff)
+		for _, f := range s {
+			b = binary.AppendUvarint(b, uint64(f.rule))
+			b = binary.AppendUvarint(b, uint64(f.alt))
+			b = binary.AppendUvarint(b, uint64(f.idx))
+		}
+	}
+	k := string(b)
+	if n, ok := g.interned[k]; ok {
+		return n
+	}
+	if g.interned == nil || len(g.interned) >= maxInterned {
+		g.interned = map[string]*snode{}
+	}
+	n := &snode{st: st, next: map[byte]*snode{}}
+	g.interned[k] = n
+	return n
+}
+
+// step is the node after byte c (nil when c cannot follow); g.mu is held.
+func (g *Grammar) step(n *snode, c byte) *snode {
+	if nx, ok := n.next[c]; ok {
+		return nx
+	}
+	nx := g.intern(g.stepState(n.st, c))
+	n.next[c] = nx
+	return nx
 }
 
 // expand resolves stacks (each positioned anywhere) into stacks whose top element is a byte
 // class, noting completion; root pushes rule 0 onto the first (empty) stack.
 func (g *Grammar) expand(in [][]frame, root bool) state {
 	var st state
-	seen := map[string]bool{}
 	var walk func(s []frame)
 	walk = func(s []frame) {
 		if len(st.stacks) >= maxStacks || len(s) > maxDepth {
@@ -58,11 +108,13 @@ func (g *Grammar) expand(in [][]frame, root bool) state {
 		}
 		e := alt[top.idx]
 		if e.set != nil {
-			k := key(s)
-			if !seen[k] {
-				seen[k] = true
-				st.stacks = append(st.stacks, s)
+			// Parses are few: a linear look for an equal one is cheaper than hashing.
+			for _, t := range st.stacks {
+				if slices.Equal(t, s) {
+					return
+				}
 			}
+			st.stacks = append(st.stacks, s)
 			return
 		}
 		// A reference: the caller continues after it (dropped when it was last), the rule's
@@ -88,16 +140,8 @@ func (g *Grammar) expand(in [][]frame, root bool) state {
 	return st
 }
 
-func key(s []frame) string {
-	b := make([]byte, 0, len(s)*12)
-	for _, f := range s {
-		b = append(b, byte(f.rule), byte(f.rule>>8), byte(f.rule>>16), byte(f.alt), byte(f.alt>>8), byte(f.idx), byte(f.idx>>8), byte(f.idx>>16))
-	}
-	return string(b)
-}
-
 // step is the state after byte c (no stacks when c cannot follow).
-func (g *Grammar) step(st state, c byte) state {
+func (g *Grammar) stepState(st state, c byte) state {
 	var next [][]frame
 	for _, s := range st.stacks {
 		top := s[len(s)-1]
@@ -116,27 +160,25 @@ func (g *Grammar) step(st state, c byte) state {
 
 // Accept feeds bytes; false (with the matcher unchanged) when they cannot continue the output.
 func (m *Matcher) Accept(b []byte) bool {
-	st := m.st
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	at := m.at
 	for _, c := range b {
-		if len(st.stacks) == 0 {
-			return false
-		}
-		st = m.g.step(st, c)
-		if len(st.stacks) == 0 && !st.accept {
+		if at = m.g.step(at, c); at == nil {
 			return false
 		}
 	}
-	m.st = st
+	m.at = at
 	return true
 }
 
 // Done reports whether the output so far is complete (the end may come now).
-func (m *Matcher) Done() bool { return m.st.accept }
+func (m *Matcher) Done() bool { return m.at.st.accept }
 
 // Final reports whether the output is complete and nothing may follow.
-func (m *Matcher) Final() bool { return m.st.accept && len(m.st.stacks) == 0 }
+func (m *Matcher) Final() bool { return m.at.st.accept && len(m.at.st.stacks) == 0 }
 
-// Clone returns an independent copy (stacks are never modified in place).
+// Clone returns an independent copy.
 func (m *Matcher) Clone() *Matcher {
 	c := *m
 	return &c
