@@ -170,9 +170,14 @@ type genParams struct {
 type chatRequest struct {
 	genParams
 	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCalls  json.RawMessage `json:"tool_calls"`
+		ToolCallID *string         `json:"tool_call_id"`
 	} `json:"messages"`
+	Tools             json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 }
 
 type completionRequest struct {
@@ -482,36 +487,37 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("invalid_value", "messages", "messages is empty: want at least one message"))
 		return
 	}
-	msgs := make([]Message, len(req.Messages))
-	for i, m := range req.Messages {
-		switch m.Role {
-		case "system", "user", "assistant", "developer":
-		case "":
-			writeError(w, badRequest("invalid_value", fmt.Sprintf("messages[%d].role", i), "messages[%d] has no role", i))
-			return
-		default:
-			writeError(w, badRequest("invalid_value", fmt.Sprintf("messages[%d].role", i), "messages[%d].role = %q: want system, user or assistant", i, m.Role))
-			return
-		}
-		text, ok := messageText(m.Content)
-		if !ok {
-			writeError(w, badRequest("invalid_type", fmt.Sprintf("messages[%d].content", i), "messages[%d].content: want a string or an array of text parts", i))
-			return
-		}
-		role := m.Role
-		if role == "developer" {
-			role = "system"
-		}
-		msgs[i] = Message{Role: role, Content: text}
-	}
-	if strings.TrimSpace(msgs[len(msgs)-1].Content) == "" {
-		writeError(w, badRequest("invalid_value", fmt.Sprintf("messages[%d].content", len(msgs)-1), "the last message is empty"))
+	tools, e := parseTools(req.Tools)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
-	text, err := s.tmpl.Render(msgs)
+	choice, e := parseToolChoice(req.ToolChoice, tools)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	turns, e := chatTurns(req.Messages)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	offered := tools
+	if choice.mode == "none" {
+		offered = nil
+	}
+	text, err := s.tmpl.render(turns, offered)
 	if err != nil {
 		writeError(w, badRequest("invalid_value", "messages", "%v", err))
 		return
+	}
+	ts := &toolSet{tools: offered}
+	if choice.mode == "required" || choice.mode == "function" {
+		parallel := req.ParallelToolCalls == nil || *req.ParallelToolCalls
+		if ts.grammar, e = toolGrammar(s.tmpl.toolFormat(), tools, choice, parallel); e != nil {
+			writeError(w, e)
+			return
+		}
 	}
 	// A template that writes the BOS token itself gets none added by the tokenizer.
 	addSpecial := s.tmpl.BOSText() == "" || !strings.HasPrefix(text, s.tmpl.BOSText())
@@ -520,7 +526,98 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("invalid_value", "messages", "tokenizing the prompt: %v", err))
 		return
 	}
-	s.generate(w, r, &req.genParams, prompt, true)
+	s.generate(w, r, &req.genParams, prompt, true, ts)
+}
+
+// toolSet is what a chat request with tools adds to generation: the tools whose calls are
+// parsed from the reply, and the grammar that forces calls (tool_choice required or named).
+type toolSet struct {
+	tools   []tool
+	grammar *constrain.Grammar
+}
+
+// chatTurns checks the messages: roles, contents, an assistant's tool_calls, a tool
+// message's tool_call_id (which must answer a call made earlier in the conversation).
+func chatTurns(in []struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID *string         `json:"tool_call_id"`
+}) ([]turn, *apiError) {
+	turns := make([]turn, len(in))
+	called := map[string]bool{}
+	for i, m := range in {
+		p := fmt.Sprintf("messages[%d]", i)
+		switch m.Role {
+		case "system", "user", "assistant", "developer", "tool":
+		case "":
+			return nil, badRequest("invalid_value", p+".role", "%s has no role", p)
+		default:
+			return nil, badRequest("invalid_value", p+".role", "%s.role = %q: want system, user, assistant or tool", p, m.Role)
+		}
+		var t turn
+		t.Role = m.Role
+		if t.Role == "developer" {
+			t.Role = "system"
+		}
+		if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
+			if m.Role != "assistant" {
+				return nil, badRequest("invalid_value", p+".tool_calls", "%s: only assistant messages carry tool_calls", p)
+			}
+			var calls []struct {
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			}
+			if json.Unmarshal(m.ToolCalls, &calls) != nil {
+				return nil, badRequest("invalid_type", p+".tool_calls", "%s.tool_calls: want an array of {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\": a JSON string}}", p)
+			}
+			for k, c := range calls {
+				cp := fmt.Sprintf("%s.tool_calls[%d]", p, k)
+				var args any
+				switch {
+				case c.ID == "":
+					return nil, badRequest("invalid_value", cp+".id", "%s has no id", cp)
+				case c.Type != "function":
+					return nil, badRequest("invalid_value", cp+".type", "%s.type = %q: want \"function\"", cp, c.Type)
+				case !validFunctionName(c.Function.Name):
+					return nil, badRequest("invalid_value", cp+".function.name", "%s.function.name = %q is not a function name", cp, c.Function.Name)
+				case json.Unmarshal([]byte(c.Function.Arguments), &args) != nil:
+					return nil, badRequest("invalid_value", cp+".function.arguments", "%s.function.arguments is not JSON text", cp)
+				}
+				called[c.ID] = true
+				t.ToolCalls = append(t.ToolCalls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+			}
+		}
+		if m.Role == "tool" {
+			if m.ToolCallID == nil || *m.ToolCallID == "" {
+				return nil, badRequest("invalid_value", p+".tool_call_id", "%s: a tool message needs tool_call_id", p)
+			}
+			if !called[*m.ToolCallID] {
+				return nil, badRequest("invalid_value", p+".tool_call_id", "%s.tool_call_id = %q answers no tool call of an earlier assistant message", p, *m.ToolCallID)
+			}
+			t.ToolCallID = *m.ToolCallID
+		}
+		if len(m.Content) == 0 || string(m.Content) == "null" {
+			if len(t.ToolCalls) == 0 {
+				return nil, badRequest("invalid_type", p+".content", "%s has no content", p)
+			}
+		} else {
+			text, ok := messageText(m.Content)
+			if !ok {
+				return nil, badRequest("invalid_type", p+".content", "%s.content: want a string or an array of text parts", p)
+			}
+			t.Content = text
+		}
+		turns[i] = t
+	}
+	if last := turns[len(turns)-1]; strings.TrimSpace(last.Content) == "" && len(last.ToolCalls) == 0 {
+		return nil, badRequest("invalid_value", fmt.Sprintf("messages[%d].content", len(turns)-1), "the last message is empty")
+	}
+	return turns, nil
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
@@ -565,11 +662,11 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.generate(w, r, &req.genParams, prompt, false)
+	s.generate(w, r, &req.genParams, prompt, false, nil)
 }
 
 // generate runs a request's n choices and writes its response, whole or streamed.
-func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, prompt []int32, chat bool) {
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, prompt []int32, chat bool, ts *toolSet) {
 	promptParam := "prompt"
 	if chat {
 		promptParam = "messages"
@@ -587,6 +684,17 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, 
 	if e != nil {
 		writeError(w, e)
 		return
+	}
+	var tools []tool
+	if ts != nil {
+		tools = ts.tools
+		if ts.grammar != nil {
+			if first.grammar != nil {
+				writeError(w, badRequest("invalid_value", "response_format", "response_format cannot be combined with tool_choice required or a named function"))
+				return
+			}
+			first.grammar = ts.grammar
+		}
 	}
 	jobs := make([]*job, n)
 	for i := range jobs {
@@ -617,7 +725,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, 
 	created := time.Now().Unix()
 	events := merge(ctx, jobs)
 	if p.Stream {
-		s.stream(w, r, events, n, id, object+map[bool]string{true: ".chunk", false: ""}[chat], created, chat, first.logprobs)
+		s.stream(w, r, events, n, id, object+map[bool]string{true: ".chunk", false: ""}[chat], created, chat, first.logprobs, tools)
 		return
 	}
 	texts := make([]strings.Builder, n)
@@ -646,7 +754,21 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, 
 		total.CompletionTokens += ev.CompletionTokens
 		choice := map[string]any{"index": i, "finish_reason": ev.Finish, "logprobs": nil}
 		if chat {
-			choice["message"] = map[string]any{"role": "assistant", "content": texts[i].String()}
+			msg := map[string]any{"role": "assistant", "content": texts[i].String()}
+			if len(tools) > 0 {
+				content, calls := parseToolCalls(texts[i].String(), tools)
+				if len(calls) > 0 {
+					msg["tool_calls"] = toolCallsJSON(calls)
+					msg["content"] = nil
+					if content != "" {
+						msg["content"] = content
+					}
+					if ev.Finish == "stop" {
+						choice["finish_reason"] = "tool_calls"
+					}
+				}
+			}
+			choice["message"] = msg
 			if first.logprobs {
 				choice["logprobs"] = chatLogprobs(lps[i])
 			}
@@ -722,7 +844,10 @@ func usage(ev Event) map[string]any {
 // stream writes Server-Sent Events: a chunk per piece of text of a choice (for chat, each
 // choice's first carries the assistant role), a chunk with each choice's finish_reason (the
 // last one with the usage of all), then [DONE].
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, events <-chan choiceEvent, n int, id, object string, created int64, chat, logprobs bool) {
+//
+// With tools, a choice's text is held until its end, then sent as content and tool_calls
+// deltas (each call's id, type and name in one chunk, its arguments in the next).
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, events <-chan choiceEvent, n int, id, object string, created int64, chat, logprobs bool, tools []tool) {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -768,6 +893,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, events <-chan ch
 			}
 		}
 	}
+	held := make([]strings.Builder, n)
+	heldLP := make([][]TokenLogprob, n)
 	var total Event
 	for left := n; left > 0; {
 		ie, ok := nextOf(r.Context(), events)
@@ -783,13 +910,44 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, events <-chan ch
 			left--
 			total.PromptTokens = ev.PromptTokens
 			total.CompletionTokens += ev.CompletionTokens
-			last := chunk(i, ev.Text, ev.Logprobs, ev.Finish)
+			finish := ev.Finish
+			if len(tools) > 0 {
+				held[i].WriteString(ev.Text)
+				content, calls := parseToolCalls(held[i].String(), tools)
+				if len(calls) == 0 {
+					content = held[i].String()
+				}
+				if content != "" || len(heldLP[i]) > 0 || len(ev.Logprobs) > 0 {
+					if !send(chunk(i, content, append(heldLP[i], ev.Logprobs...), nil)) {
+						return
+					}
+				}
+				for k, c := range calls {
+					head := chunk(i, "", nil, nil)
+					head["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"tool_calls": []any{map[string]any{
+						"index": k, "id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": ""}}}}
+					args := chunk(i, "", nil, nil)
+					args["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"tool_calls": []any{map[string]any{
+						"index": k, "function": map[string]any{"arguments": c.Arguments}}}}
+					if !send(head) || !send(args) {
+						return
+					}
+				}
+				if len(calls) > 0 && finish == "stop" {
+					finish = "tool_calls"
+				}
+				ev.Text, ev.Logprobs = "", nil
+			}
+			last := chunk(i, ev.Text, ev.Logprobs, finish)
 			if left == 0 {
 				last["usage"] = usage(total)
 			}
 			if !send(last) {
 				return
 			}
+		case len(tools) > 0:
+			held[i].WriteString(ev.Text)
+			heldLP[i] = append(heldLP[i], ev.Logprobs...)
 		default:
 			if !send(chunk(i, ev.Text, ev.Logprobs, nil)) {
 				return // the client left; the engine sees the request's context end

@@ -97,11 +97,9 @@ func JSONObject() *Grammar {
 // that validate under it. Keywords it cannot enforce (pattern, format, minimum, oneOf, ...)
 // are errors rather than ignored, so that what it generates always validates.
 func CompileSchema(schema []byte) (*Grammar, error) {
-	d := json.NewDecoder(bytes.NewReader(schema))
-	d.UseNumber()
-	s, err := decodeOrdered(d)
+	s, err := decodeSchema(schema)
 	if err != nil {
-		return nil, &SchemaError{Msg: fmt.Sprintf("not JSON: %v", err)}
+		return nil, err
 	}
 	c := newCompiler(s)
 	top := c.b.rule("root")
@@ -114,6 +112,20 @@ func CompileSchema(schema []byte) (*Grammar, error) {
 		return nil, &SchemaError{Msg: fmt.Sprintf("needs %d grammar rules, over the limit of %d", len(c.b.g.rules), maxRules)}
 	}
 	return c.b.g, nil
+}
+
+// decodeSchema decodes a schema's JSON text, objects keeping their key order.
+func decodeSchema(schema []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(schema))
+	d.UseNumber()
+	s, err := decodeOrdered(d)
+	if err != nil {
+		return nil, &SchemaError{Msg: fmt.Sprintf("not JSON: %v", err)}
+	}
+	if d.More() {
+		return nil, &SchemaError{Msg: "not JSON: text after the schema"}
+	}
+	return s, nil
 }
 
 func newCompiler(root any) *compiler {
