@@ -64,6 +64,7 @@ type job struct {
 	dec       *tokenizer.StreamDecoder
 	held      string         // decoded text held back while it may begin a stop sequence
 	pendLP    []TokenLogprob // logprobs of tokens whose text has not been sent yet
+	stopText  string         // the stop sequence that ended the text
 	start     time.Time
 	first     time.Time
 }
@@ -74,6 +75,7 @@ type Event struct {
 	Text             string
 	Logprobs         []TokenLogprob // of the tokens behind Text (on the last event: any left)
 	Finish           string         // "stop" or "length" on the last event
+	StopText         string         // the stop sequence that ended the text, if one did
 	Err              error
 	PromptTokens     int
 	CompletionTokens int
@@ -509,6 +511,7 @@ func (e *engine) emit(j *job, id int32, lp *TokenLogprob) bool {
 		out, held, stopped := cutStop(text, j.stops, finish != "")
 		if stopped {
 			finish = "stop"
+			j.stopText = whichStop(text, j.stops)
 		}
 		j.held = held
 		if out != "" {
@@ -526,8 +529,19 @@ func (e *engine) emit(j *job, id int32, lp *TokenLogprob) bool {
 	if d := now.Sub(j.first).Seconds(); n > 1 && d > 0 {
 		e.metrics.tps.Observe(float64(n-1) / d)
 	}
-	j.events <- Event{Finish: finish, Logprobs: j.pendLP, PromptTokens: len(j.prompt), CompletionTokens: n, TTFT: j.first.Sub(j.start)}
+	j.events <- Event{Finish: finish, StopText: j.stopText, Logprobs: j.pendLP, PromptTokens: len(j.prompt), CompletionTokens: n, TTFT: j.first.Sub(j.start)}
 	return true
+}
+
+// whichStop is the stop sequence found first in text (the one cutStop cut at).
+func whichStop(text string, stops []string) string {
+	cut, which := -1, ""
+	for _, s := range stops {
+		if i := strings.Index(text, s); i >= 0 && (cut < 0 || i < cut) {
+			cut, which = i, s
+		}
+	}
+	return which
 }
 
 // cutStop finds the first stop sequence in text. Without one, it returns the text that can be

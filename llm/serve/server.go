@@ -187,6 +187,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.count("chat", s.chat))
 	mux.HandleFunc("POST /v1/completions", s.count("completions", s.completions))
+	mux.HandleFunc("POST /v1/messages", s.count("messages", s.messages))
 	mux.HandleFunc("GET /v1/models", s.count("models", s.models))
 	mux.HandleFunc("GET /v1/models/{id}", s.count("models", s.model))
 	mux.HandleFunc("GET /health", s.count("health", s.health))
