@@ -6,7 +6,12 @@
 #    helper), text completion equal to llama.cpp's greedy text, and an OpenAI error for
 #    max_tokens beyond the context; logprobs/top_logprobs (whole and streamed, chat and legacy
 #    completions); n = 3 choices with a seed; a json_schema response validated by Ajv, and a
-#    400 for a schema the output grammar cannot express; with a wrong apiKey: AuthenticationError (401);
+#    400 for a schema the output grammar cannot express; a tool-call round trip (parallel calls
+#    forced by tool_choice required, arguments validated by Ajv, the streamed deltas assembled
+#    by the client's .stream() helper, role tool results fed back, 400 for an unknown function); with a wrong apiKey: AuthenticationError (401);
+#  - the official `@anthropic-ai/sdk` package against /v1/messages: the same text as the chat
+#    completion of the same conversation, whole and streamed (the SDK's text events and raw
+#    event iteration), and a BadRequestError for a conversation that does not end with the user;
 #  - the chat page in headless Chromium (Debian's package): the API key typed in, a question
 #    sent, the streamed answer in the page (TestChatPageInBrowser pointed at this server);
 #  - a rank killed: gorun exits non-zero, naming it;
@@ -46,7 +51,7 @@ start() {
 }
 key=sk-ci-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
 (umask 077 && echo "$key" >"$tmp/key")
-start "$tmp/gorun" -n 2 "$tmp/llm" serve -m "$model" --port 0 --parallel 4 --api-key-file "$tmp/key"
+start "$tmp/gorun" -n 2 "$tmp/llm" serve -m "$model" --port 0 --parallel 4 -c 2048 --api-key-file "$tmp/key"
 echo "45-serve: gorun -n 2 llm serve at $url"
 health=$(curl -s -o /dev/null -w '%{http_code}' "$url/health")
 models=$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/models")
@@ -56,7 +61,7 @@ if ! grep -q "require the API key from --api-key-file" "$tmp/serve.log" || [ "$h
 	exit 1
 fi
 
-(cd "$tmp" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent openai ajv >/dev/null)
+(cd "$tmp" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent openai ajv @anthropic-ai/sdk >/dev/null)
 cat >"$tmp/client.mjs" <<'JS'
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -152,6 +157,37 @@ await assert.rejects(client.chat.completions.create({ model: 'stories260K', mess
 	return true;
 });
 
+// Tool calls: tool_choice required makes stories260K call (in parallel), each call's arguments
+// valid under its function's schema; the .stream() helper assembles the same calls from the
+// streamed deltas; the results fed back as role tool messages; an unknown function is a 400.
+const fnSchemas = {
+	get_weather: { type: 'object', properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['c', 'f'] } }, required: ['city', 'unit'], additionalProperties: false },
+	get_time: { type: 'object', properties: { zone: { type: 'string', maxLength: 8 } }, required: ['zone'], additionalProperties: false },
+};
+const tools = Object.entries(fnSchemas).map(([name, parameters]) => ({ type: 'function', function: { name, description: `the ${name.slice(4)}`, parameters } }));
+const question = { role: 'user', content: 'What is the weather in Paris?' };
+const toolReq = { model: 'stories260K', messages: [question], tools, tool_choice: 'required', temperature: 1, seed: 1, max_tokens: 400 };
+const called = await client.chat.completions.create(toolReq);
+const calls = called.choices[0].message.tool_calls;
+assert.equal(called.choices[0].finish_reason, 'tool_calls');
+assert.ok(calls.length >= 2, `${calls.length} calls`);
+for (const c of calls) {
+	const check = new Ajv().compile(fnSchemas[c.function.name]);
+	assert.ok(check(JSON.parse(c.function.arguments)), `${c.function.name}(${c.function.arguments}): ${JSON.stringify(check.errors)}`);
+}
+const toolStream = client.chat.completions.stream(toolReq);
+const streamedCalls = (await toolStream.finalChatCompletion()).choices[0].message.tool_calls;
+assert.deepEqual(streamedCalls.map((c) => c.function), calls.map((c) => c.function));
+const results = calls.map((c) => ({ role: 'tool', tool_call_id: c.id, content: '{"result": "sunny"}' }));
+const after = await client.chat.completions.create({ model: 'stories260K', messages: [question, called.choices[0].message, ...results], tools, temperature: 0, max_tokens: 16 });
+assert.ok(after.choices[0].message.content.length > 0);
+await assert.rejects(client.chat.completions.create({ ...toolReq, tool_choice: { type: 'function', function: { name: 'launch' } } }), (err) => {
+	assert.equal(err.status, 400);
+	assert.equal(err.param, 'tool_choice');
+	return true;
+});
+console.log(`tool calls: ${calls.map((c) => `${c.function.name}(${c.function.arguments})`).join(', ')}`);
+
 // n choices with a seed: choice i is what seed + i gives alone.
 const many = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 16, temperature: 1, seed: 5, n: 3 });
 assert.equal(many.choices.length, 3);
@@ -169,6 +205,47 @@ await assert.rejects(client.chat.completions.create({ model: 'stories260K', mess
 console.log(`openai client: ok (answer ${JSON.stringify(answer)}; a wrong key: AuthenticationError 401)`);
 JS
 node "$tmp/client.mjs" "$url" "$key"
+
+cat >"$tmp/anthropic.mjs" <<'JS'
+import assert from 'node:assert/strict';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+const anthropic = new Anthropic({ baseURL: process.argv[2], apiKey: process.argv[3], maxRetries: 0 });
+const openai = new OpenAI({ baseURL: `${process.argv[2]}/v1`, apiKey: process.argv[3], maxRetries: 0 });
+const question = 'Tell me a story about a dog.';
+// The reference: the same conversation through chat completions, greedy.
+const ref = await openai.chat.completions.create({ model: 'stories260K', messages: [{ role: 'system', content: 'You tell stories.' }, { role: 'user', content: question }], temperature: 0, max_tokens: 30 });
+const want = ref.choices[0].message.content;
+const msg = await anthropic.messages.create({ model: 'stories260K', system: 'You tell stories.', max_tokens: 30, temperature: 0, messages: [{ role: 'user', content: question }] });
+assert.equal(msg.type, 'message');
+assert.equal(msg.role, 'assistant');
+assert.equal(msg.content[0].type, 'text');
+assert.equal(msg.content[0].text, want);
+assert.equal(msg.stop_reason, 'max_tokens');
+assert.equal(msg.usage.output_tokens, 30);
+assert.equal(msg.usage.input_tokens, ref.usage.prompt_tokens);
+// Streamed: the SDK's event helper collects the text and the final message.
+const stream = anthropic.messages.stream({ model: 'stories260K', system: 'You tell stories.', max_tokens: 30, temperature: 0, messages: [{ role: 'user', content: question }] });
+let deltas = '';
+stream.on('text', (t) => { deltas += t; });
+const final = await stream.finalMessage();
+assert.equal(deltas, want);
+assert.equal(final.content[0].text, want);
+assert.equal(final.stop_reason, 'max_tokens');
+// Raw iteration over the events.
+const kinds = [];
+for await (const ev of await anthropic.messages.create({ model: 'stories260K', max_tokens: 8, temperature: 0, stream: true, messages: [{ role: 'user', content: question }] })) {
+	if (kinds.at(-1) !== ev.type) kinds.push(ev.type);
+}
+assert.deepEqual(kinds, ['message_start', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
+await assert.rejects(anthropic.messages.create({ model: 'stories260K', max_tokens: 8, messages: [{ role: 'assistant', content: 'x' }] }), (err) => {
+	assert.ok(err instanceof Anthropic.BadRequestError, `${err}`);
+	assert.equal(err.error.type, 'error');
+	return true;
+});
+console.log(`anthropic client: ok (${JSON.stringify(want)})`);
+JS
+node "$tmp/anthropic.mjs" "$url" "$key"
 
 GORUN_SERVE_URL=$url GORUN_SERVE_KEY=$key GORUN_REQUIRE_BROWSER=1 go test -count=1 -run TestChatPageInBrowser -v ./llm/serve | grep -E '^(---|ok|FAIL|\s+browser_test)'
 
