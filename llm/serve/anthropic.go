@@ -160,9 +160,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	defer s.armWrite(rc)
 	id := fmt.Sprintf("msg_%d_%d", s.created, s.ids.Add(1))
-	message := func(content []any, stopReason, stopSeq any, in, out int) map[string]any {
+	message := func(content []any, stopReason, stopSeq any, in, out, cached int) map[string]any {
 		return map[string]any{"id": id, "type": "message", "role": "assistant", "model": s.cfg.ModelName, "content": content,
-			"stop_reason": stopReason, "stop_sequence": stopSeq, "usage": map[string]any{"input_tokens": in, "output_tokens": out}}
+			"stop_reason": stopReason, "stop_sequence": stopSeq, "usage": map[string]any{"input_tokens": in, "output_tokens": out, "cache_read_input_tokens": cached}}
 	}
 	if !req.Stream {
 		var out strings.Builder
@@ -180,7 +180,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			if ev.Finish != "" {
 				sr, seq := anthropicStop(ev)
 				s.armWrite(rc)
-				writeJSON(w, http.StatusOK, message([]any{map[string]any{"type": "text", "text": out.String()}}, sr, seq, ev.PromptTokens, ev.CompletionTokens))
+				writeJSON(w, http.StatusOK, message([]any{map[string]any{"type": "text", "text": out.String()}}, sr, seq, ev.PromptTokens, ev.CompletionTokens, ev.CachedTokens))
 				return
 			}
 		}
@@ -198,7 +198,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
-	start := message([]any{}, nil, nil, len(prompt), 0)
+	start := message([]any{}, nil, nil, len(prompt), 0, 0)
 	if !send("message_start", map[string]any{"type": "message_start", "message": start}) ||
 		!send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}) ||
 		!send("ping", map[string]any{"type": "ping"}) {

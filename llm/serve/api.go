@@ -752,6 +752,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, 
 		}
 		left--
 		total.CompletionTokens += ev.CompletionTokens
+		total.CachedTokens = max(total.CachedTokens, ev.CachedTokens)
 		choice := map[string]any{"index": i, "finish_reason": ev.Finish, "logprobs": nil}
 		if chat {
 			msg := map[string]any{"role": "assistant", "content": texts[i].String()}
@@ -838,7 +839,7 @@ func nextOf(ctx context.Context, events <-chan choiceEvent) (choiceEvent, bool) 
 
 func usage(ev Event) map[string]any {
 	return map[string]any{"prompt_tokens": ev.PromptTokens, "completion_tokens": ev.CompletionTokens,
-		"total_tokens": ev.PromptTokens + ev.CompletionTokens}
+		"total_tokens": ev.PromptTokens + ev.CompletionTokens, "prompt_tokens_details": map[string]any{"cached_tokens": ev.CachedTokens}}
 }
 
 // stream writes Server-Sent Events: a chunk per piece of text of a choice (for chat, each
@@ -910,6 +911,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, events <-chan ch
 			left--
 			total.PromptTokens = ev.PromptTokens
 			total.CompletionTokens += ev.CompletionTokens
+			total.CachedTokens = max(total.CachedTokens, ev.CachedTokens)
 			finish := ev.Finish
 			if len(tools) > 0 {
 				held[i].WriteString(ev.Text)

@@ -65,6 +65,7 @@ type job struct {
 	held      string         // decoded text held back while it may begin a stop sequence
 	pendLP    []TokenLogprob // logprobs of tokens whose text has not been sent yet
 	stopText  string         // the stop sequence that ended the text
+	cached    int            // prompt tokens found in the slot's cache (not fed again)
 	start     time.Time
 	first     time.Time
 }
@@ -76,6 +77,7 @@ type Event struct {
 	Logprobs         []TokenLogprob // of the tokens behind Text (on the last event: any left)
 	Finish           string         // "stop" or "length" on the last event
 	StopText         string         // the stop sequence that ended the text, if one did
+	CachedTokens     int            // prompt tokens reused from the prompt cache
 	Err              error
 	PromptTokens     int
 	CompletionTokens int
@@ -100,6 +102,9 @@ type engine struct {
 	failure error // set once: the ranks have failed
 	closed  bool
 	active  int // slots in use, for tests and metrics
+
+	// noPromptCache turns prompt (prefix) caching off: every prompt is fed from position 0.
+	noPromptCache bool
 
 	// failAfter, when > 0, makes this rank's loop fail at that step (tests of a dying rank).
 	failAfter int
@@ -173,9 +178,44 @@ func (e *engine) run(ctx context.Context) error {
 			}
 		}
 	}
+	// Each slot's cache keeps the tokens of its last job after it ends (hist); a new job takes a
+	// free slot (see pick) and starts after the prefix its prompt shares with that history.
+	hist := make([][]int32, len(slots))
+	used := make([]int64, len(slots))
+	var clock int64
 	release := func(j *job) {
 		slots[j.slot] = nil
 		free = append(free, j.slot)
+		clock++
+		used[j.slot] = clock
+		if e.noPromptCache {
+			hist[j.slot] = nil
+			return
+		}
+		all := append(append([]int32(nil), j.prompt...), j.generated...)
+		hist[j.slot] = all[:min(j.pos, len(all))]
+	}
+	pick := func(j *job) {
+		// The slot with the longest shared prefix when it covers over half the prompt (as
+		// llama.cpp's slot similarity of 0.5), so that a short common start (a template's
+		// header) does not evict a conversation; else the least recently used slot.
+		best, bestN, lru := -1, 0, 0
+		for k, s := range free {
+			if n := commonPrefix(hist[s], j.prompt); best < 0 || n > bestN {
+				best, bestN = k, n
+			}
+			if used[s] < used[free[lru]] {
+				lru = k
+			}
+		}
+		if 2*bestN <= len(j.prompt) {
+			best, bestN = lru, commonPrefix(hist[free[lru]], j.prompt)
+		}
+		j.slot = free[best]
+		free = append(free[:best], free[best+1:]...)
+		// At least the prompt's last token is fed, for its logits.
+		n := min(bestN, len(j.prompt)-1)
+		j.pos, j.fed, j.cached = n, n, n
 	}
 	shutdown := func() error {
 		e.mu.Lock()
@@ -200,8 +240,7 @@ func (e *engine) run(ctx context.Context) error {
 			case j.ctx.Err() != nil:
 				j.events <- Event{Err: j.ctx.Err()}
 			case len(free) > 0:
-				j.slot = free[len(free)-1]
-				free = free[:len(free)-1]
+				pick(j)
 				slots[j.slot] = j
 				j.start = time.Now()
 				j.dec = e.tok.NewStreamDecoder()
@@ -529,8 +568,17 @@ func (e *engine) emit(j *job, id int32, lp *TokenLogprob) bool {
 	if d := now.Sub(j.first).Seconds(); n > 1 && d > 0 {
 		e.metrics.tps.Observe(float64(n-1) / d)
 	}
-	j.events <- Event{Finish: finish, StopText: j.stopText, Logprobs: j.pendLP, PromptTokens: len(j.prompt), CompletionTokens: n, TTFT: j.first.Sub(j.start)}
+	j.events <- Event{Finish: finish, StopText: j.stopText, CachedTokens: j.cached, Logprobs: j.pendLP, PromptTokens: len(j.prompt), CompletionTokens: n, TTFT: j.first.Sub(j.start)}
 	return true
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b []int32) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // whichStop is the stop sequence found first in text (the one cutStop cut at).

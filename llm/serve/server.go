@@ -40,6 +40,9 @@ type Config struct {
 	// ModelTemplate is the model's tokenizer.chat_template ("" when it has none).
 	ModelTemplate string
 	Log           *log.Logger // nil: no request log
+	// NoPromptCache turns off prompt caching (a new request reusing the KV cache of a slot's
+	// earlier request for their common prefix of tokens).
+	NoPromptCache bool
 
 	// APIKey, when set, is required on /v1/*, /metrics and unrouted paths, as
 	// "Authorization: Bearer KEY" or "x-api-key: KEY" (401 otherwise); the chat page's files and
@@ -122,6 +125,7 @@ func New(world *comm.Comm, m *model.Model, tok *tokenizer.Tokenizer, group *Time
 		group.metrics = s.metrics
 	}
 	s.eng = newEngine(world, m, cache, tok, cfg.Batch, cfg.Queue, s.metrics)
+	s.eng.noPromptCache = cfg.NoPromptCache
 	s.handler = s.routes()
 	return s, nil
 }
