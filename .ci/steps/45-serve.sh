@@ -6,9 +6,7 @@
 #    helper), text completion equal to llama.cpp's greedy text, and an OpenAI error for
 #    max_tokens beyond the context; logprobs/top_logprobs (whole and streamed, chat and legacy
 #    completions); n = 3 choices with a seed; a json_schema response validated by Ajv, and a
-#    400 for a schema the output grammar cannot express; a tool-call round trip (parallel calls
-#    forced by tool_choice required, arguments validated by Ajv, the streamed deltas assembled
-#    by the client's .stream() helper, role tool results fed back, 400 for an unknown function); with a wrong apiKey: AuthenticationError (401);
+#    400 for a schema the output grammar cannot express; with a wrong apiKey: AuthenticationError (401);
 #  - the official `@anthropic-ai/sdk` package against /v1/messages: the same text as the chat
 #    completion of the same conversation, whole and streamed (the SDK's text events and raw
 #    event iteration), and a BadRequestError for a conversation that does not end with the user;
@@ -16,7 +14,10 @@
 #    sent, the streamed answer in the page (TestChatPageInBrowser pointed at this server);
 #  - a rank killed: gorun exits non-zero, naming it;
 #  - `llm serve --tls-cert --tls-key` with GORUN_API_KEY: the openai client over HTTPS, trusting
-#    a self-signed certificate (Go's crypto/tls/generate_cert.go) through NODE_EXTRA_CA_CERTS.
+#    a self-signed certificate (Go's crypto/tls/generate_cert.go) through NODE_EXTRA_CA_CERTS;
+#    with it (-c 2048), a tool-call round trip: parallel calls forced by tool_choice required,
+#    arguments validated by Ajv, the streamed deltas assembled by the client's .stream()
+#    helper, role tool results fed back, 400 for an unknown function.
 # Skipped when ../shared/testdata is absent.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,7 +52,7 @@ start() {
 }
 key=sk-ci-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
 (umask 077 && echo "$key" >"$tmp/key")
-start "$tmp/gorun" -n 2 "$tmp/llm" serve -m "$model" --port 0 --parallel 4 -c 2048 --api-key-file "$tmp/key"
+start "$tmp/gorun" -n 2 "$tmp/llm" serve -m "$model" --port 0 --parallel 4 --api-key-file "$tmp/key"
 echo "45-serve: gorun -n 2 llm serve at $url"
 health=$(curl -s -o /dev/null -w '%{http_code}' "$url/health")
 models=$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/models")
@@ -157,37 +158,6 @@ await assert.rejects(client.chat.completions.create({ model: 'stories260K', mess
 	return true;
 });
 
-// Tool calls: tool_choice required makes stories260K call (in parallel), each call's arguments
-// valid under its function's schema; the .stream() helper assembles the same calls from the
-// streamed deltas; the results fed back as role tool messages; an unknown function is a 400.
-const fnSchemas = {
-	get_weather: { type: 'object', properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['c', 'f'] } }, required: ['city', 'unit'], additionalProperties: false },
-	get_time: { type: 'object', properties: { zone: { type: 'string', maxLength: 8 } }, required: ['zone'], additionalProperties: false },
-};
-const tools = Object.entries(fnSchemas).map(([name, parameters]) => ({ type: 'function', function: { name, description: `the ${name.slice(4)}`, parameters } }));
-const question = { role: 'user', content: 'What is the weather in Paris?' };
-const toolReq = { model: 'stories260K', messages: [question], tools, tool_choice: 'required', temperature: 1, seed: 1, max_tokens: 400 };
-const called = await client.chat.completions.create(toolReq);
-const calls = called.choices[0].message.tool_calls;
-assert.equal(called.choices[0].finish_reason, 'tool_calls');
-assert.ok(calls.length >= 2, `${calls.length} calls`);
-for (const c of calls) {
-	const check = new Ajv().compile(fnSchemas[c.function.name]);
-	assert.ok(check(JSON.parse(c.function.arguments)), `${c.function.name}(${c.function.arguments}): ${JSON.stringify(check.errors)}`);
-}
-const toolStream = client.chat.completions.stream(toolReq);
-const streamedCalls = (await toolStream.finalChatCompletion()).choices[0].message.tool_calls;
-assert.deepEqual(streamedCalls.map((c) => c.function), calls.map((c) => c.function));
-const results = calls.map((c) => ({ role: 'tool', tool_call_id: c.id, content: '{"result": "sunny"}' }));
-const after = await client.chat.completions.create({ model: 'stories260K', messages: [question, called.choices[0].message, ...results], tools, temperature: 0, max_tokens: 16 });
-assert.ok(after.choices[0].message.content.length > 0);
-await assert.rejects(client.chat.completions.create({ ...toolReq, tool_choice: { type: 'function', function: { name: 'launch' } } }), (err) => {
-	assert.equal(err.status, 400);
-	assert.equal(err.param, 'tool_choice');
-	return true;
-});
-console.log(`tool calls: ${calls.map((c) => `${c.function.name}(${c.function.arguments})`).join(', ')}`);
-
 // n choices with a seed: choice i is what seed + i gives alone.
 const many = await client.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 16, temperature: 1, seed: 5, n: 3 });
 assert.equal(many.choices.length, 3);
@@ -274,7 +244,7 @@ echo "45-serve: rank 1 killed, gorun exited with $rc"
 
 # HTTPS: a self-signed certificate for 127.0.0.1, trusted by node through NODE_EXTRA_CA_CERTS.
 (cd "$tmp" && go run "$(go env GOROOT)/src/crypto/tls/generate_cert.go" --host 127.0.0.1 --ecdsa-curve P256 2>/dev/null)
-GORUN_API_KEY=$key start "$tmp/llm" serve -m "$model" --port 0 --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem"
+GORUN_API_KEY=$key start "$tmp/llm" serve -m "$model" --port 0 -c 2048 --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem"
 case $url in https://*) ;; *) echo "45-serve: with --tls-cert the server is at $url" >&2; exit 1 ;; esac
 cat >"$tmp/tls.mjs" <<'JS'
 import assert from 'node:assert/strict';
@@ -288,6 +258,46 @@ await assert.rejects(new OpenAI({ baseURL: `${process.argv[2]}/v1`, apiKey: 'sk-
 console.log('openai client over TLS: ok');
 JS
 NODE_EXTRA_CA_CERTS=$tmp/cert.pem node "$tmp/tls.mjs" "$url" "$key"
+
+# Tools need a longer context than the chat page's server has (-c 2048 here): the tool
+# descriptions, the calls and their results are all in the prompt.
+cat >"$tmp/tools.mjs" <<'JS'
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import Ajv from 'ajv';
+const client = new OpenAI({ baseURL: `${process.argv[2]}/v1`, apiKey: process.argv[3], maxRetries: 0 });
+// Tool calls: tool_choice required makes stories260K call (in parallel), each call's arguments
+// valid under its function's schema; the .stream() helper assembles the same calls from the
+// streamed deltas; the results fed back as role tool messages; an unknown function is a 400.
+const fnSchemas = {
+	get_weather: { type: 'object', properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['c', 'f'] } }, required: ['city', 'unit'], additionalProperties: false },
+	get_time: { type: 'object', properties: { zone: { type: 'string', maxLength: 8 } }, required: ['zone'], additionalProperties: false },
+};
+const tools = Object.entries(fnSchemas).map(([name, parameters]) => ({ type: 'function', function: { name, description: `the ${name.slice(4)}`, parameters } }));
+const question = { role: 'user', content: 'What is the weather in Paris?' };
+const toolReq = { model: 'stories260K', messages: [question], tools, tool_choice: 'required', temperature: 1, seed: 1, max_tokens: 400 };
+const called = await client.chat.completions.create(toolReq);
+const calls = called.choices[0].message.tool_calls;
+assert.equal(called.choices[0].finish_reason, 'tool_calls');
+assert.ok(calls.length >= 2, `${calls.length} calls`);
+for (const c of calls) {
+	const check = new Ajv().compile(fnSchemas[c.function.name]);
+	assert.ok(check(JSON.parse(c.function.arguments)), `${c.function.name}(${c.function.arguments}): ${JSON.stringify(check.errors)}`);
+}
+const toolStream = client.chat.completions.stream(toolReq);
+const streamedCalls = (await toolStream.finalChatCompletion()).choices[0].message.tool_calls;
+assert.deepEqual(streamedCalls.map((c) => c.function), calls.map((c) => c.function));
+const results = calls.map((c) => ({ role: 'tool', tool_call_id: c.id, content: '{"result": "sunny"}' }));
+const after = await client.chat.completions.create({ model: 'stories260K', messages: [question, called.choices[0].message, ...results], tools, temperature: 0, max_tokens: 16 });
+assert.ok(after.choices[0].message.content.length > 0);
+await assert.rejects(client.chat.completions.create({ ...toolReq, tool_choice: { type: 'function', function: { name: 'launch' } } }), (err) => {
+	assert.equal(err.status, 400);
+	assert.equal(err.param, 'tool_choice');
+	return true;
+});
+console.log(`tool calls: ${calls.map((c) => `${c.function.name}(${c.function.arguments})`).join(', ')}`);
+JS
+NODE_EXTRA_CA_CERTS=$tmp/cert.pem node "$tmp/tools.mjs" "$url" "$key"
 kill "$pid"
 wait "$pid" || true
 pid=
