@@ -50,6 +50,8 @@ func FuzzRequest(f *testing.F) {
 		`{"prompt":[1,2,3],"max_tokens":2,"top_p":0.5,"top_k":3,"min_p":0.1}`,
 		`{"prompt":"Once","max_tokens":3,"n":2,"logprobs":2}`,
 		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"n":2,"logprobs":true,"top_logprobs":3,"stream":true}`,
+		`{"prompt":"Once","max_tokens":3,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}}}`,
+		`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"1"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required","max_tokens":3}`,
 		`{"prompt":"x","max_tokens":"2"}`, `{"messages":[]}`, `[`, ``, `null`, `{"prompt":["a","b"]}`,
 	} {
 		f.Add(seed, false)

@@ -157,3 +157,11 @@ func TestAllowedMatchesBruteForce(t *testing.T) {
 		}
 	}
 }
+
+func TestSelfReference(t *testing.T) {
+	for _, s := range []string{`{"$ref":"#"}`, `{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`} {
+		if _, err := CompileSchema([]byte(s)); err == nil {
+			t.Errorf("%s compiled", s)
+		}
+	}
+}

@@ -91,9 +91,11 @@ func (g *Grammar) step(n *snode, c byte) *snode {
 // class, noting completion; root pushes rule 0 onto the first (empty) stack.
 func (g *Grammar) expand(in [][]frame, root bool) state {
 	var st state
-	var walk func(s []frame)
-	walk = func(s []frame) {
-		if len(st.stacks) >= maxStacks || len(s) > maxDepth {
+	// depth counts the expansions along one path: a rule that reaches itself without taking a
+	// byte (left recursion, such as a schema that is only "$ref": "#") ends there.
+	var walk func(s []frame, depth int)
+	walk = func(s []frame, depth int) {
+		if len(st.stacks) >= maxStacks || len(s) > maxDepth || depth > 4*maxDepth {
 			return
 		}
 		if len(s) == 0 {
@@ -103,7 +105,7 @@ func (g *Grammar) expand(in [][]frame, root bool) state {
 		top := s[len(s)-1]
 		alt := g.rules[top.rule][top.alt]
 		if int(top.idx) == len(alt) {
-			walk(s[:len(s)-1])
+			walk(s[:len(s)-1], depth+1)
 			return
 		}
 		e := alt[top.idx]
@@ -125,17 +127,17 @@ func (g *Grammar) expand(in [][]frame, root bool) state {
 			base = slices.Clip(base)
 		}
 		for a := range g.rules[e.rule] {
-			walk(append(base, frame{e.rule, int32(a), 0}))
+			walk(append(base, frame{e.rule, int32(a), 0}), depth+1)
 		}
 	}
 	for _, s := range in {
 		if root && len(s) == 0 {
 			for a := range g.rules[0] {
-				walk([]frame{{0, int32(a), 0}})
+				walk([]frame{{0, int32(a), 0}}, 0)
 			}
 			continue
 		}
-		walk(s)
+		walk(s, 0)
 	}
 	return st
 }

@@ -21,8 +21,14 @@ type obj struct {
 	vals map[string]any
 }
 
+// maxJSONDepth bounds the nesting decodeOrdered follows (it recurses).
+const maxJSONDepth = 256
+
 // decodeOrdered decodes JSON, objects as *obj.
-func decodeOrdered(d *json.Decoder) (any, error) {
+func decodeOrdered(d *json.Decoder, depth int) (any, error) {
+	if depth > maxJSONDepth {
+		return nil, fmt.Errorf("nested deeper than %d levels", maxJSONDepth)
+	}
 	t, err := d.Token()
 	if err != nil {
 		return nil, err
@@ -38,7 +44,7 @@ func decodeOrdered(d *json.Decoder) (any, error) {
 					return nil, err
 				}
 				k := kt.(string)
-				val, err := decodeOrdered(d)
+				val, err := decodeOrdered(d, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -52,7 +58,7 @@ func decodeOrdered(d *json.Decoder) (any, error) {
 		case '[':
 			var a []any
 			for d.More() {
-				val, err := decodeOrdered(d)
+				val, err := decodeOrdered(d, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -111,6 +117,10 @@ func CompileSchema(schema []byte) (*Grammar, error) {
 	if len(c.b.g.rules) > maxRules {
 		return nil, &SchemaError{Msg: fmt.Sprintf("needs %d grammar rules, over the limit of %d", len(c.b.g.rules), maxRules)}
 	}
+	// After the optional leading space the value must be able to begin.
+	if m := c.b.g.NewMatcher(); m.at == nil || !m.Accept([]byte(" ")) {
+		return nil, &SchemaError{Msg: "admits no value (a reference that only refers to itself?)"}
+	}
 	return c.b.g, nil
 }
 
@@ -118,7 +128,7 @@ func CompileSchema(schema []byte) (*Grammar, error) {
 func decodeSchema(schema []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(schema))
 	d.UseNumber()
-	s, err := decodeOrdered(d)
+	s, err := decodeOrdered(d, 0)
 	if err != nil {
 		return nil, &SchemaError{Msg: fmt.Sprintf("not JSON: %v", err)}
 	}
