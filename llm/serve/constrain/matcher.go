@@ -15,7 +15,7 @@ const maxDepth = 512
 
 // maxStacks bounds the parses kept at once (an ambiguous grammar could otherwise multiply
 // them).
-const maxStacks = 4096
+const maxStacks = 256
 
 // state is the set of parses after some bytes: stacks whose top frame is at a byte class,
 // and whether some parse is complete.
