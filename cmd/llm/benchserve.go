@@ -56,6 +56,7 @@ func benchServe(args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Duration("timeout", 10*time.Minute, "limit for each request")
 	output := fs.StringP("output", "o", "md", "md (table) or json (one object per level)")
 	warmup := fs.Bool("warmup", true, "send one untimed request first")
+	multiTurn := fs.Int("multi-turn", 0, "instead: time the second turn of chats whose first turn has a history of about this many words (prompt caching); --requests chats, one at a time")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: llm bench-serve [--url http://127.0.0.1:8080] [--concurrency 1,4,16] [-n 64] [flags]\n")
 		fmt.Fprintf(stderr, "(a server that wants an API key gets $%s as a Bearer token)\n\n", envAPIKey)
@@ -97,6 +98,21 @@ func benchServe(args []string, stdout, stderr io.Writer) error {
 		if r := streamCompletion(client, base, name, benchPrompt(-1, *promptWords), *maxTokens); r.err != nil {
 			return fmt.Errorf("warm-up request: %w", r.err)
 		}
+	}
+	if *multiTurn > 0 {
+		n := max(*requests, 1)
+		mt, err := runMultiTurn(client, base, name, n, *multiTurn, *maxTokens)
+		if err != nil {
+			return err
+		}
+		if *output == "json" {
+			return json.NewEncoder(stdout).Encode(mt)
+		}
+		fmt.Fprintf(stdout, "| model | chats | history words | turn-2 prompt tok | cached tok | TTFT turn 1 ms | TTFT turn 2 ms | turn 2 / turn 1 |\n")
+		fmt.Fprintf(stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		fmt.Fprintf(stdout, "| %s | %d | %d | %d | %d | %.1f | %.1f | %.3f |\n", mt.Model, mt.Chats, mt.HistoryWords, mt.Turn2Prompt, mt.Turn2Cached,
+			mt.TTFT1Ms, mt.TTFT2Ms, mt.TTFT2Ms/mt.TTFT1Ms)
+		return nil
 	}
 	var rows []serveLevel
 	for _, c := range conc {
@@ -290,4 +306,112 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.key)
 	return b.RoundTripper.RoundTrip(r)
+}
+
+// multiTurn is bench-serve --multi-turn's result: mean time to first token of each turn.
+type multiTurn struct {
+	URL          string  `json:"url"`
+	Model        string  `json:"model"`
+	Chats        int     `json:"chats"`
+	HistoryWords int     `json:"history_words"`
+	Turn1Prompt  int     `json:"turn1_prompt_tokens"`
+	Turn2Prompt  int     `json:"turn2_prompt_tokens"`
+	Turn2Cached  int     `json:"turn2_cached_tokens"`
+	TTFT1Ms      float64 `json:"ttft_turn1_ms"`
+	TTFT2Ms      float64 `json:"ttft_turn2_ms"`
+}
+
+// runMultiTurn runs chats of two turns, the second repeating the first's history and answer:
+// a server with prompt caching feeds only the new tokens of the second.
+func runMultiTurn(client *http.Client, base, name string, chats, words, maxTokens int) (multiTurn, error) {
+	mt := multiTurn{URL: base, Model: name, Chats: chats, HistoryWords: words}
+	for c := 0; c < chats; c++ {
+		// A distinct history per chat (its first word), so no chat reuses another's.
+		msgs := []map[string]any{{"role": "system", "content": "You tell stories."}, {"role": "user", "content": benchPrompt(1000+c, words)}}
+		r1, answer := streamChat(client, base, name, msgs, maxTokens)
+		if r1.err != nil {
+			return mt, fmt.Errorf("chat %d, turn 1: %w", c, r1.err)
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": answer}, map[string]any{"role": "user", "content": "And then what happened?"})
+		r2, _ := streamChat(client, base, name, msgs, maxTokens)
+		if r2.err != nil {
+			return mt, fmt.Errorf("chat %d, turn 2: %w", c, r2.err)
+		}
+		mt.TTFT1Ms += float64(r1.ttft) / 1e6 / float64(chats)
+		mt.TTFT2Ms += float64(r2.ttft) / 1e6 / float64(chats)
+		mt.Turn1Prompt, mt.Turn2Prompt, mt.Turn2Cached = r1.promptTokens, r2.promptTokens, r2.cached
+	}
+	return mt, nil
+}
+
+// streamChat sends one streaming chat request, timing its first text, and returns the text.
+func streamChat(client *http.Client, base, name string, msgs []map[string]any, maxTokens int) (chatResult, string) {
+	body, _ := json.Marshal(map[string]any{"model": name, "messages": msgs, "max_tokens": maxTokens, "temperature": 0,
+		"stream": true, "stream_options": map[string]any{"include_usage": true}})
+	start := time.Now()
+	resp, err := client.Post(base+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return chatResult{err: err}, ""
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return chatResult{err: fmt.Errorf("status %s: %s", resp.Status, bytes.TrimSpace(b))}, ""
+	}
+	var r chatResult
+	var text strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "data:")
+		if !ok {
+			continue
+		}
+		data = strings.TrimSpace(data)
+		if data == "[DONE]" {
+			break
+		}
+		var ch struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+			Usage *struct {
+				Prompt  int `json:"prompt_tokens"`
+				Details *struct {
+					Cached int `json:"cached_tokens"`
+				} `json:"prompt_tokens_details"`
+			} `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			return chatResult{err: fmt.Errorf("bad chunk %q: %w", data, err)}, ""
+		}
+		if len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
+			if text.Len() == 0 {
+				r.ttft = time.Since(start)
+			}
+			text.WriteString(ch.Choices[0].Delta.Content)
+		}
+		if ch.Usage != nil {
+			r.promptTokens = ch.Usage.Prompt
+			if ch.Usage.Details != nil {
+				r.cached = ch.Usage.Details.Cached
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return chatResult{err: err}, ""
+	}
+	if text.Len() == 0 {
+		return chatResult{err: fmt.Errorf("no text streamed")}, ""
+	}
+	return r, text.String()
+}
+
+type chatResult struct {
+	ttft         time.Duration
+	promptTokens int
+	cached       int
+	err          error
 }

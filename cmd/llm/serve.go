@@ -42,6 +42,7 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	batch := fs.IntP("batch-size", "b", 512, "tokens per model step (decode tokens of running requests + prompt chunks)")
 	queue := fs.Int("queue", 64, "requests that may wait for a slot; beyond, 429 with Retry-After")
 	kvType := fs.String("kv-type", "f16", "KV cache type: f16 (as llama.cpp) or f32")
+	noCache := fs.Bool("no-cache-prompt", false, "turn off prompt caching (a request reusing a slot's KV cache for the tokens its prompt shares with that slot's last request)")
 	alias := fs.String("alias", "", "model name in the API (default: the file's base name)")
 	tmpl := fs.String("chat-template", "auto", "chat template: auto (the model's tokenizer.chat_template, else a built-in matching its vocabulary), gguf, "+strings.Join(serve.BuiltinTemplateNames(), ", "))
 	metrics := fs.Bool("metrics", false, "serve Prometheus metrics at /metrics (behind the API key when there is one)")
@@ -122,6 +123,7 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	cfg := limits
 	cfg.ModelName, cfg.Slots, cfg.Batch, cfg.Queue, cfg.MaxBody, cfg.Metrics = name, *slots, *batch, *queue, *maxBody, *metrics
 	cfg.ChatTemplate, cfg.ModelTemplate, cfg.APIKey, cfg.TLS = *tmpl, chatTemplate, key, tlsCfg
+	cfg.NoPromptCache = *noCache
 	if *logRequests {
 		cfg.Log = log.New(stderr, "llm serve: ", log.LstdFlags|log.Lmicroseconds)
 	}

@@ -77,6 +77,17 @@ func TestServeAndBenchServe(t *testing.T) {
 			t.Errorf("level %d: %+v", i, lv)
 		}
 	}
+	// --multi-turn: the second turn repeats the first's history, which the server finds in
+	// its prompt cache (the server's context of 128 tokens holds a history of 20 words).
+	out.Reset()
+	if rc := run([]string{"bench-serve", "--url", url, "--multi-turn", "20", "--requests", "2", "-n", "4", "-o", "json"}, &out, &errb); rc != 0 {
+		t.Fatalf("bench-serve --multi-turn rc %d: %s", rc, errb.String())
+	}
+	var mt multiTurn
+	if err := json.Unmarshal(out.Bytes(), &mt); err != nil || mt.Chats != 2 || mt.Turn2Prompt <= mt.Turn1Prompt ||
+		mt.Turn2Cached < mt.Turn1Prompt/2 || mt.Turn2Cached >= mt.Turn2Prompt || mt.TTFT1Ms <= 0 || mt.TTFT2Ms <= 0 {
+		t.Errorf("bench-serve --multi-turn: %+v (%v) from %s", mt, err, out.String())
+	}
 	if rc := run([]string{"bench-serve", "--url", url, "--concurrency", "0"}, &out, &errb); rc != 1 {
 		t.Errorf("concurrency 0: rc %d", rc)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gorun-hpc/gorun/llm/sample"
+	"github.com/gorun-hpc/gorun/llm/serve/constrain"
 )
 
 // apiError is OpenAI's error object.
@@ -158,14 +159,25 @@ type genParams struct {
 	Stream      bool            `json:"stream"`
 	N           *int            `json:"n"`
 	IgnoreEOS   bool            `json:"ignore_eos"`
+	// Logprobs is a boolean on /v1/chat/completions, an integer (0..5 alternatives) on
+	// /v1/completions.
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs *int            `json:"top_logprobs"`
+	// ResponseFormat is OpenAI's {"type": "text" | "json_object" | "json_schema", ...}.
+	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
 type chatRequest struct {
 	genParams
 	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCalls  json.RawMessage `json:"tool_calls"`
+		ToolCallID *string         `json:"tool_call_id"`
 	} `json:"messages"`
+	Tools             json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 }
 
 type completionRequest struct {
@@ -231,9 +243,6 @@ func jsonKind(t reflect.Type) string {
 // job builds the engine job of a request whose prompt is tokenized, checking the numbers;
 // promptParam names the request's prompt field in errors ("messages" or "prompt").
 func (s *Server) job(ctx context.Context, p *genParams, prompt []int32, promptParam string) (*job, *apiError) {
-	if p.N != nil && *p.N != 1 {
-		return nil, badRequest("unsupported_value", "n", "n = %d: only one choice per request is supported", *p.N)
-	}
 	if len(prompt) == 0 {
 		return nil, badRequest("invalid_value", promptParam, "the prompt is empty")
 	}
@@ -293,7 +302,124 @@ func (s *Server) job(ctx context.Context, p *genParams, prompt []int32, promptPa
 		return nil, err
 	}
 	j.stops = stops
+	if err := parseLogprobs(p, promptParam == "messages", j); err != nil {
+		return nil, err
+	}
+	if j.grammar, err = s.responseFormat(p.ResponseFormat); err != nil {
+		return nil, err
+	}
 	return j, nil
+}
+
+// responseFormat compiles response_format into the grammar the output must follow (nil for
+// free text).
+func (s *Server) responseFormat(raw json.RawMessage) (*constrain.Grammar, *apiError) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict *bool           `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(raw, &rf); err != nil {
+		return nil, badRequest("invalid_type", "response_format", "response_format: want an object {\"type\": \"text\", \"json_object\" or \"json_schema\"}: %v", err)
+	}
+	switch rf.Type {
+	case "text":
+		return nil, nil
+	case "json_object":
+		return constrain.JSONObject(), nil
+	case "json_schema":
+		if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 || string(rf.JSONSchema.Schema) == "null" {
+			return nil, badRequest("invalid_value", "response_format.json_schema.schema", "response_format json_schema needs json_schema.schema")
+		}
+		g, err := constrain.CompileSchema(rf.JSONSchema.Schema)
+		if err != nil {
+			return nil, badRequest("invalid_value", "response_format.json_schema.schema", "response_format: %v", err)
+		}
+		return g, nil
+	}
+	return nil, badRequest("invalid_value", "response_format.type", "response_format.type = %q: want text, json_object or json_schema", rf.Type)
+}
+
+// constraintVocab is the vocabulary's trie for output masks, built on first use.
+func (s *Server) constraintVocab() *constrain.Vocab {
+	s.vocabOnce.Do(func() {
+		pieces := make([]string, s.tok.NumTokens())
+		var eog []int32
+		for i := range pieces {
+			pieces[i] = s.tok.TokenPiece(int32(i))
+			if s.tok.IsEOG(int32(i)) {
+				eog = append(eog, int32(i))
+			}
+		}
+		s.vocab = constrain.NewVocab(pieces, eog)
+	})
+	return s.vocab
+}
+
+// parseLogprobs reads logprobs and top_logprobs: on chat, logprobs is a boolean and
+// top_logprobs 0..20 (only with logprobs true); on completions, logprobs is the number of
+// alternatives, 0..5.
+func parseLogprobs(p *genParams, chat bool, j *job) *apiError {
+	raw := p.Logprobs
+	given := len(raw) > 0 && string(raw) != "null"
+	if chat {
+		if given {
+			if err := json.Unmarshal(raw, &j.logprobs); err != nil {
+				return badRequest("invalid_type", "logprobs", "logprobs: want a boolean")
+			}
+		}
+		if p.TopLogprobs != nil {
+			k := *p.TopLogprobs
+			switch {
+			case k < 0 || k > MaxTopLogprobs:
+				return badRequest("invalid_value", "top_logprobs", "top_logprobs = %d: want 0..%d", k, MaxTopLogprobs)
+			case !j.logprobs:
+				return badRequest("invalid_value", "top_logprobs", "top_logprobs needs logprobs set to true")
+			}
+			j.topK = k
+		}
+		return nil
+	}
+	if p.TopLogprobs != nil {
+		return badRequest("invalid_value", "top_logprobs", "top_logprobs is a chat parameter; on /v1/completions logprobs is the number of alternatives")
+	}
+	if !given {
+		return nil
+	}
+	var k int
+	if err := json.Unmarshal(raw, &k); err != nil {
+		return badRequest("invalid_type", "logprobs", "logprobs: want an integer 0..5 on /v1/completions")
+	}
+	if k < 0 || k > 5 {
+		return badRequest("invalid_value", "logprobs", "logprobs = %d: want 0..5", k)
+	}
+	j.logprobs, j.topK = true, k
+	return nil
+}
+
+// maxChoices bounds n (OpenAI's limit).
+const maxChoices = 128
+
+// choices reads n: 1 when absent, at most maxChoices and at most the queue (every choice is a
+// request of its own in the engine).
+func (s *Server) choices(p *genParams) (int, *apiError) {
+	if p.N == nil {
+		return 1, nil
+	}
+	n := *p.N
+	switch {
+	case n < 1 || n > maxChoices:
+		return 0, badRequest("invalid_value", "n", "n = %d: want 1..%d", n, maxChoices)
+	case n > s.cfg.Queue:
+		return 0, badRequest("invalid_value", "n", "n = %d: this server queues at most %d requests (--queue)", n, s.cfg.Queue)
+	}
+	return n, nil
 }
 
 // parseStop accepts OpenAI's stop: null, a string, or an array of up to 4 strings.
@@ -361,36 +487,37 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("invalid_value", "messages", "messages is empty: want at least one message"))
 		return
 	}
-	msgs := make([]Message, len(req.Messages))
-	for i, m := range req.Messages {
-		switch m.Role {
-		case "system", "user", "assistant", "developer":
-		case "":
-			writeError(w, badRequest("invalid_value", fmt.Sprintf("messages[%d].role", i), "messages[%d] has no role", i))
-			return
-		default:
-			writeError(w, badRequest("invalid_value", fmt.Sprintf("messages[%d].role", i), "messages[%d].role = %q: want system, user or assistant", i, m.Role))
-			return
-		}
-		text, ok := messageText(m.Content)
-		if !ok {
-			writeError(w, badRequest("invalid_type", fmt.Sprintf("messages[%d].content", i), "messages[%d].content: want a string or an array of text parts", i))
-			return
-		}
-		role := m.Role
-		if role == "developer" {
-			role = "system"
-		}
-		msgs[i] = Message{Role: role, Content: text}
-	}
-	if strings.TrimSpace(msgs[len(msgs)-1].Content) == "" {
-		writeError(w, badRequest("invalid_value", fmt.Sprintf("messages[%d].content", len(msgs)-1), "the last message is empty"))
+	tools, e := parseTools(req.Tools)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
-	text, err := s.tmpl.Render(msgs)
+	choice, e := parseToolChoice(req.ToolChoice, tools)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	turns, e := chatTurns(req.Messages)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	offered := tools
+	if choice.mode == "none" {
+		offered = nil
+	}
+	text, err := s.tmpl.render(turns, offered)
 	if err != nil {
 		writeError(w, badRequest("invalid_value", "messages", "%v", err))
 		return
+	}
+	ts := &toolSet{tools: offered}
+	if choice.mode == "required" || choice.mode == "function" {
+		parallel := req.ParallelToolCalls == nil || *req.ParallelToolCalls
+		if ts.grammar, e = toolGrammar(s.tmpl.toolFormat(), tools, choice, parallel); e != nil {
+			writeError(w, e)
+			return
+		}
 	}
 	// A template that writes the BOS token itself gets none added by the tokenizer.
 	addSpecial := s.tmpl.BOSText() == "" || !strings.HasPrefix(text, s.tmpl.BOSText())
@@ -399,7 +526,98 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("invalid_value", "messages", "tokenizing the prompt: %v", err))
 		return
 	}
-	s.generate(w, r, &req.genParams, prompt, true)
+	s.generate(w, r, &req.genParams, prompt, true, ts)
+}
+
+// toolSet is what a chat request with tools adds to generation: the tools whose calls are
+// parsed from the reply, and the grammar that forces calls (tool_choice required or named).
+type toolSet struct {
+	tools   []tool
+	grammar *constrain.Grammar
+}
+
+// chatTurns checks the messages: roles, contents, an assistant's tool_calls, a tool
+// message's tool_call_id (which must answer a call made earlier in the conversation).
+func chatTurns(in []struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID *string         `json:"tool_call_id"`
+}) ([]turn, *apiError) {
+	turns := make([]turn, len(in))
+	called := map[string]bool{}
+	for i, m := range in {
+		p := fmt.Sprintf("messages[%d]", i)
+		switch m.Role {
+		case "system", "user", "assistant", "developer", "tool":
+		case "":
+			return nil, badRequest("invalid_value", p+".role", "%s has no role", p)
+		default:
+			return nil, badRequest("invalid_value", p+".role", "%s.role = %q: want system, user, assistant or tool", p, m.Role)
+		}
+		var t turn
+		t.Role = m.Role
+		if t.Role == "developer" {
+			t.Role = "system"
+		}
+		if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
+			if m.Role != "assistant" {
+				return nil, badRequest("invalid_value", p+".tool_calls", "%s: only assistant messages carry tool_calls", p)
+			}
+			var calls []struct {
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			}
+			if json.Unmarshal(m.ToolCalls, &calls) != nil {
+				return nil, badRequest("invalid_type", p+".tool_calls", "%s.tool_calls: want an array of {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\": a JSON string}}", p)
+			}
+			for k, c := range calls {
+				cp := fmt.Sprintf("%s.tool_calls[%d]", p, k)
+				var args any
+				switch {
+				case c.ID == "":
+					return nil, badRequest("invalid_value", cp+".id", "%s has no id", cp)
+				case c.Type != "function":
+					return nil, badRequest("invalid_value", cp+".type", "%s.type = %q: want \"function\"", cp, c.Type)
+				case !validFunctionName(c.Function.Name):
+					return nil, badRequest("invalid_value", cp+".function.name", "%s.function.name = %q is not a function name", cp, c.Function.Name)
+				case json.Unmarshal([]byte(c.Function.Arguments), &args) != nil:
+					return nil, badRequest("invalid_value", cp+".function.arguments", "%s.function.arguments is not JSON text", cp)
+				}
+				called[c.ID] = true
+				t.ToolCalls = append(t.ToolCalls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+			}
+		}
+		if m.Role == "tool" {
+			if m.ToolCallID == nil || *m.ToolCallID == "" {
+				return nil, badRequest("invalid_value", p+".tool_call_id", "%s: a tool message needs tool_call_id", p)
+			}
+			if !called[*m.ToolCallID] {
+				return nil, badRequest("invalid_value", p+".tool_call_id", "%s.tool_call_id = %q answers no tool call of an earlier assistant message", p, *m.ToolCallID)
+			}
+			t.ToolCallID = *m.ToolCallID
+		}
+		if len(m.Content) == 0 || string(m.Content) == "null" {
+			if len(t.ToolCalls) == 0 {
+				return nil, badRequest("invalid_type", p+".content", "%s has no content", p)
+			}
+		} else {
+			text, ok := messageText(m.Content)
+			if !ok {
+				return nil, badRequest("invalid_type", p+".content", "%s.content: want a string or an array of text parts", p)
+			}
+			t.Content = text
+		}
+		turns[i] = t
+	}
+	if last := turns[len(turns)-1]; strings.TrimSpace(last.Content) == "" && len(last.ToolCalls) == 0 {
+		return nil, badRequest("invalid_value", fmt.Sprintf("messages[%d].content", len(turns)-1), "the last message is empty")
+	}
+	return turns, nil
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
@@ -444,27 +662,56 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.generate(w, r, &req.genParams, prompt, false)
+	s.generate(w, r, &req.genParams, prompt, false, nil)
 }
 
-// generate runs a request and writes its response, whole or streamed.
-func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, prompt []int32, chat bool) {
+// generate runs a request's n choices and writes its response, whole or streamed.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, prompt []int32, chat bool, ts *toolSet) {
 	promptParam := "prompt"
 	if chat {
 		promptParam = "messages"
 	}
-	j, e := s.job(r.Context(), p, prompt, promptParam)
+	n, e := s.choices(p)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	if err := s.eng.submit(j); err != nil {
-		ae := engineError(err)
-		if ae.status == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", "1")
-		}
-		writeError(w, ae)
+	// Every choice runs under ctx, cancelled when the handler returns: a choice left in the
+	// engine after an error or the client's departure is dropped at its next step.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	first, e := s.job(ctx, p, prompt, promptParam)
+	if e != nil {
+		writeError(w, e)
 		return
+	}
+	var tools []tool
+	if ts != nil {
+		tools = ts.tools
+		if ts.grammar != nil {
+			if first.grammar != nil {
+				writeError(w, badRequest("invalid_value", "response_format", "response_format cannot be combined with tool_choice required or a named function"))
+				return
+			}
+			first.grammar = ts.grammar
+		}
+	}
+	jobs := make([]*job, n)
+	for i := range jobs {
+		j := *first
+		j.params.Seed = first.params.Seed + uint64(i) // choice i draws as a request with seed+i
+		if j.grammar != nil {
+			j.matcher, j.vocab, j.allowed = j.grammar.NewMatcher(), s.constraintVocab(), make([]bool, s.tok.NumTokens())
+		}
+		jobs[i] = &j
+		if err := s.eng.submit(jobs[i]); err != nil {
+			ae := engineError(err)
+			if ae.status == http.StatusTooManyRequests {
+				w.Header().Set("Retry-After", "1")
+			}
+			writeError(w, ae)
+			return
+		}
 	}
 	// The write timeout counts from each write, not from the request (the model may work far
 	// longer): armed before each one, and for the server's last writes after the handler.
@@ -476,16 +723,21 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, 
 	}
 	id := fmt.Sprintf("%s%d-%d", prefix, s.created, s.ids.Add(1))
 	created := time.Now().Unix()
+	events := merge(ctx, jobs)
 	if p.Stream {
-		s.stream(w, r, j, id, object+map[bool]string{true: ".chunk", false: ""}[chat], created, chat)
+		s.stream(w, r, events, n, id, object+map[bool]string{true: ".chunk", false: ""}[chat], created, chat, first.logprobs, tools)
 		return
 	}
-	var text strings.Builder
-	for {
-		ev, ok := next(r.Context(), j)
+	texts := make([]strings.Builder, n)
+	lps := make([][]TokenLogprob, n)
+	choices := make([]any, n)
+	total := Event{PromptTokens: len(prompt)}
+	for left := n; left > 0; {
+		ie, ok := nextOf(r.Context(), events)
 		if !ok {
-			return // the client left; the engine frees its slot
+			return // the client left; the engine frees the slots
 		}
+		ev, i := ie.ev, ie.i
 		if ev.Err != nil {
 			if r.Context().Err() == nil {
 				s.armWrite(rc)
@@ -493,21 +745,76 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, p *genParams, 
 			}
 			return
 		}
-		text.WriteString(ev.Text)
+		texts[i].WriteString(ev.Text)
+		lps[i] = append(lps[i], ev.Logprobs...)
 		if ev.Finish == "" {
 			continue
 		}
-		choice := map[string]any{"index": 0, "finish_reason": ev.Finish, "logprobs": nil}
+		left--
+		total.CompletionTokens += ev.CompletionTokens
+		total.CachedTokens = max(total.CachedTokens, ev.CachedTokens)
+		choice := map[string]any{"index": i, "finish_reason": ev.Finish, "logprobs": nil}
 		if chat {
-			choice["message"] = map[string]any{"role": "assistant", "content": text.String()}
+			msg := map[string]any{"role": "assistant", "content": texts[i].String()}
+			if len(tools) > 0 {
+				content, calls := parseToolCalls(texts[i].String(), tools)
+				if len(calls) > 0 {
+					msg["tool_calls"] = toolCallsJSON(calls)
+					msg["content"] = nil
+					if content != "" {
+						msg["content"] = content
+					}
+					if ev.Finish == "stop" {
+						choice["finish_reason"] = "tool_calls"
+					}
+				}
+			}
+			choice["message"] = msg
+			if first.logprobs {
+				choice["logprobs"] = chatLogprobs(lps[i])
+			}
 		} else {
-			choice["text"] = text.String()
+			choice["text"] = texts[i].String()
+			if first.logprobs {
+				choice["logprobs"] = completionLogprobs(lps[i], 0)
+			}
 		}
-		s.armWrite(rc)
-		writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": object, "created": created, "model": s.cfg.ModelName,
-			"choices": []any{choice}, "usage": usage(ev)})
-		return
+		choices[i] = choice
 	}
+	s.armWrite(rc)
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": object, "created": created, "model": s.cfg.ModelName,
+		"choices": choices, "usage": usage(total)})
+}
+
+// choiceEvent is an engine event of choice i.
+type choiceEvent struct {
+	i  int
+	ev Event
+}
+
+// merge forwards the events of every job, tagged with its index, until each job's last event
+// or until ctx ends.
+func merge(ctx context.Context, jobs []*job) <-chan choiceEvent {
+	out := make(chan choiceEvent)
+	for i, j := range jobs {
+		go func() {
+			for {
+				ev, ok := next(ctx, j)
+				if !ok {
+					return
+				}
+				select {
+				case out <- choiceEvent{i, ev}:
+				case <-ctx.Done():
+					return
+				}
+				if ev.Err != nil || ev.Finish != "" {
+					return
+				}
+			}
+		}()
+	}
+	return out
 }
 
 // next waits for the job's next event, or for the client to leave.
@@ -520,14 +827,28 @@ func next(ctx context.Context, j *job) (Event, bool) {
 	}
 }
 
-func usage(ev Event) map[string]any {
-	return map[string]any{"prompt_tokens": ev.PromptTokens, "completion_tokens": ev.CompletionTokens,
-		"total_tokens": ev.PromptTokens + ev.CompletionTokens}
+// nextOf waits for the next merged event, or for the client to leave.
+func nextOf(ctx context.Context, events <-chan choiceEvent) (choiceEvent, bool) {
+	select {
+	case ev := <-events:
+		return ev, true
+	case <-ctx.Done():
+		return choiceEvent{}, false
+	}
 }
 
-// stream writes Server-Sent Events: a chunk per piece of text (for chat, the first carries
-// the assistant role), a last chunk with finish_reason and usage, then [DONE].
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, id, object string, created int64, chat bool) {
+func usage(ev Event) map[string]any {
+	return map[string]any{"prompt_tokens": ev.PromptTokens, "completion_tokens": ev.CompletionTokens,
+		"total_tokens": ev.PromptTokens + ev.CompletionTokens, "prompt_tokens_details": map[string]any{"cached_tokens": ev.CachedTokens}}
+}
+
+// stream writes Server-Sent Events: a chunk per piece of text of a choice (for chat, each
+// choice's first carries the assistant role), a chunk with each choice's finish_reason (the
+// last one with the usage of all), then [DONE].
+//
+// With tools, a choice's text is held until its end, then sent as content and tool_calls
+// deltas (each call's id, type and name in one chunk, its arguments in the next).
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, events <-chan choiceEvent, n int, id, object string, created int64, chat, logprobs bool, tools []tool) {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -543,48 +864,99 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, id, obje
 		}
 		return rc.Flush() == nil
 	}
-	chunk := func(text string, finish any) map[string]any {
-		choice := map[string]any{"index": 0, "finish_reason": finish, "logprobs": nil}
+	offsets := make([]int, n) // text sent per choice, for the completions' text_offset
+	chunk := func(i int, text string, lps []TokenLogprob, finish any) map[string]any {
+		choice := map[string]any{"index": i, "finish_reason": finish, "logprobs": nil}
 		if chat {
 			delta := map[string]any{}
 			if text != "" {
 				delta["content"] = text
 			}
 			choice["delta"] = delta
+			if logprobs && len(lps) > 0 {
+				choice["logprobs"] = chatLogprobs(lps)
+			}
 		} else {
 			choice["text"] = text
+			if logprobs && len(lps) > 0 {
+				choice["logprobs"] = completionLogprobs(lps, offsets[i])
+			}
+			offsets[i] += len(text)
 		}
 		return map[string]any{"id": id, "object": object, "created": created, "model": s.cfg.ModelName, "choices": []any{choice}}
 	}
 	if chat {
-		first := chunk("", nil)
-		first["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"role": "assistant", "content": ""}
-		if !send(first) {
-			return
+		for i := range n {
+			first := chunk(i, "", nil, nil)
+			first["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"role": "assistant", "content": ""}
+			if !send(first) {
+				return
+			}
 		}
 	}
-	for {
-		ev, ok := next(r.Context(), j)
+	held := make([]strings.Builder, n)
+	heldLP := make([][]TokenLogprob, n)
+	var total Event
+	for left := n; left > 0; {
+		ie, ok := nextOf(r.Context(), events)
 		if !ok {
 			return
 		}
+		ev, i := ie.ev, ie.i
 		switch {
 		case ev.Err != nil:
 			send(map[string]any{"error": engineError(ev.Err)})
 			return
 		case ev.Finish != "":
-			last := chunk("", ev.Finish)
-			last["usage"] = usage(ev)
-			if send(last) {
-				s.armWrite(rc)
-				fmt.Fprint(w, "data: [DONE]\n\n")
-				rc.Flush()
+			left--
+			total.PromptTokens = ev.PromptTokens
+			total.CompletionTokens += ev.CompletionTokens
+			total.CachedTokens = max(total.CachedTokens, ev.CachedTokens)
+			finish := ev.Finish
+			if len(tools) > 0 {
+				held[i].WriteString(ev.Text)
+				content, calls := parseToolCalls(held[i].String(), tools)
+				if len(calls) == 0 {
+					content = held[i].String()
+				}
+				if content != "" || len(heldLP[i]) > 0 || len(ev.Logprobs) > 0 {
+					if !send(chunk(i, content, append(heldLP[i], ev.Logprobs...), nil)) {
+						return
+					}
+				}
+				for k, c := range calls {
+					head := chunk(i, "", nil, nil)
+					head["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"tool_calls": []any{map[string]any{
+						"index": k, "id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": ""}}}}
+					args := chunk(i, "", nil, nil)
+					args["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"tool_calls": []any{map[string]any{
+						"index": k, "function": map[string]any{"arguments": c.Arguments}}}}
+					if !send(head) || !send(args) {
+						return
+					}
+				}
+				if len(calls) > 0 && finish == "stop" {
+					finish = "tool_calls"
+				}
+				ev.Text, ev.Logprobs = "", nil
 			}
-			return
+			last := chunk(i, ev.Text, ev.Logprobs, finish)
+			if left == 0 {
+				last["usage"] = usage(total)
+			}
+			if !send(last) {
+				return
+			}
+		case len(tools) > 0:
+			held[i].WriteString(ev.Text)
+			heldLP[i] = append(heldLP[i], ev.Logprobs...)
 		default:
-			if !send(chunk(ev.Text, nil)) {
+			if !send(chunk(i, ev.Text, ev.Logprobs, nil)) {
 				return // the client left; the engine sees the request's context end
 			}
 		}
 	}
+	s.armWrite(rc)
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	rc.Flush()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/llm/model"
 	"github.com/gorun-hpc/gorun/llm/sample"
+	"github.com/gorun-hpc/gorun/llm/serve/constrain"
 	"github.com/gorun-hpc/gorun/llm/tokenizer"
 )
 
@@ -26,7 +27,7 @@ const (
 const (
 	rowNone   = 0 // a prompt chunk that is not the prompt's end: no logits
 	rowGreedy = 1 // distributed argmax
-	rowSample = 2 // full logits gathered, rank 0 samples
+	rowSample = 2 // full logits gathered: rank 0 samples, or reports logprobs
 )
 
 // Errors the engine gives requests.
@@ -44,7 +45,15 @@ type job struct {
 	params    sample.Params
 	stops     []string
 	ignoreEOS bool
-	events    chan Event
+	logprobs  bool // report each token's logprob (the row's full logits are gathered)
+	topK      int  // alternatives reported with each logprob
+	// grammar, when set, constrains the output (response_format): matcher follows the text
+	// generated so far and masks the logits of the tokens that cannot continue it.
+	grammar *constrain.Grammar
+	matcher *constrain.Matcher
+	vocab   *constrain.Vocab
+	allowed []bool
+	events  chan Event
 
 	// scheduler state (rank 0's engine goroutine only)
 	slot      int
@@ -53,7 +62,10 @@ type job struct {
 	generated []int32
 	sampler   *sample.Sampler
 	dec       *tokenizer.StreamDecoder
-	held      string // decoded text held back while it may begin a stop sequence
+	held      string         // decoded text held back while it may begin a stop sequence
+	pendLP    []TokenLogprob // logprobs of tokens whose text has not been sent yet
+	stopText  string         // the stop sequence that ended the text
+	cached    int            // prompt tokens found in the slot's cache (not fed again)
 	start     time.Time
 	first     time.Time
 }
@@ -62,7 +74,10 @@ type job struct {
 // Finish (or Err) set.
 type Event struct {
 	Text             string
-	Finish           string // "stop" or "length" on the last event
+	Logprobs         []TokenLogprob // of the tokens behind Text (on the last event: any left)
+	Finish           string         // "stop" or "length" on the last event
+	StopText         string         // the stop sequence that ended the text, if one did
+	CachedTokens     int            // prompt tokens reused from the prompt cache
 	Err              error
 	PromptTokens     int
 	CompletionTokens int
@@ -87,6 +102,9 @@ type engine struct {
 	failure error // set once: the ranks have failed
 	closed  bool
 	active  int // slots in use, for tests and metrics
+
+	// noPromptCache turns prompt (prefix) caching off: every prompt is fed from position 0.
+	noPromptCache bool
 
 	// failAfter, when > 0, makes this rank's loop fail at that step (tests of a dying rank).
 	failAfter int
@@ -160,9 +178,44 @@ func (e *engine) run(ctx context.Context) error {
 			}
 		}
 	}
+	// Each slot's cache keeps the tokens of its last job after it ends (hist); a new job takes a
+	// free slot (see pick) and starts after the prefix its prompt shares with that history.
+	hist := make([][]int32, len(slots))
+	used := make([]int64, len(slots))
+	var clock int64
 	release := func(j *job) {
 		slots[j.slot] = nil
 		free = append(free, j.slot)
+		clock++
+		used[j.slot] = clock
+		if e.noPromptCache {
+			hist[j.slot] = nil
+			return
+		}
+		all := append(append([]int32(nil), j.prompt...), j.generated...)
+		hist[j.slot] = all[:min(j.pos, len(all))]
+	}
+	pick := func(j *job) {
+		// The slot with the longest shared prefix when it covers over half the prompt (as
+		// llama.cpp's slot similarity of 0.5), so that a short common start (a template's
+		// header) does not evict a conversation; else the least recently used slot.
+		best, bestN, lru := -1, 0, 0
+		for k, s := range free {
+			if n := commonPrefix(hist[s], j.prompt); best < 0 || n > bestN {
+				best, bestN = k, n
+			}
+			if used[s] < used[free[lru]] {
+				lru = k
+			}
+		}
+		if 2*bestN <= len(j.prompt) {
+			best, bestN = lru, commonPrefix(hist[free[lru]], j.prompt)
+		}
+		j.slot = free[best]
+		free = append(free[:best], free[best+1:]...)
+		// At least the prompt's last token is fed, for its logits.
+		n := min(bestN, len(j.prompt)-1)
+		j.pos, j.fed, j.cached = n, n, n
 	}
 	shutdown := func() error {
 		e.mu.Lock()
@@ -187,8 +240,7 @@ func (e *engine) run(ctx context.Context) error {
 			case j.ctx.Err() != nil:
 				j.events <- Event{Err: j.ctx.Err()}
 			case len(free) > 0:
-				j.slot = free[len(free)-1]
-				free = free[:len(free)-1]
+				pick(j)
 				slots[j.slot] = j
 				j.start = time.Now()
 				j.dec = e.tok.NewStreamDecoder()
@@ -243,12 +295,20 @@ func (e *engine) run(ctx context.Context) error {
 		}
 		for k, j := range rows {
 			var id int32
-			if j.sampler != nil {
+			switch {
+			case j.matcher != nil:
+				id = e.constrained(j, logits[k])
+			case j.sampler != nil:
 				id = j.sampler.Sample(logits[k], nil)
-			} else {
+			default:
 				id = ids[k]
 			}
-			if done := e.emit(j, id); done {
+			var lp *TokenLogprob
+			if j.logprobs && logits[k] != nil {
+				l := tokenLogprob(e.tok, logits[k], id, j.topK)
+				lp = &l
+			}
+			if done := e.emit(j, id, lp); done {
 				release(j)
 			}
 		}
@@ -291,7 +351,7 @@ func (e *engine) plan(slots []*job) (plan []int32, seqs []model.Seq, rows []*job
 		if q.Logits {
 			rows = append(rows, owners[i])
 			mode = rowGreedy
-			if owners[i].sampler != nil {
+			if o := owners[i]; o.sampler != nil || o.logprobs || o.matcher != nil {
 				mode = rowSample
 			}
 		}
@@ -442,8 +502,30 @@ func (e *engine) work() error {
 	}
 }
 
+// constrained picks a job's token among those its grammar allows (greedy, or by its
+// sampler), from a masked copy of the row (the logprobs stay the model's own), and advances
+// the matcher. When no token fits (a vocabulary that cannot spell the continuation), the
+// output ends with an end-of-generation token.
+func (e *engine) constrained(j *job, row []float32) int32 {
+	if j.matcher.Allowed(j.vocab, j.allowed) == 0 {
+		return e.tok.EOS()
+	}
+	masked := append([]float32(nil), row...)
+	constrain.Apply(masked, j.allowed)
+	var id int32
+	if j.sampler != nil {
+		id = j.sampler.Sample(masked, nil)
+	} else {
+		id = sample.Argmax(masked)
+	}
+	if !e.tok.IsEOG(id) {
+		j.matcher.Accept([]byte(e.tok.TokenPiece(id)))
+	}
+	return id
+}
+
 // emit hands the job its new token and reports whether the job is finished.
-func (e *engine) emit(j *job, id int32) bool {
+func (e *engine) emit(j *job, id int32, lp *TokenLogprob) bool {
 	now := time.Now()
 	if len(j.generated) == 0 {
 		j.first = now
@@ -456,6 +538,9 @@ func (e *engine) emit(j *job, id int32) bool {
 	if e.tok.IsEOG(id) && !j.ignoreEOS {
 		finish = "stop"
 	} else {
+		if lp != nil {
+			j.pendLP = append(j.pendLP, *lp)
+		}
 		text := j.held + j.dec.Add(id)
 		// The slot has room for the next token to be fed back, or the job ends here.
 		if len(j.generated) >= j.maxTokens || j.pos >= e.cache.Context() {
@@ -465,10 +550,12 @@ func (e *engine) emit(j *job, id int32) bool {
 		out, held, stopped := cutStop(text, j.stops, finish != "")
 		if stopped {
 			finish = "stop"
+			j.stopText = whichStop(text, j.stops)
 		}
 		j.held = held
 		if out != "" {
-			j.events <- Event{Text: out}
+			j.events <- Event{Text: out, Logprobs: j.pendLP}
+			j.pendLP = nil
 		}
 	}
 	if finish == "" {
@@ -481,8 +568,28 @@ func (e *engine) emit(j *job, id int32) bool {
 	if d := now.Sub(j.first).Seconds(); n > 1 && d > 0 {
 		e.metrics.tps.Observe(float64(n-1) / d)
 	}
-	j.events <- Event{Finish: finish, PromptTokens: len(j.prompt), CompletionTokens: n, TTFT: j.first.Sub(j.start)}
+	j.events <- Event{Finish: finish, StopText: j.stopText, CachedTokens: j.cached, Logprobs: j.pendLP, PromptTokens: len(j.prompt), CompletionTokens: n, TTFT: j.first.Sub(j.start)}
 	return true
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b []int32) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// whichStop is the stop sequence found first in text (the one cutStop cut at).
+func whichStop(text string, stops []string) string {
+	cut, which := -1, ""
+	for _, s := range stops {
+		if i := strings.Index(text, s); i >= 0 && (cut < 0 || i < cut) {
+			cut, which = i, s
+		}
+	}
+	return which
 }
 
 // cutStop finds the first stop sequence in text. Without one, it returns the text that can be

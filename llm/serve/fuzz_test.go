@@ -48,6 +48,10 @@ func FuzzRequest(f *testing.F) {
 		`{"messages":[{"role":"system","content":"x"},{"role":"user","content":[{"type":"text","text":"hi"}]}],"stream":true,"max_tokens":2}`,
 		`{"prompt":"Once upon a time","max_tokens":3,"temperature":0.5,"seed":1,"stop":["a"]}`,
 		`{"prompt":[1,2,3],"max_tokens":2,"top_p":0.5,"top_k":3,"min_p":0.1}`,
+		`{"prompt":"Once","max_tokens":3,"n":2,"logprobs":2}`,
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"n":2,"logprobs":true,"top_logprobs":3,"stream":true}`,
+		`{"prompt":"Once","max_tokens":3,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}}}`,
+		`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"1"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required","max_tokens":3}`,
 		`{"prompt":"x","max_tokens":"2"}`, `{"messages":[]}`, `[`, ``, `null`, `{"prompt":["a","b"]}`,
 	} {
 		f.Add(seed, false)
@@ -59,11 +63,15 @@ func FuzzRequest(f *testing.F) {
 		if chat {
 			path = "/v1/chat/completions"
 		}
-		// Bound the work of one input: a request that validates generates a few tokens.
-		if strings.Contains(body, "max_tokens") || len(body) > 1<<17 {
+		// Bound the work of one input: a request that validates generates a few tokens, in
+		// at most two choices.
+		if strings.Contains(body, "max_tokens") || strings.Contains(body, `"n"`) || len(body) > 1<<17 {
 			var probe map[string]any
 			if json.Unmarshal([]byte(body), &probe) == nil {
 				probe["max_tokens"] = 4
+				if n, ok := probe["n"].(float64); ok && n > 2 {
+					probe["n"] = 2
+				}
 				b, _ := json.Marshal(probe)
 				body = string(b)
 			}

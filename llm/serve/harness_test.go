@@ -38,6 +38,7 @@ type serverOpts struct {
 	// setup runs on every rank's server before it serves (test hooks).
 	setup func(rank int, s *Server)
 	grace time.Duration
+	ctx   int // KV cache length (0: 128)
 }
 
 func storiesPath(t testing.TB) string { return testfiles.Path(t, "llm", "stories260K.gguf") }
@@ -64,7 +65,7 @@ func startServer(t *testing.T, o serverOpts) *testServer {
 			}
 			defer f.Close()
 			g := NewTimedGroup(tp.New(c))
-			m, err := model.Load(f, model.Options{Group: g, Context: 128})
+			m, err := model.Load(f, model.Options{Group: g, Context: max(o.ctx, 128)})
 			if err != nil {
 				ready <- err
 				return err

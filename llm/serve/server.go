@@ -16,11 +16,13 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/serve/constrain"
 	"github.com/gorun-hpc/gorun/llm/tokenizer"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -38,6 +40,9 @@ type Config struct {
 	// ModelTemplate is the model's tokenizer.chat_template ("" when it has none).
 	ModelTemplate string
 	Log           *log.Logger // nil: no request log
+	// NoPromptCache turns off prompt caching (a new request reusing the KV cache of a slot's
+	// earlier request for their common prefix of tokens).
+	NoPromptCache bool
 
 	// APIKey, when set, is required on /v1/*, /metrics and unrouted paths, as
 	// "Authorization: Bearer KEY" or "x-api-key: KEY" (401 otherwise); the chat page's files and
@@ -67,7 +72,10 @@ type Server struct {
 	metrics *metrics
 	created int64
 	ids     atomic.Uint64
-	handler http.Handler
+	// vocab is the token trie of constrained output (response_format), built once.
+	vocabOnce sync.Once
+	vocab     *constrain.Vocab
+	handler   http.Handler
 }
 
 // New prepares a server for this rank's part of the model (world may be nil for one rank).
@@ -117,6 +125,7 @@ func New(world *comm.Comm, m *model.Model, tok *tokenizer.Tokenizer, group *Time
 		group.metrics = s.metrics
 	}
 	s.eng = newEngine(world, m, cache, tok, cfg.Batch, cfg.Queue, s.metrics)
+	s.eng.noPromptCache = cfg.NoPromptCache
 	s.handler = s.routes()
 	return s, nil
 }
@@ -182,6 +191,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.count("chat", s.chat))
 	mux.HandleFunc("POST /v1/completions", s.count("completions", s.completions))
+	mux.HandleFunc("POST /v1/messages", s.count("messages", s.messages))
 	mux.HandleFunc("GET /v1/models", s.count("models", s.models))
 	mux.HandleFunc("GET /v1/models/{id}", s.count("models", s.model))
 	mux.HandleFunc("GET /health", s.count("health", s.health))

@@ -335,7 +335,7 @@ func TestBadInput(t *testing.T) {
 		{"chat longer than context", "/v1/chat/completions", map[string]any{"messages": user(long)}, 400, "context_length_exceeded", "context per request is 128"},
 		{"max_tokens beyond context", "/v1/completions", `{"prompt":"Once upon a time","max_tokens":500}`, 400, "context_length_exceeded", "max_tokens = 500"},
 		{"max_tokens zero", "/v1/completions", `{"prompt":"Once","max_tokens":0}`, 400, "invalid_value", "max_tokens = 0"},
-		{"n = 2", "/v1/completions", `{"prompt":"Once","n":2}`, 400, "unsupported_value", "n = 2"},
+		{"n = 200", "/v1/completions", `{"prompt":"Once","n":200}`, 400, "invalid_value", "n = 200"},
 		{"temperature 5", "/v1/completions", `{"prompt":"Once","temperature":5}`, 400, "invalid_value", "temperature = 5"},
 		{"top_p 0", "/v1/completions", `{"prompt":"Once","top_p":0}`, 400, "invalid_value", "top_p = 0"},
 		{"stop a number", "/v1/completions", `{"prompt":"Once","stop":7}`, 400, "invalid_type", "stop"},

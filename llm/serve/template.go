@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -37,6 +38,7 @@ func BuiltinTemplateNames() []string { return []string{"llama2", "llama3", "chat
 type Template struct {
 	Name string // "gguf" for the model's own, else the built-in's name
 	t    *jinja.Template
+	src  string
 	bos  string
 	eos  string
 }
@@ -80,7 +82,7 @@ func NewTemplate(spec, modelTemplate string, tok *tokenizer.Tokenizer) (*Templat
 	if err != nil {
 		return nil, fmt.Errorf("chat template %s: %w", name, err)
 	}
-	tp := &Template{Name: name, t: t}
+	tp := &Template{Name: name, t: t, src: src}
 	if tok != nil {
 		if id := tok.BOS(); id >= 0 {
 			tp.bos = tok.TokenText(id)
@@ -102,16 +104,77 @@ func hasToken(tok *tokenizer.Tokenizer, text string) bool {
 
 // Render formats the conversation and opens the assistant's turn.
 func (t *Template) Render(msgs []Message) (string, error) {
-	list := make([]any, len(msgs))
+	turns := make([]turn, len(msgs))
 	for i, m := range msgs {
-		list[i] = map[string]any{"role": m.Role, "content": m.Content}
+		turns[i] = turn{Message: m}
 	}
-	out, err := t.t.Render(map[string]any{
+	return t.render(turns, nil)
+}
+
+// turn is a message with the tool fields of a conversation that uses tools.
+type turn struct {
+	Message
+	ToolCalls  []ToolCall // an assistant's calls
+	ToolCallID string     // a tool message's answer to
+}
+
+// render formats turns with tools: a template that knows tools gets them as Hugging Face's
+// templates expect (tools, tool_calls with parsed arguments, tool messages); for one that does
+// not, the tools are described in the system message and calls and results are written in the
+// Hermes format inside ordinary turns.
+func (t *Template) render(turns []turn, tools []tool) (string, error) {
+	native := t.nativeTools()
+	var list []any
+	if len(tools) > 0 && !native {
+		sys := toolPrompt(tools)
+		if len(turns) > 0 && turns[0].Role == "system" {
+			sys = turns[0].Content + "\n\n" + sys
+			turns = turns[1:]
+		}
+		list = append(list, map[string]any{"role": "system", "content": sys})
+	}
+	for _, m := range turns {
+		msg := map[string]any{"role": m.Role, "content": m.Content}
+		switch {
+		case native && len(m.ToolCalls) > 0:
+			calls := make([]any, len(m.ToolCalls))
+			for i, c := range m.ToolCalls {
+				var args any
+				json.Unmarshal([]byte(c.Arguments), &args)
+				calls[i] = map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": args}}
+			}
+			msg["tool_calls"] = calls
+		case native && m.Role == "tool":
+			msg["tool_call_id"] = m.ToolCallID
+		case len(m.ToolCalls) > 0:
+			var b strings.Builder
+			b.WriteString(m.Content)
+			for _, c := range m.ToolCalls {
+				if b.Len() > 0 {
+					b.WriteByte('\n')
+				}
+				fmt.Fprintf(&b, "<tool_call>\n{\"name\": %q, \"arguments\": %s}\n</tool_call>", c.Name, c.Arguments)
+			}
+			msg["content"] = b.String()
+		case m.Role == "tool":
+			msg["role"], msg["content"] = "user", "<tool_response>\n"+m.Content+"\n</tool_response>"
+		}
+		list = append(list, msg)
+	}
+	vars := map[string]any{
 		"messages":              list,
 		"add_generation_prompt": true,
 		"bos_token":             t.bos,
 		"eos_token":             t.eos,
-	})
+	}
+	if native && len(tools) > 0 {
+		raw := make([]any, len(tools))
+		for i, tl := range tools {
+			raw[i] = tl.raw
+		}
+		vars["tools"] = raw
+	}
+	out, err := t.t.Render(vars)
 	if err != nil {
 		return "", fmt.Errorf("chat template %s: %w", t.Name, err)
 	}
