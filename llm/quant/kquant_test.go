@@ -122,3 +122,24 @@ func TestKQuantKernelsMatchGo(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKQuantMatVec: decode's matrix-vector product for the K-quants.
+func BenchmarkKQuantMatVec(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const rows, cols = 1024, 2048
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+		m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var v Vec
+		v.Load(typ, randVec(r, cols))
+		y := make([]float32, rows)
+		b.Run(typ.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(m.Data)))
+			for i := 0; i < b.N; i++ {
+				MatVec(nil, m, &v, y)
+			}
+		})
+	}
+}
