@@ -21,6 +21,19 @@ func dotQ5_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float3
 //go:noescape
 func dotQ6_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
 
+//go:noescape
+func quantizeQ8_KAVX2(x *float32, y *BlockQ8K, nb int)
+
+// quantizeQ8_K fills y from len(y) blocks of x (quantizeQ8_KBlock each).
+func quantizeQ8_K(x []float32, y []BlockQ8K) {
+	if !useAVX2 || len(y) == 0 {
+		quantizeQ8_KGeneric(x, y)
+		return
+	}
+	_ = x[len(y)*QK_K-1]
+	quantizeQ8_KAVX2(&x[0], &y[0], len(y))
+}
+
 type kRowsKernel func(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
 
 // kDot runs a row kernel on one row of v.N elements, or reports false where it cannot.

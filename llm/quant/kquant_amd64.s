@@ -24,7 +24,8 @@
 	MOVQ rows+32(FP), DX \
 	MOVQ out+40(FP), R9
 
-#define BYTES(R, V) \
+// DWORDS(R, V): the 32-bit constant V in every lane of R.
+#define DWORDS(R, V) \
 	MOVL $V, R8 \
 	VMOVD R8, X7 \
 	VPBROADCASTD X7, R
@@ -147,7 +148,7 @@ done: \
 // func dotQ4_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
 TEXT ·dotQ4_KRowsAVX2(SB), NOSPLIT, $0-48
 	ARGS
-	BYTES(Y15, 0x0f0f0f0f)
+	DWORDS(Y15, 0x0f0f0f0f)
 	KROWS(Q4KBLOCK, 144)
 
 // HI5(J): adds the fifth bits of sub-blocks 2j and 2j+1 (bits 0 and 1 of Y12, qh shifted
@@ -188,9 +189,9 @@ TEXT ·dotQ4_KRowsAVX2(SB), NOSPLIT, $0-48
 // func dotQ5_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
 TEXT ·dotQ5_KRowsAVX2(SB), NOSPLIT, $0-48
 	ARGS
-	BYTES(Y15, 0x0f0f0f0f)
-	BYTES(Y14, 0x01010101)
-	BYTES(Y13, 0x02020202)
+	DWORDS(Y15, 0x0f0f0f0f)
+	DWORDS(Y14, 0x01010101)
+	DWORDS(Y13, 0x02020202)
 	KROWS(Q5KBLOCK, 176)
 
 // Q6_K: the levels are stored as 0..63 (q+32); a block's sum is
@@ -259,8 +260,8 @@ TEXT ·dotQ5_KRowsAVX2(SB), NOSPLIT, $0-48
 // func dotQ6_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
 TEXT ·dotQ6_KRowsAVX2(SB), NOSPLIT, $0-48
 	ARGS
-	BYTES(Y15, 0x0f0f0f0f)
-	BYTES(Y14, 0x30303030)
+	DWORDS(Y15, 0x0f0f0f0f)
+	DWORDS(Y14, 0x30303030)
 	KROWS(Q6KBLOCK, 210)
 
 DATA kq45shuf<>+0(SB)/8, $0x0100010001000100
@@ -313,3 +314,159 @@ DATA kq6shuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
 DATA kq6shuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA kq6shuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL kq6shuf<>(SB), RODATA|NOPTR, $128
+
+// Q8_K quantizer (ggml's quantize_row_q8_K_ref, the Go twin quantizeQ8_KBlock): per block of
+// 256 the first element of largest magnitude (NaN ignored) gives iscale = -127/x and
+// D = 1/iscale; quants are min(127, round-to-even(iscale*x)) kept as their low byte (the Go
+// int8 conversion) and Bsums the sums of each 16. Equal to the Go twin for every input
+// without NaN (Inf included); a NaN element's quant is 0 here and arbitrary there.
+//
+// Y15: 0x7fffffff, Y14: 127, Y13: 0xff (dwords); Y12: dword order 0 4 1 5 2 6 3 7; Y11: 0x01
+// bytes; Y10: 0x0001 words.
+
+// AMAX4(OFF): running maxima of |x| over 32 floats at OFF(SI) in Y0..Y3 (NaN keeps the max).
+#define AMAX4(OFF) \
+	VANDPS (OFF)(SI), Y15, Y4 \
+	VANDPS (OFF+32)(SI), Y15, Y5 \
+	VANDPS (OFF+64)(SI), Y15, Y6 \
+	VANDPS (OFF+96)(SI), Y15, Y7 \
+	VMAXPS Y0, Y4, Y0 \
+	VMAXPS Y1, Y5, Y1 \
+	VMAXPS Y2, Y6, Y2 \
+	VMAXPS Y3, Y7, Y3
+
+// Q32(C, R): quants of the 32 floats of chunk C stored, and their Bsums partial sums in R
+// (8 int32 lanes: sums of 4 of the first 16, then of the second 16).
+#define Q32(C, R) \
+	VMULPS (128*(C))(SI), Y2, Y4 \
+	VMULPS (128*(C)+32)(SI), Y2, Y5 \
+	VMULPS (128*(C)+64)(SI), Y2, Y6 \
+	VMULPS (128*(C)+96)(SI), Y2, Y7 \
+	VCVTPS2DQ Y4, Y4 \
+	VCVTPS2DQ Y5, Y5 \
+	VCVTPS2DQ Y6, Y6 \
+	VCVTPS2DQ Y7, Y7 \
+	VPMINSD Y14, Y4, Y4 \
+	VPMINSD Y14, Y5, Y5 \
+	VPMINSD Y14, Y6, Y6 \
+	VPMINSD Y14, Y7, Y7 \
+	VPAND Y13, Y4, Y4 \
+	VPAND Y13, Y5, Y5 \
+	VPAND Y13, Y6, Y6 \
+	VPAND Y13, Y7, Y7 \
+	VPACKUSDW Y5, Y4, Y4 \
+	VPACKUSDW Y7, Y6, Y6 \
+	VPACKUSWB Y6, Y4, Y4 \
+	VPERMD Y4, Y12, Y4 \
+	VMOVDQU Y4, (Q8K_QS+32*(C))(DI) \
+	VPMADDUBSW Y4, Y11, R \
+	VPMADDWD Y10, R, R
+
+// BSUM8(C): quants and Bsums of chunks C..C+3 (128 floats, 8 sums).
+#define BSUM8(C) \
+	Q32(C, Y8) \
+	Q32(C+1, Y9) \
+	VPHADDD Y9, Y8, Y8 \
+	Q32(C+2, Y9) \
+	Q32(C+3, Y3) \
+	VPHADDD Y3, Y9, Y9 \
+	VPHADDD Y9, Y8, Y8 \
+	VPERMD Y8, Y12, Y8 \
+	VPACKSSDW Y8, Y8, Y8 \
+	VPERMQ $0x08, Y8, Y8 \
+	VMOVDQU X8, (Q8K_BSUMS+4*(C))(DI)
+
+// func quantizeQ8_KAVX2(x *float32, y *BlockQ8K, nb int)
+TEXT ·quantizeQ8_KAVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ y+8(FP), DI
+	MOVQ nb+16(FP), CX
+	DWORDS(Y15, 0x7fffffff)
+	DWORDS(Y14, 127)
+	DWORDS(Y13, 0xff)
+	DWORDS(Y11, 0x01010101)
+	DWORDS(Y10, 0x00010001)
+	VMOVDQU kq8perm<>(SB), Y12
+	TESTQ CX, CX
+	JZ qdone
+qblock:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	AMAX4(0)
+	AMAX4(128)
+	AMAX4(256)
+	AMAX4(384)
+	AMAX4(512)
+	AMAX4(640)
+	AMAX4(768)
+	AMAX4(896)
+	VMAXPS Y0, Y1, Y0
+	VMAXPS Y2, Y3, Y2
+	VMAXPS Y0, Y2, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X0, X1, X0
+	VPERMILPS $0x4e, X0, X1
+	VMAXPS X0, X1, X0
+	VPERMILPS $0xb1, X0, X1
+	VMAXPS X0, X1, X0
+	VXORPS X1, X1, X1
+	VUCOMISS X1, X0
+	JEQ qzero
+	VBROADCASTSS X0, Y0
+	XORQ R8, R8
+
+qfind:
+	VANDPS (SI)(R8*4), Y15, Y4
+	VCMPPS $0, Y0, Y4, Y5
+	VMOVMSKPS Y5, AX
+	TESTL AX, AX
+	JNZ qfound
+	ADDQ $8, R8
+	JMP qfind
+
+qfound:
+	BSFL AX, AX
+	ADDQ R8, AX
+	VMOVSS (SI)(AX*4), X1
+	MOVL $0xc2fe0000, R8 // -127
+	VMOVD R8, X2
+	VDIVSS X1, X2, X2
+	MOVL $0x3f800000, R8 // 1
+	VMOVD R8, X3
+	VDIVSS X2, X3, X3
+	VMOVSS X3, (DI)
+	VBROADCASTSS X2, Y2
+	BSUM8(0)
+	BSUM8(4)
+	JMP qnext
+
+qzero:
+	VPXOR Y4, Y4, Y4
+	VMOVDQU Y4, (DI)
+	VMOVDQU Y4, 32(DI)
+	VMOVDQU Y4, 64(DI)
+	VMOVDQU Y4, 96(DI)
+	VMOVDQU Y4, 128(DI)
+	VMOVDQU Y4, 160(DI)
+	VMOVDQU Y4, 192(DI)
+	VMOVDQU Y4, 224(DI)
+	VMOVDQU Y4, 256(DI)
+	MOVL $0, 288(DI)
+
+qnext:
+	ADDQ $1024, SI
+	ADDQ $Q8K_SIZE, DI
+	DECQ CX
+	JNZ qblock
+
+qdone:
+	VZEROUPPER
+	RET
+
+DATA kq8perm<>+0(SB)/8, $0x0000000400000000
+DATA kq8perm<>+8(SB)/8, $0x0000000500000001
+DATA kq8perm<>+16(SB)/8, $0x0000000600000002
+DATA kq8perm<>+24(SB)/8, $0x0000000700000003
+GLOBL kq8perm<>(SB), RODATA|NOPTR, $32

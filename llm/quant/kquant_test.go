@@ -143,3 +143,42 @@ func BenchmarkKQuantMatVec(b *testing.B) {
 		})
 	}
 }
+
+// quantizeQ8_K (assembly where there is some) against the Go twin, block by block and bit for
+// bit: random blocks, ties of opposite sign (the first decides the sign of the scale), zero,
+// subnormal and huge blocks, an infinity.
+func TestQuantizeQ8_KMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	const nb = 9
+	x := make([]float32, nb*QK_K)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	blk := func(b int) []float32 { return x[b*QK_K : (b+1)*QK_K] }
+	blk(1)[200], blk(1)[17] = 9, -9 // tie: the first (-9) wins
+	blk(2)[3], blk(2)[255] = 7, -7
+	clear(blk(3))
+	for i := range blk(4) {
+		blk(4)[i] = float32(r.NormFloat64()) * 1e-40 // subnormal
+	}
+	for i := range blk(5) {
+		blk(5)[i] = float32(r.NormFloat64()) * 1e30
+	}
+	blk(6)[100] = float32(math.Inf(-1))
+	blk(7)[0] = -0.0
+	for i := range blk(8) {
+		blk(8)[i] = float32(i%7) - 3 // many ties
+	}
+	got := make([]BlockQ8K, nb)
+	for i := range got { // stale contents must be overwritten
+		got[i].D, got[i].Qs[5], got[i].Bsums[3] = 1, 1, 1
+	}
+	quantizeQ8_K(x, got)
+	for b := range got {
+		var want BlockQ8K
+		quantizeQ8_KBlock(blk(b), &want)
+		if math.Float32bits(got[b].D) != math.Float32bits(want.D) || got[b].Qs != want.Qs || got[b].Bsums != want.Bsums {
+			t.Fatalf("block %d: D %v Qs %v Bsums %v, Go: D %v Qs %v Bsums %v", b, got[b].D, got[b].Qs, got[b].Bsums, want.D, want.Qs, want.Bsums)
+		}
+	}
+}
