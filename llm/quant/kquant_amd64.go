@@ -49,9 +49,9 @@ func kDot(k kRowsKernel, blockBytes int, row []byte, v *Vec) (float32, bool) {
 }
 
 // kRows computes y[lo:hi] for m's rows with a row kernel, or reports false where it cannot.
-func kRows(k kRowsKernel, m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+func kRows(k kRowsKernel, blockBytes int, m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 	nb := len(v.K)
-	if !useAVX2 || nb == 0 || hi <= lo || v.N != m.Cols || v.N != nb*QK_K {
+	if !useAVX2 || nb == 0 || hi <= lo || v.N != m.Cols || v.N != nb*QK_K || m.RowBytes < nb*blockBytes {
 		return false
 	}
 	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes] // hi-lo whole rows of nb blocks each
@@ -68,7 +68,7 @@ func dotQ4_KVec(row []byte, v *Vec) float32 {
 }
 
 func rowsQ4_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
-	return kRows(dotQ4_KRowsAVX2, m, v, y, lo, hi)
+	return kRows(dotQ4_KRowsAVX2, BlockQ4_K, m, v, y, lo, hi)
 }
 
 func dotQ5_KVec(row []byte, v *Vec) float32 {
@@ -79,7 +79,7 @@ func dotQ5_KVec(row []byte, v *Vec) float32 {
 }
 
 func rowsQ5_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
-	return kRows(dotQ5_KRowsAVX2, m, v, y, lo, hi)
+	return kRows(dotQ5_KRowsAVX2, BlockQ5_K, m, v, y, lo, hi)
 }
 
 func dotQ6_KVec(row []byte, v *Vec) float32 {
@@ -90,5 +90,5 @@ func dotQ6_KVec(row []byte, v *Vec) float32 {
 }
 
 func rowsQ6_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
-	return kRows(dotQ6_KRowsAVX2, m, v, y, lo, hi)
+	return kRows(dotQ6_KRowsAVX2, BlockQ6_K, m, v, y, lo, hi)
 }
