@@ -70,6 +70,9 @@ func MatVec(p *Pool, m *Matrix, x *Vec, y []float32) {
 		if matVecRows(m, x, y, lo, hi) {
 			return
 		}
+		if f := lookup(m.Type); f != nil && f.rows != nil && f.rows(m, x, y, lo, hi) {
+			return
+		}
 		for i := lo; i < hi; i++ {
 			y[i] = Dot(m.Type, m.Data[i*m.RowBytes:(i+1)*m.RowBytes], x)
 		}

@@ -15,7 +15,8 @@ func init() {
 	register(format{typ: gguf.Q4_K, blockSize: QK_K, blockBytes: BlockQ4_K, vec: gguf.Q8_K,
 		dequant: func(src []byte, dst []float32) { blocks(src, dst, BlockQ4_K, QK_K, dequantQ4_K) },
 		quant:   func(src []float32, dst []byte) { qblocks(src, dst, QK_K, BlockQ4_K, quantizeQ4_KBlock) },
-		dot:     dotQ4_K,
+		dot:     dotQ4_KVec,
+		rows:    rowsQ4_K,
 	})
 }
 
@@ -72,7 +73,7 @@ func dotQ4_K(row []byte, v *Vec) float32 {
 		}
 		d := F16ToF32(binary.LittleEndian.Uint16(blk)) * y.D
 		dmin := F16ToF32(binary.LittleEndian.Uint16(blk[2:])) * y.D
-		sum += d*float32(sumi) - dmin*float32(summ)
+		sum += float32(d*float32(sumi)) - float32(dmin*float32(summ)) // unfused: the assembly's order
 	}
 	return sum
 }

@@ -13,7 +13,8 @@ func init() {
 	register(format{typ: gguf.Q5_K, blockSize: QK_K, blockBytes: BlockQ5_K, vec: gguf.Q8_K,
 		dequant: func(src []byte, dst []float32) { blocks(src, dst, BlockQ5_K, QK_K, dequantQ5_K) },
 		quant:   func(src []float32, dst []byte) { qblocks(src, dst, QK_K, BlockQ5_K, quantizeQ5_KBlock) },
-		dot:     dotQ5_K,
+		dot:     dotQ5_KVec,
+		rows:    rowsQ5_K,
 	})
 }
 
@@ -68,7 +69,7 @@ func dotQ5_K(row []byte, v *Vec) float32 {
 		}
 		d := F16ToF32(binary.LittleEndian.Uint16(blk)) * y.D
 		dmin := F16ToF32(binary.LittleEndian.Uint16(blk[2:])) * y.D
-		sum += d*float32(sumi) - dmin*float32(summ)
+		sum += float32(d*float32(sumi)) - float32(dmin*float32(summ)) // unfused: the assembly's order
 	}
 	return sum
 }

@@ -13,7 +13,8 @@ func init() {
 	register(format{typ: gguf.Q6_K, blockSize: QK_K, blockBytes: BlockQ6_K, vec: gguf.Q8_K,
 		dequant: func(src []byte, dst []float32) { blocks(src, dst, BlockQ6_K, QK_K, dequantQ6_K) },
 		quant:   func(src []float32, dst []byte) { qblocks(src, dst, QK_K, BlockQ6_K, quantizeQ6_KBlock) },
-		dot:     dotQ6_K,
+		dot:     dotQ6_KVec,
+		rows:    rowsQ6_K,
 	})
 }
 
@@ -68,7 +69,7 @@ func dotQ6_K(row []byte, v *Vec) float32 {
 				sumi += int32(int8(s8[0]))*s1 + int32(int8(s8[2]))*s2 + int32(int8(s8[4]))*s3 + int32(int8(s8[6]))*s4
 			}
 		}
-		sum += F16ToF32(binary.LittleEndian.Uint16(blk[208:])) * y.D * float32(sumi)
+		sum += float32(F16ToF32(binary.LittleEndian.Uint16(blk[208:])) * y.D * float32(sumi)) // unfused: the assembly's order
 	}
 	return sum
 }

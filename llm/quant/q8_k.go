@@ -21,6 +21,12 @@ func nearestInt(f float32) int32 {
 	return int32(math.Float32bits(v)&0x007fffff) - 0x00400000
 }
 
+func quantizeQ8_KGeneric(x []float32, y []BlockQ8K) {
+	for b := range y {
+		quantizeQ8_KBlock(x[b*QK_K:(b+1)*QK_K], &y[b])
+	}
+}
+
 // quantizeQ8_KBlock is ggml's quantize_row_q8_K_ref for one block: the element of largest
 // magnitude maps to -127 (d = max/-127), every other to round(x/d), capped at 127.
 func quantizeQ8_KBlock(x []float32, y *BlockQ8K) {

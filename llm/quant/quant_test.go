@@ -425,10 +425,10 @@ func TestHalfVectorKernels(t *testing.T) {
 func BenchmarkDot(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const n = 4096
-	for _, typ := range []gguf.Type{gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q6_K} {
+	for _, typ := range []gguf.Type{gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
 		var row []byte
 		switch typ {
-		case gguf.Q4_K, gguf.Q6_K:
+		case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
 			row = randBlocks(r, typ, n)
 		default:
 			nb, _ := typ.RowBytes(n)

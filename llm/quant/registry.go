@@ -24,6 +24,9 @@ type format struct {
 	quant func(src []float32, dst []byte)
 	// dot is the dot product of one row with a vector loaded for this type.
 	dot func(row []byte, v *Vec) float32
+	// rows, where set, computes y[lo:hi] for the rows of m in one call (a row-streaming
+	// kernel) and reports false where it cannot (no CPU support, shapes), leaving it to dot.
+	rows func(m *Matrix, v *Vec, y []float32, lo, hi int) bool
 }
 
 var formats [64]*format

@@ -62,9 +62,7 @@ func (v *Vec) Load(w gguf.Type, x []float32) error {
 			return fmt.Errorf("quant: vector of %d elements is not a whole number of Q8_K blocks", len(x))
 		}
 		v.K = grow(v.K, len(x)/QK_K)
-		for b := range v.K {
-			quantizeQ8_KBlock(x[b*QK_K:(b+1)*QK_K], &v.K[b])
-		}
+		quantizeQ8_K(x, v.K)
 	default:
 		return fmt.Errorf("quant: no activation conversion to %s", t)
 	}

@@ -1,0 +1,94 @@
+//go:build amd64 && !noasm
+
+package quant
+
+import "unsafe"
+
+// The assembly reads BlockQ8K at fixed offsets (kquant_amd64.s): D at 0, Qs at 4, Bsums at
+// 260, 292 bytes each; these fail to compile if the layout changes.
+var (
+	_ = [1]int{}[unsafe.Offsetof(BlockQ8K{}.Qs)-4]
+	_ = [1]int{}[unsafe.Offsetof(BlockQ8K{}.Bsums)-260]
+	_ = [1]int{}[unsafe.Sizeof(BlockQ8K{})-292]
+)
+
+//go:noescape
+func dotQ4_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ5_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ6_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+
+//go:noescape
+func quantizeQ8_KAVX2(x *float32, y *BlockQ8K, nb int)
+
+// quantizeQ8_K fills y from len(y) blocks of x (quantizeQ8_KBlock each).
+func quantizeQ8_K(x []float32, y []BlockQ8K) {
+	if !useAVX2 || len(y) == 0 {
+		quantizeQ8_KGeneric(x, y)
+		return
+	}
+	_ = x[len(y)*QK_K-1]
+	quantizeQ8_KAVX2(&x[0], &y[0], len(y))
+}
+
+type kRowsKernel func(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+
+// kDot runs a row kernel on one row of v.N elements, or reports false where it cannot.
+func kDot(k kRowsKernel, blockBytes int, row []byte, v *Vec) (float32, bool) {
+	nb := len(v.K)
+	if !useAVX2 || nb == 0 || v.N != nb*QK_K {
+		return 0, false
+	}
+	_ = row[nb*blockBytes-1] // the kernel reads nb blocks
+	var y float32
+	k(&row[0], 0, &v.K[0], nb, 1, &y)
+	return y, true
+}
+
+// kRows computes y[lo:hi] for m's rows with a row kernel, or reports false where it cannot.
+func kRows(k kRowsKernel, blockBytes int, m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	nb := len(v.K)
+	if !useAVX2 || nb == 0 || hi <= lo || v.N != m.Cols || v.N != nb*QK_K || m.RowBytes < nb*blockBytes {
+		return false
+	}
+	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes] // hi-lo whole rows of nb blocks each
+	_ = y[lo:hi]
+	k(&rows[0], m.RowBytes, &v.K[0], nb, hi-lo, &y[lo])
+	return true
+}
+
+func dotQ4_KVec(row []byte, v *Vec) float32 {
+	if s, ok := kDot(dotQ4_KRowsAVX2, BlockQ4_K, row, v); ok {
+		return s
+	}
+	return dotQ4_K(row, v)
+}
+
+func rowsQ4_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	return kRows(dotQ4_KRowsAVX2, BlockQ4_K, m, v, y, lo, hi)
+}
+
+func dotQ5_KVec(row []byte, v *Vec) float32 {
+	if s, ok := kDot(dotQ5_KRowsAVX2, BlockQ5_K, row, v); ok {
+		return s
+	}
+	return dotQ5_K(row, v)
+}
+
+func rowsQ5_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	return kRows(dotQ5_KRowsAVX2, BlockQ5_K, m, v, y, lo, hi)
+}
+
+func dotQ6_KVec(row []byte, v *Vec) float32 {
+	if s, ok := kDot(dotQ6_KRowsAVX2, BlockQ6_K, row, v); ok {
+		return s
+	}
+	return dotQ6_K(row, v)
+}
+
+func rowsQ6_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	return kRows(dotQ6_KRowsAVX2, BlockQ6_K, m, v, y, lo, hi)
+}

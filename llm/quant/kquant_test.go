@@ -1,0 +1,184 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gorun-hpc/gorun/llm/gguf"
+)
+
+// kTwin is the pure-Go dot product each K-quant kernel must match bit for bit.
+var kTwin = map[gguf.Type]func(row []byte, v *Vec) float32{
+	gguf.Q4_K: dotQ4_K, gguf.Q5_K: dotQ5_K, gguf.Q6_K: dotQ6_K,
+}
+
+// kVec makes a Q8_K vector of nb blocks with quants from q (any int8, -128 included, which
+// the quantizer never writes) and consistent Bsums.
+func kVec(nb int, d float32, q func(i int) int8) *Vec {
+	v := &Vec{Type: gguf.Q8_K, N: nb * QK_K, K: make([]BlockQ8K, nb)}
+	for b := range v.K {
+		v.K[b].D = d
+		for i := range v.K[b].Qs {
+			v.K[b].Qs[i] = q(b*QK_K + i)
+		}
+		for j := range v.K[b].Bsums {
+			var s int16
+			for _, x := range v.K[b].Qs[16*j : 16*j+16] {
+				s += int16(x)
+			}
+			v.K[b].Bsums[j] = s
+		}
+	}
+	return v
+}
+
+// kRow fills nb blocks of t with bytes from fill and the F16 scales d (and dmin) given.
+func kRow(t gguf.Type, nb int, fill func(i int) byte, d, dmin uint16) []byte {
+	bs := t.TypeSize()
+	row := make([]byte, nb*bs)
+	for i := range row {
+		row[i] = fill(i)
+	}
+	for off := 0; off < len(row); off += bs {
+		if t == gguf.Q6_K {
+			binary.LittleEndian.PutUint16(row[off+208:], d)
+		} else {
+			binary.LittleEndian.PutUint16(row[off:], d)
+			binary.LittleEndian.PutUint16(row[off+2:], dmin)
+		}
+	}
+	return row
+}
+
+// The assembly K-quant kernels (Dot and MatVec) against their Go twins, bit for bit: random
+// blocks and scales of both signs and all magnitudes, all-zero, all-max levels and scales,
+// activations at -128 and 127.
+func TestKQuantKernelsMatchGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	randF16 := func() uint16 {
+		for {
+			h := uint16(r.IntN(1 << 16))
+			if h&0x7c00 != 0x7c00 { // finite
+				return h
+			}
+		}
+	}
+	type tcase struct {
+		name    string
+		nb      int
+		fill    func(i int) byte
+		d, dmin func() uint16
+		vd      float32
+		q       func(i int) int8
+	}
+	rnd := func(i int) byte { return byte(r.IntN(256)) }
+	rq := func(i int) int8 { return int8(r.IntN(256) - 128) }
+	fixed := func(h uint16) func() uint16 { return func() uint16 { return h } }
+	cases := []tcase{
+		{"random", 4, rnd, randF16, randF16, 0.37, rq},
+		{"random-small-scales", 3, rnd, func() uint16 { return F32ToF16(float32(r.Float64() * 0.01)) }, func() uint16 { return F32ToF16(float32(r.Float64() * 0.01)) }, 1.0 / 127, rq},
+		{"zero", 2, func(int) byte { return 0 }, fixed(0), fixed(0), 0, func(int) int8 { return 0 }},
+		{"max-levels-neg-x", 2, func(int) byte { return 0xff }, fixed(0x7bff), fixed(0x7bff), 3e-3, func(int) int8 { return -128 }},
+		{"max-levels-pos-x", 1, func(int) byte { return 0xff }, fixed(0x3c00), fixed(0x3c00), 1, func(int) int8 { return 127 }},
+		{"alternating", 8, func(i int) byte { return byte(0xf0 ^ -(i & 1)) }, fixed(0x3555), fixed(0xb555), -0.5, func(i int) int8 { return int8(127 - 255*(i&1)) }},
+		{"random-one-block", 1, rnd, randF16, randF16, 2.5, rq},
+	}
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+		twin := kTwin[typ]
+		for _, tc := range cases {
+			for trial := 0; trial < 8; trial++ {
+				const rows = 5
+				bs := typ.TypeSize()
+				data := make([]byte, 0, rows*tc.nb*bs)
+				for range rows {
+					data = append(data, kRow(typ, tc.nb, tc.fill, 0, 0)...)
+				}
+				for off := 0; off < len(data); off += bs { // per-block scales
+					if typ == gguf.Q6_K {
+						binary.LittleEndian.PutUint16(data[off+208:], tc.d())
+					} else {
+						binary.LittleEndian.PutUint16(data[off:], tc.d())
+						binary.LittleEndian.PutUint16(data[off+2:], tc.dmin())
+					}
+				}
+				v := kVec(tc.nb, tc.vd, tc.q)
+				m, err := NewMatrix(typ, rows, tc.nb*QK_K, data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				y := make([]float32, rows)
+				MatVec(nil, m, v, y)
+				for i := 0; i < rows; i++ {
+					want := twin(m.Row(i), v)
+					got := Dot(typ, m.Row(i), v)
+					if math.Float32bits(got) != math.Float32bits(want) || math.Float32bits(y[i]) != math.Float32bits(want) {
+						t.Fatalf("%s %s trial %d row %d: Dot %v (%#x), MatVec %v (%#x), Go %v (%#x)", typ, tc.name, trial, i,
+							got, math.Float32bits(got), y[i], math.Float32bits(y[i]), want, math.Float32bits(want))
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkKQuantMatVec: decode's matrix-vector product for the K-quants.
+func BenchmarkKQuantMatVec(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const rows, cols = 1024, 2048
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+		m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var v Vec
+		v.Load(typ, randVec(r, cols))
+		y := make([]float32, rows)
+		b.Run(typ.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(m.Data)))
+			for i := 0; i < b.N; i++ {
+				MatVec(nil, m, &v, y)
+			}
+		})
+	}
+}
+
+// quantizeQ8_K (assembly where there is some) against the Go twin, block by block and bit for
+// bit: random blocks, ties of opposite sign (the first decides the sign of the scale), zero,
+// subnormal and huge blocks, an infinity.
+func TestQuantizeQ8_KMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	const nb = 9
+	x := make([]float32, nb*QK_K)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	blk := func(b int) []float32 { return x[b*QK_K : (b+1)*QK_K] }
+	blk(1)[200], blk(1)[17] = 9, -9 // tie: the first (-9) wins
+	blk(2)[3], blk(2)[255] = 7, -7
+	clear(blk(3))
+	for i := range blk(4) {
+		blk(4)[i] = float32(r.NormFloat64()) * 1e-40 // subnormal
+	}
+	for i := range blk(5) {
+		blk(5)[i] = float32(r.NormFloat64()) * 1e30
+	}
+	blk(6)[100] = float32(math.Inf(-1))
+	blk(7)[0] = -0.0
+	for i := range blk(8) {
+		blk(8)[i] = float32(i%7) - 3 // many ties
+	}
+	got := make([]BlockQ8K, nb)
+	for i := range got { // stale contents must be overwritten
+		got[i].D, got[i].Qs[5], got[i].Bsums[3] = 1, 1, 1
+	}
+	quantizeQ8_K(x, got)
+	for b := range got {
+		var want BlockQ8K
+		quantizeQ8_KBlock(blk(b), &want)
+		if math.Float32bits(got[b].D) != math.Float32bits(want.D) || got[b].Qs != want.Qs || got[b].Bsums != want.Bsums {
+			t.Fatalf("block %d: D %v Qs %v Bsums %v, Go: D %v Qs %v Bsums %v", b, got[b].D, got[b].Qs, got[b].Bsums, want.D, want.Qs, want.Bsums)
+		}
+	}
+}
