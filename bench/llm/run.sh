@@ -13,7 +13,8 @@
 #   bench/llm/run.sh ./llama-bench "q8_0 q4_0" 512 128 3
 #
 # SIDES (default "llama1 ours1 ours2 llama2") picks the runs; LLM_BENCH_JSONL keeps the raw
-# results (llama-bench's and llm bench's JSON lines) in that file.
+# results (llama-bench's and llm bench's JSON lines) in that file; LLM_BENCH_BIN names a folder
+# with prebuilt gorun and llm binaries to use instead of building them.
 #
 # Models: the 349M Llama shape of ../shared/ANCHORS.md with random weights, written once by
 # `llm mkmodel` into $LLM_BENCH_MODELS (default ~/.cache/gorun-llm-bench), with the Llama-2
@@ -32,8 +33,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$models"
 
-go build -o "$work/gorun" "$root/cmd/gorun"
-go build -o "$work/llm" "$root/cmd/llm"
+if [ -n "${LLM_BENCH_BIN:-}" ]; then # prebuilt gorun and llm (a machine without Go)
+	cp "$LLM_BENCH_BIN/gorun" "$LLM_BENCH_BIN/llm" "$work/"
+else
+	go build -o "$work/gorun" "$root/cmd/gorun"
+	go build -o "$work/llm" "$root/cmd/llm"
+fi
 vocab=$root/../shared/testdata/llm/ggml-vocab-llama-spm.gguf
 vocab_flag=()
 [ -f "$vocab" ] && vocab_flag=(--vocab-from "$vocab")
