@@ -2,7 +2,8 @@
 // exchanges over int64 vectors (small, eager and large sizes) until rank 0's clock says stop,
 // and checks every element of every result against its closed form. A wrong element is
 // reported (MISMATCH) and the rank exits 3; a communication error exits 1. Rank 0 prints one
-// line when the job is ready (after the first iteration) and one when it ends correct:
+// line when the job is ready (after the first iteration), one per iteration with --stop-file,
+// and one when it ends correct:
 //
 //	gorun -n 4 worker --duration 5s
 //	gorun -n 4 worker --stall-rank 2 --stall-iter 3 --stall-for 4s   # a rank that stops receiving
@@ -26,6 +27,7 @@ var errMismatch = errors.New("MISMATCH")
 
 type config struct {
 	duration  time.Duration
+	stopFile  string
 	stallRank int
 	stallIter int
 	stallFor  time.Duration
@@ -36,6 +38,7 @@ type config struct {
 func main() {
 	var cfg config
 	flag.DurationVar(&cfg.duration, "duration", 5*time.Second, "how long rank 0 keeps the iterations going")
+	flag.StringVar(&cfg.stopFile, "stop-file", "", "rank 0 also stops the iterations once this file exists")
 	flag.IntVar(&cfg.stallRank, "stall-rank", -1, "rank that stops receiving while the others send it a flood")
 	flag.IntVar(&cfg.stallIter, "stall-iter", 2, "iteration at which the flood is sent")
 	flag.DurationVar(&cfg.stallFor, "stall-for", 0, "how long the stalled rank waits before it receives")
@@ -80,6 +83,11 @@ func run(c *comm.Comm, cfg config) (iter int, checks int64, err error) {
 		if rank == 0 && time.Since(start) >= cfg.duration {
 			ctl[1] = 1
 		}
+		if rank == 0 && cfg.stopFile != "" {
+			if _, err := os.Stat(cfg.stopFile); err == nil {
+				ctl[1] = 1
+			}
+		}
 		if err := collectives.Bcast(c, ctl, 0); err != nil {
 			return iter, checks, fmt.Errorf("bcast control: %w", err)
 		}
@@ -104,6 +112,9 @@ func run(c *comm.Comm, cfg config) (iter int, checks int64, err error) {
 		}
 		if iter == 0 && rank == 0 {
 			fmt.Printf("chaos-worker: job %s, %d ranks: ready\n", jobID(), size)
+		}
+		if rank == 0 && cfg.stopFile != "" {
+			fmt.Printf("chaos-worker: iteration %d done\n", iter)
 		}
 	}
 }

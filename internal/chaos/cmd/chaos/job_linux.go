@@ -39,11 +39,13 @@ type job struct {
 	ended   time.Time
 	started time.Time
 	size    int
+	iter    int // rank 0's last finished iteration
 }
 
 var (
 	rankLine  = regexp.MustCompile(`^chaos-worker: rank (\d+) pid (\d+) host (\S+) job (\S+)$`)
 	readyLine = regexp.MustCompile(`^chaos-worker: job (\S+), (\d+) ranks: ready$`)
+	iterLine  = regexp.MustCompile(`^chaos-worker: iteration (\d+) done$`)
 )
 
 // startJob starts gorun with args; size is the rank count it starts.
@@ -101,6 +103,9 @@ func (j *job) scan(r io.Reader, into *bytes.Buffer, out bool) {
 				j.ranks[r] = rankInfo{pid: pid, host: m[3], job: m[4]}
 				j.jobID = m[4]
 			}
+			if m := iterLine.FindStringSubmatch(line); m != nil {
+				j.iter, _ = strconv.Atoi(m[1])
+			}
 			if m := readyLine.FindStringSubmatch(line); m != nil && !j.readyOK {
 				j.readyOK = true
 				close(j.ready)
@@ -145,6 +150,13 @@ func (j *job) waitReady(d time.Duration) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// iteration is rank 0's last finished iteration.
+func (j *job) iteration() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.iter
 }
 
 // wait waits for gorun to exit, at most d; false if it did not.

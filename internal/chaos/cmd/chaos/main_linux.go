@@ -119,6 +119,7 @@ type env struct {
 	undo    []func()   // run after the checks (SIGCONT, link up)
 	blame   func(stderr string) error
 	note    string
+	early   int // stranger connections made during the bootstrap
 }
 
 type scenario struct {
@@ -212,6 +213,9 @@ func scenarios() []scenario {
 					}
 				}
 			}
+			if n == 0 && e.early == 0 {
+				return "", errors.New("no listener of the job was reached, during the bootstrap or after (not exercised)")
+			}
 			return fmt.Sprintf("%d more to %d listeners left after the bootstrap", n, len(e.listen)), nil
 		}
 	}
@@ -281,13 +285,14 @@ func strangersEarly(replay bool) func(e *env, ready <-chan struct{}) string {
 	return func(e *env, ready <-chan struct{}) string {
 		sent := map[string]int{} // listener -> payloads sent
 		conns := 0
-		nss := append([]string{""}, nsNames(e.o)...)
+		nss := nsNames(e.o)
 		for {
 			select {
 			case <-ready:
+				e.early = conns
 				return fmt.Sprintf("during the bootstrap %d stranger connections (%s) to %d rank listeners",
 					conns, map[bool]string{false: "garbage", true: "replayed hellos"}[replay], len(sent))
-			case <-time.After(20 * time.Millisecond):
+			case <-time.After(5 * time.Millisecond):
 			}
 			for _, ns := range nss {
 				for _, addr := range workerListeners(ns) {
@@ -310,23 +315,56 @@ func strangersEarly(replay bool) func(e *env, ready <-chan struct{}) string {
 	}
 }
 
-// workerListeners lists the listening sockets of processes named worker in namespace ns.
+// workerListeners lists the listening TCP sockets in host namespace ns other than sshd's
+// (port 22): the namespaces hold nothing else but the job's ranks. It reads the namespace's
+// /proc/PID/net/tcp through one of its processes, which is fast enough to catch the ranks'
+// data listeners while the bootstrap has them open.
 func workerListeners(ns string) []string {
-	args := []string{"ss", "-ltnpH"}
-	if ns != "" {
-		args = append([]string{"ip", "netns", "exec", ns}, args...)
+	pid := nsPid(ns)
+	if pid == 0 {
+		return nil
 	}
-	out, err := exec.Command(args[0], args[1:]...).Output()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/net/tcp")
 	if err != nil {
 		return nil
 	}
 	var a []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) >= 6 && strings.Contains(line, `(("worker",`) {
-			a = append(a, f[3])
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[3] != "0A" { // LISTEN
+			continue
 		}
+		host, port, ok := strings.Cut(f[1], ":")
+		h, err1 := strconv.ParseUint(host, 16, 32)
+		p, err2 := strconv.ParseUint(port, 16, 16)
+		if !ok || err1 != nil || err2 != nil || p == 22 {
+			continue
+		}
+		ip := net.IPv4(byte(h), byte(h>>8), byte(h>>16), byte(h>>24))
+		if ip.IsUnspecified() {
+			ip = net.IPv4(10, 99, 0, byte(nsIndex(ns)))
+		}
+		a = append(a, net.JoinHostPort(ip.String(), strconv.Itoa(int(p))))
 	}
 	return a
+}
+
+var nsPids = map[string]int{}
+
+// nsPid is a process of namespace ns (its sshd), 0 if none.
+func nsPid(ns string) int {
+	if p, ok := nsPids[ns]; ok {
+		return p
+	}
+	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
+	p, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]))
+	nsPids[ns] = p
+	return p
+}
+
+func nsIndex(ns string) int {
+	i, _ := strconv.Atoi(strings.TrimPrefix(ns, "h"))
+	return i
 }
 
 // holdOpen connects to addr and says nothing for d.
@@ -444,7 +482,7 @@ func nsNames(o *options) []string {
 func runScenario(o *options, s scenario, rng *mrand.Rand) (string, error) {
 	gorun := filepath.Join(o.bin, "gorun")
 	worker := filepath.Join(o.bin, "worker")
-	duration := "4s"
+	duration := "90s" // a cap: the driver ends a run with the stop file
 	args := []string{"--peer-timeout", o.peerTimeout.String()}
 	if s.hosts {
 		hf := filepath.Join(o.work, "hostfile")
@@ -456,7 +494,9 @@ func runScenario(o *options, s scenario, rng *mrand.Rand) (string, error) {
 			args = append(args, "--ssh-args", o.sshArgs)
 		}
 	}
-	args = append(args, "-n", "4", worker, "--duration", duration)
+	stopFile := filepath.Join(o.work, "stop-"+s.name)
+	os.Remove(stopFile)
+	args = append(args, "-n", "4", worker, "--duration", duration, "--stop-file", stopFile)
 	args = append(args, s.args...)
 	e := &env{o: o, rng: rng}
 
@@ -534,15 +574,29 @@ func runScenario(o *options, s scenario, rng *mrand.Rand) (string, error) {
 		}
 	}()
 
-	// How long the job may take from here.
-	bound := o.peerTimeout + o.margin
-	if s.expect != expectFail {
-		bound = 4*time.Second + 8*time.Second + o.margin // the run, a stall, the margin
-	}
+	// A failing scenario must end by itself within the peer timeout and the margin. Any other
+	// must go on: 3 more iterations after the fault (a stall and the margin allowed), then
+	// the stop file ends it, within the margin.
 	var problems []string
-	if !j.wait(bound) {
-		problems = append(problems, fmt.Sprintf("gorun still running %v after the fault (hang)", bound))
-		j.kill()
+	if s.expect == expectFail {
+		if bound := o.peerTimeout + o.margin; !j.wait(bound) {
+			problems = append(problems, fmt.Sprintf("gorun still running %v after the fault (hang)", bound))
+			j.kill()
+		}
+	} else {
+		it0 := j.iteration()
+		deadline := time.Now().Add(o.peerTimeout + o.margin + 8*time.Second)
+		for j.iteration() < it0+3 && time.Now().Before(deadline) && !j.wait(50*time.Millisecond) {
+		}
+		if it := j.iteration(); it < it0+3 && !j.wait(0) {
+			problems = append(problems, fmt.Sprintf("no progress: rank 0 at iteration %d, %d before the fault, after %v (hang)",
+				it, it0, o.peerTimeout+o.margin+8*time.Second))
+		}
+		os.WriteFile(stopFile, nil, 0o644)
+		if !j.wait(o.margin) {
+			problems = append(problems, fmt.Sprintf("gorun still running %v after the stop file (hang)", o.margin))
+			j.kill()
+		}
 	}
 	took := j.ended.Sub(faultAt)
 	out, stderr := j.outText(), j.errText()
