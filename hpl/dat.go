@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -77,13 +78,22 @@ type Params struct {
 	Align     int  // line 31: memory alignment in doubles
 }
 
-// MaxProcs is the largest P*Q over the grids: the ranks a run needs.
+// MaxProcs is the largest P*Q over the grids: the ranks a run needs (math.MaxInt when a
+// product does not fit in an int).
 func (p *Params) MaxProcs() int {
 	m := 0
 	for i := range p.Ps {
-		m = max(m, p.Ps[i]*p.Qs[i])
+		m = max(m, gridSize(p.Ps[i], p.Qs[i]))
 	}
 	return m
+}
+
+// gridSize is P*Q, math.MaxInt when it does not fit in an int.
+func gridSize(P, Q int) int {
+	if P > 0 && Q > math.MaxInt/P {
+		return math.MaxInt
+	}
+	return P * Q
 }
 
 // Tests is the number of tests a run performs (the cross product of every list).

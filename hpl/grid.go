@@ -22,7 +22,7 @@ func NewGrid(world *comm.Comm, order Order, P, Q int) (*Grid, error) {
 	if P < 1 || Q < 1 {
 		return nil, fmt.Errorf("hpl: illegal grid %d x %d", P, Q)
 	}
-	if P*Q > world.Size() {
+	if gridSize(P, Q) > world.Size() {
 		return nil, fmt.Errorf("hpl: a %d x %d grid needs %d ranks, have %d", P, Q, P*Q, world.Size())
 	}
 	me := world.Rank()

@@ -54,6 +54,13 @@ type Result struct {
 	Passed      bool
 	Skipped     bool // the solve reported a singular matrix (netlib's "skip")
 	Info        int  // 1-based column of the first zero pivot, 0 when none
+	// NoMemory: the test was skipped before it allocated anything, its system being too
+	// large for the memory of a process (netlib's "Memory allocation failed"). MemRow and
+	// MemCol are the grid coordinates of the first such process, Need what the processes on
+	// its host need and Have what the host has, in bytes.
+	NoMemory       bool
+	MemRow, MemCol int
+	Need, Have     float64
 	// The quantities of the residual, printed by netlib when a test fails.
 	Resid0, AnormI, Anorm1, XnormI, Xnorm1, BnormI float64
 	// Detail is the slowest process's time per phase, when asked for.
@@ -178,6 +185,14 @@ func WriteTableHead(w io.Writer) error {
 // residual line (and the norms when it failed), as HPL_pdtest does.
 func WriteResult(w io.Writer, r *Result) error {
 	var b strings.Builder
+	if r.NoMemory {
+		// Netlib prints the largest row and column of the grid here (the maximum of every
+		// process's coordinates); this names the process that could not allocate.
+		b.WriteString(PWarn(0, "HPL_pdtest", fmt.Sprintf("[%d,%d] %s", r.MemRow, r.MemCol,
+			"Memory allocation failed for A, x and b. Skip.")))
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	if r.Time > 0 {
 		fmt.Fprintf(&b, "%s%12d %5d %5d %5d %18.2f    %19.4e\n", r.Variant, r.N, r.NB, r.P, r.Q,
 			r.Time, r.Gflops)

@@ -25,16 +25,9 @@ type Matrix struct {
 // The leading dimension is a multiple of align and not a power of two (netlib's choice, to
 // keep columns off the same cache sets).
 func NewMatrix(g *Grid, n, nb, align int) *Matrix {
-	align = max(align, 1)
 	mp := numroc(n, nb, g.MyRow, g.P)
 	nq := numroc(n, nb, g.MyCol, g.Q)
-	ld := ((max(1, mp) - 1) / align) * align
-	for {
-		ld += align
-		if ld&(ld-1) != 0 || ld == 1 {
-			break
-		}
-	}
+	ld, _ := leadingDim(mp, align) // RunTest checked that it fits
 	a := make([]float64, ld*(nq+1))
 	adviseHuge(a)
 	return &Matrix{N: n, NB: nb, Mp: mp, Nq: nq, LD: ld, A: a, X: make([]float64, nq)}
@@ -100,10 +93,14 @@ func Solve(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) error 
 func newSolver(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) (*solver, error) {
 	s := &solver{g: g, algo: algo, n: m.N, nb: m.NB, mp: m.Mp, ld: m.LD, a: m.A,
 		nqb: numroc(m.N+1, m.NB, g.MyCol, g.Q), progress: progress}
-	s.panelBufs = make([][]float64, max(algo.Depth, 0)+1)
-	growBuf(&s.diagBuf, m.NB*m.NB)
-	s.pivBuf = make([]float64, 2+m.NB)
-	s.pivScratch = make([]float64, 2+m.NB)
+	// A window deeper than the panels holds them all; a block wider than the matrix is the
+	// matrix (HPL.dat's DEPTH and NB can be anything).
+	nblk := (m.N + m.NB - 1) / m.NB
+	s.panelBufs = make([][]float64, min(max(algo.Depth, 0), nblk)+1)
+	jb := min(m.NB, m.N)
+	growBuf(&s.diagBuf, jb*jb)
+	s.pivBuf = make([]float64, 2+jb)
+	s.pivScratch = make([]float64, 2+jb)
 	var err error
 	if s.packL2, err = agreePacking(g.All, panelLayout(g.All.Rank(), m.NB)); err != nil {
 		return nil, err
@@ -184,7 +181,7 @@ func (s *solver) factorAll() (int, error) {
 	if nblk == 0 {
 		return 0, nil
 	}
-	depth := max(s.algo.Depth, 0)
+	depth := min(max(s.algo.Depth, 0), nblk) // deeper is the same: every panel is in the window
 	panels := make([]*panel, nblk)
 	// cols is the local column range of panel j's columns (empty off its process column).
 	cols := func(j int) (int, int) {
@@ -741,8 +738,8 @@ func (s *solver) backSolve(x []float64) error {
 		lc := numroc(s.n, nb, g.MyCol, g.Q)
 		copy(w, s.a[lc*ld:lc*ld+s.mp])
 	}
-	xk := make([]float64, nb)
-	scratch := make([]float64, nb)
+	xk := make([]float64, min(nb, s.n))
+	scratch := make([]float64, min(nb, s.n))
 	for k := nblk - 1; k >= 0; k-- {
 		kk := k * nb
 		kb := min(nb, s.n-kk)

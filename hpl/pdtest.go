@@ -22,16 +22,32 @@ type Options struct {
 // RunTest generates the system, solves it, times the solve (the slowest process's wall time)
 // and checks the scaled residual against thresh, as netlib's HPL_pdtest does. It is
 // collective over the grid; every process returns the same Result. m receives the matrix
-// (regenerated after the solve when the residual is checked) and the solution.
+// (regenerated after the solve when the residual is checked) and the solution; it is nil
+// when the test was skipped for want of memory (Result.NoMemory).
 func RunTest(g *Grid, algo Algo, n, nb int, thresh float64, opt Options) (*Result, *Matrix, error) {
 	seed := opt.Seed
 	if seed == 0 {
 		seed = Seed
 	}
 	algo.Order = g.Order
+	r := &Result{N: n, NB: nb, P: g.P, Q: g.Q, Variant: algo.Code()}
+	if n < math.MaxInt && nb > n+1 {
+		// One block holds all of [A | b] either way; NB from HPL.dat can be anything.
+		nb = n + 1
+	}
+	// Netlib tries to allocate and skips the test on every process when one fails; a Go
+	// allocation too large for the machine ends the process instead, so the need is compared
+	// with the memory available first, collectively.
+	mv, err := checkMemory(g, n, nb, algo)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !mv.fits {
+		r.NoMemory, r.MemRow, r.MemCol, r.Need, r.Have = true, mv.row, mv.col, mv.need, mv.has
+		return r, nil, nil
+	}
 	m := NewMatrix(g, n, nb, algo.Align)
 	m.Generate(g, seed)
-	r := &Result{N: n, NB: nb, P: g.P, Q: g.Q, Variant: algo.Code()}
 
 	var progress func(int, int)
 	if g.All.Rank() == 0 {

@@ -124,6 +124,7 @@ type jsonResult struct {
 	Resid   float64   `json:"residual"`
 	Checked bool      `json:"checked"`
 	Passed  bool      `json:"passed"`
+	Skipped bool      `json:"skipped,omitempty"` // a singular matrix, or too large for memory
 	Start   time.Time `json:"start"`
 	End     time.Time `json:"end"`
 }
@@ -210,7 +211,7 @@ func runWorld(world *comm.Comm, f *flags, stdout, stderr io.Writer) int {
 		d.OnResult = func(c hpl.Case, r *hpl.Result) {
 			report.Results = append(report.Results, jsonResult{Variant: r.Variant, N: r.N, NB: r.NB, P: r.P,
 				Q: r.Q, Time: r.Time, Gflops: r.Gflops, Resid: r.Resid, Checked: r.Checked, Passed: r.Passed,
-				Start: r.Start, End: r.End})
+				Skipped: r.Skipped || r.NoMemory, Start: r.Start, End: r.End})
 		}
 	}
 	sum, err := d.Run(world)

@@ -82,6 +82,42 @@ func TestRunDatAndJSON(t *testing.T) {
 	}
 }
 
+// An N too large for the machine (10^7: 800 TB) is skipped with netlib's message, the next
+// test runs and passes, and hpl exits 0, as netlib does.
+func TestTooLargeNSkipped(t *testing.T) {
+	dat := writeDat(t, strings.Replace(tinyDat, "40 57        Ns", "10000000 60  Ns", 1))
+	js := filepath.Join(t.TempDir(), "out.json")
+	var out, errb bytes.Buffer
+	if code := run([]string{"--dat", dat, "--json", js}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errb.String())
+	}
+	s := out.String()
+	for _, want := range []string{
+		"HPL ERROR from process # 0, in function HPL_pdtest:\n>>> [0,0] Memory allocation failed for A, x and b. Skip. <<<\n",
+		"WR11C2R4          60     8     1     1", "Finished      2 tests with the following results:",
+		"1 tests completed and passed residual checks,", "1 tests skipped because of illegal input values.",
+	} {
+		if !strings.Contains(s, want) {
+			t.Fatalf("output lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Count(s, "...... PASSED") != 1 || errb.Len() != 0 {
+		t.Fatalf("output:\n%s\nstderr: %s", s, errb.String())
+	}
+	var rep jsonReport
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 2 || rep.Skipped != 1 || rep.Passed != 1 || !rep.Results[0].Skipped ||
+		rep.Results[0].N != 10000000 || rep.Results[1].Skipped || !rep.Results[1].Passed {
+		t.Fatalf("json report %+v", rep)
+	}
+}
+
 func TestQuickFlagsOverrideDat(t *testing.T) {
 	dat := writeDat(t, tinyDat)
 	var out, errb bytes.Buffer
