@@ -202,7 +202,7 @@ func (r *Report) checkLinks() {
 			links = append(links, l)
 			if l.Err == "" {
 				bws = append(bws, l.BWAB, l.BWBA)
-				lats = append(lats, l.LatUs)
+				lats = append(lats, l.LatMedUs)
 			}
 		}
 		medBW, medLat := median(bws), median(lats)
@@ -223,9 +223,9 @@ func (r *Report) checkLinks() {
 				flagged++
 				continue
 			}
-			if judge && l.LatUs > latFactor*medLat && l.LatUs-medLat > latMarginUs {
+			if judge && l.LatMedUs > latFactor*medLat && l.LatMedUs-medLat > latMarginUs {
 				r.add(Check{Name: "link", Subject: subj, Verdict: Warn,
-					Detail: fmt.Sprintf("slow: latency %.1f us against a median of %.1f us for %s links", l.LatUs, medLat, t),
+					Detail: fmt.Sprintf("slow: latency %.1f us (median of batches) against a median of %.1f us for %s links", l.LatMedUs, medLat, t),
 					Fix:    "a longer path (a switch hop, a route through another host) or a busy host: check the route (ip route get) and the hosts' load"})
 				flagged++
 				continue

@@ -108,6 +108,7 @@ func TestMeasureInProcess(t *testing.T) {
 			assert.Equal(t, pairs[len(pairs)-1], [2]int{l.A, l.B}, "event %d: a link follows its pair", i+1)
 			assert.Equal(t, "inproc", l.Transport)
 			assert.Positive(t, l.LatUs)
+			assert.LessOrEqual(t, l.LatMinUs, l.LatMedUs)
 			assert.LessOrEqual(t, l.LatMinUs, l.LatUs)
 			assert.Positive(t, l.BWAB)
 			assert.Positive(t, l.BWBA)
@@ -125,7 +126,7 @@ func facts(host, build string, rows int) *Facts {
 }
 
 func link(a, b int, names []string, lat, ab, ba float64) Link {
-	return Link{Transport: "tcp", A: a, B: b, HostA: names[a], HostB: names[b], LatUs: lat, LatMinUs: lat, BWAB: ab, BWBA: ba}
+	return Link{Transport: "tcp", A: a, B: b, HostA: names[a], HostB: names[b], LatUs: lat, LatMedUs: lat, LatMinUs: lat, BWAB: ab, BWBA: ba}
 }
 
 func flaggedLinks(r *Report) map[string]string {
@@ -185,7 +186,7 @@ func TestAnalyzeLinks(t *testing.T) {
 			case i == 0 && j == 2:
 				l.Segs, l.Retrans = 10000, 500
 			case i == 1 && j == 2:
-				l.LatUs = 200
+				l.LatUs, l.LatMedUs = 200, 200
 			case i == 2 && j == 3:
 				l = Link{Transport: "tcp", A: i, B: j, HostA: "c", HostB: "d", Err: "the job ended"}
 			}

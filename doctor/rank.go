@@ -33,15 +33,19 @@ type event struct {
 // Link is one pair's measurement over one transport. A and B are ranks of the job (rank
 // order is host order).
 type Link struct {
-	Transport string  `json:"transport"`
-	A         int     `json:"a"`
-	B         int     `json:"b"`
-	HostA     string  `json:"host_a"`
-	HostB     string  `json:"host_b"`
-	LatUs     float64 `json:"latency_us"`     // one-way, small message: median over batches
-	LatMinUs  float64 `json:"latency_min_us"` // the best batch
-	BWAB      float64 `json:"bw_ab_mbps"`     // streaming A to B, MB/s (1 MB = 1e6 B)
-	BWBA      float64 `json:"bw_ba_mbps"`
+	Transport string `json:"transport"`
+	A         int    `json:"a"`
+	B         int    `json:"b"`
+	HostA     string `json:"host_a"`
+	HostB     string `json:"host_b"`
+	// One-way latency of small messages: LatUs over all timed round trips (as osu_latency
+	// and commbench report it), LatMedUs and LatMinUs over batches of round trips (the median
+	// is what links are judged by: a busy host's stalls move the mean, not the median).
+	LatUs    float64 `json:"latency_us"`
+	LatMedUs float64 `json:"latency_median_us"`
+	LatMinUs float64 `json:"latency_min_us"`
+	BWAB     float64 `json:"bw_ab_mbps"` // streaming A to B, MB/s (1 MB = 1e6 B)
+	BWBA     float64 `json:"bw_ba_mbps"`
 	// TCP counters of both hosts (their network namespaces) over the streaming: segments
 	// sent, retransmitted, and connections reset. Counted only for the tcp transport on Linux.
 	Segs    int64  `json:"tcp_segments,omitempty"`
@@ -234,7 +238,7 @@ func clockReply(c *comm.Comm) error {
 // which decides when each part ends and returns the result (the peer's is empty).
 func pairMeasure(c *comm.Comm, p params, peer int, lead bool) (Link, error) {
 	var l Link
-	lat, latMin, err := pingPong(c, p, peer, lead)
+	lat, latMed, latMin, err := pingPong(c, p, peer, lead)
 	if err != nil {
 		return l, fmt.Errorf("latency: %w", err)
 	}
@@ -262,7 +266,7 @@ func pairMeasure(c *comm.Comm, p params, peer int, lead bool) (Link, error) {
 		return l, err
 	}
 	theirs := pr.TCP
-	l.LatUs, l.LatMinUs, l.BWAB, l.BWBA = lat, latMin, ab, pr.BW
+	l.LatUs, l.LatMedUs, l.LatMinUs, l.BWAB, l.BWBA = lat, latMed, latMin, ab, pr.BW
 	if p.label == "tcp" {
 		l.Segs = mine.OutSegs + theirs.OutSegs
 		l.Retrans = mine.RetransSegs + theirs.RetransSegs
@@ -271,26 +275,28 @@ func pairMeasure(c *comm.Comm, p params, peer int, lead bool) (Link, error) {
 	return l, nil
 }
 
-// pingPong returns the one-way latency of p.latMsg-byte messages (median and best over
-// batches of round trips) as osu_latency measures it. The first byte of each ping says whether
-// another follows, so the peer needs no other message to stop.
-func pingPong(c *comm.Comm, p params, peer int, lead bool) (median, best float64, err error) {
+// pingPong returns the one-way latency of p.latMsg-byte messages as osu_latency measures it
+// (the mean over every timed round trip), and the median and best of batches of round trips.
+// The first byte of each ping says whether another follows, so the peer needs no other
+// message to stop.
+func pingPong(c *comm.Comm, p params, peer int, lead bool) (mean, median, best float64, err error) {
 	buf := make([]byte, p.latMsg)
 	if !lead {
 		for {
 			if _, err := comm.Recv(c, buf, peer, tagPing); err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 			if err := comm.Send(c, buf, peer, tagPing); err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 			if buf[0] == 0 {
-				return 0, 0, nil
+				return 0, 0, 0, nil
 			}
 		}
 	}
 	const batch, warmup, maxBatches = 50, 100, 400
 	var batches []float64
+	var total time.Duration
 	start := time.Now()
 	for i := 0; ; i++ {
 		timed := i >= warmup
@@ -307,21 +313,24 @@ func pingPong(c *comm.Comm, p params, peer int, lead bool) (median, best float64
 				buf[0] = 0
 			}
 			if err := comm.Send(c, buf, peer, tagPing); err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 			if _, err := comm.Recv(c, buf, peer, tagPing); err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 		}
 		if timed {
-			batches = append(batches, time.Since(t0).Seconds()*1e6/float64(2*batch))
+			el := time.Since(t0)
+			total += el
+			batches = append(batches, el.Seconds()*1e6/float64(2*batch))
 			if last {
 				break
 			}
 		}
 	}
+	mean = total.Seconds() * 1e6 / float64(2*batch*len(batches))
 	slices.Sort(batches)
-	return batches[len(batches)/2], batches[0], nil
+	return mean, batches[len(batches)/2], batches[0], nil
 }
 
 // stream measures one direction's bandwidth as osu_bw does: the sender posts a window of
