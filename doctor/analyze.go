@@ -201,8 +201,8 @@ func (r *Report) checkLinks() {
 			}
 			links = append(links, l)
 			if l.Err == "" {
-				bws = append(bws, l.BWAB, l.BWBA)
-				lats = append(lats, l.LatMedUs)
+				bws = append(bws, l.BWABBest, l.BWBABest)
+				lats = append(lats, l.LatMinUs)
 			}
 		}
 		medBW, medLat := median(bws), median(lats)
@@ -216,23 +216,23 @@ func (r *Report) checkLinks() {
 				flagged++
 				continue
 			}
-			if judge && min(l.BWAB, l.BWBA) < medBW/slowFactor {
+			if judge && min(l.BWABBest, l.BWBABest) < medBW/slowFactor {
 				r.add(Check{Name: "link", Subject: subj, Verdict: Fail,
-					Detail: fmt.Sprintf("slow: %.0f / %.0f MB/s (%s->%s / back) against a median of %.0f MB/s for %s links", l.BWAB, l.BWBA, l.HostA, l.HostB, medBW, t),
+					Detail: fmt.Sprintf("slow: %.0f / %.0f MB/s at best (%s->%s / back) against a median of %.0f MB/s for %s links", l.BWABBest, l.BWBABest, l.HostA, l.HostB, medBW, t),
 					Fix:    "a cable, port or negotiated speed is off, or traffic is shaped: compare ethtool/ifconfig speeds and tc qdisc on both ends, reseat or swap the cable"})
 				flagged++
 				continue
 			}
-			if judge && l.LatMedUs > latFactor*medLat && l.LatMedUs-medLat > latMarginUs {
+			if judge && l.LatMinUs > latFactor*medLat && l.LatMinUs-medLat > latMarginUs {
 				r.add(Check{Name: "link", Subject: subj, Verdict: Warn,
-					Detail: fmt.Sprintf("slow: latency %.1f us (median of batches) against a median of %.1f us for %s links", l.LatMedUs, medLat, t),
+					Detail: fmt.Sprintf("slow: latency %.1f us at best against a median of %.1f us for %s links", l.LatMinUs, medLat, t),
 					Fix:    "a longer path (a switch hop, a route through another host) or a busy host: check the route (ip route get) and the hosts' load"})
 				flagged++
 				continue
 			}
-			if hi, lo := max(l.BWAB, l.BWBA), min(l.BWAB, l.BWBA); lo > 0 && hi/lo > asymFactor {
+			if hi, lo := max(l.BWABBest, l.BWBABest), min(l.BWABBest, l.BWBABest); lo > 0 && hi/lo > asymFactor {
 				r.add(Check{Name: "link", Subject: subj, Verdict: Warn,
-					Detail: fmt.Sprintf("asymmetric: %.0f MB/s %s->%s, %.0f MB/s back", l.BWAB, l.HostA, l.HostB, l.BWBA),
+					Detail: fmt.Sprintf("asymmetric: %.0f MB/s %s->%s, %.0f MB/s back, at best", l.BWABBest, l.HostA, l.HostB, l.BWBABest),
 					Fix:    "one direction is shaped or negotiated lower: check both ends' qdiscs and link settings"})
 				flagged++
 				continue
@@ -245,7 +245,7 @@ func (r *Report) checkLinks() {
 			}
 		}
 		if flagged == 0 {
-			d := fmt.Sprintf("%d %s %s, latency median %.1f us, bandwidth median %.0f MB/s", len(links), t, plural(len(links), "link", "links"), medLat, medBW)
+			d := fmt.Sprintf("%d %s %s: medians of the best latencies %.1f us and best bandwidths %.0f MB/s", len(links), t, plural(len(links), "link", "links"), medLat, medBW)
 			if !judge {
 				d += fmt.Sprintf(" (fewer than %d links: none compared)", minLinksToJudge)
 			}

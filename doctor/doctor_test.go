@@ -112,6 +112,8 @@ func TestMeasureInProcess(t *testing.T) {
 			assert.LessOrEqual(t, l.LatMinUs, l.LatUs)
 			assert.Positive(t, l.BWAB)
 			assert.Positive(t, l.BWBA)
+			assert.GreaterOrEqual(t, l.BWABBest, l.BWAB)
+			assert.GreaterOrEqual(t, l.BWBABest, l.BWBA)
 			assert.Empty(t, l.Err)
 		}
 	}
@@ -126,7 +128,8 @@ func facts(host, build string, rows int) *Facts {
 }
 
 func link(a, b int, names []string, lat, ab, ba float64) Link {
-	return Link{Transport: "tcp", A: a, B: b, HostA: names[a], HostB: names[b], LatUs: lat, LatMedUs: lat, LatMinUs: lat, BWAB: ab, BWBA: ba}
+	return Link{Transport: "tcp", A: a, B: b, HostA: names[a], HostB: names[b], LatUs: lat, LatMedUs: lat, LatMinUs: lat,
+		BWAB: ab, BWBA: ba, BWABBest: ab, BWBABest: ba}
 }
 
 func flaggedLinks(r *Report) map[string]string {
@@ -182,11 +185,11 @@ func TestAnalyzeLinks(t *testing.T) {
 			l := link(i, j, names, 20, 1000, 1000)
 			switch {
 			case i == 0 && j == 1:
-				l.BWBA = 350
+				l.BWBA, l.BWBABest = 350, 350
 			case i == 0 && j == 2:
 				l.Segs, l.Retrans = 10000, 500
 			case i == 1 && j == 2:
-				l.LatUs, l.LatMedUs = 200, 200
+				l.LatUs, l.LatMedUs, l.LatMinUs = 200, 200, 200
 			case i == 2 && j == 3:
 				l = Link{Transport: "tcp", A: i, B: j, HostA: "c", HostB: "d", Err: "the job ended"}
 			}

@@ -39,13 +39,20 @@ type Link struct {
 	HostA     string `json:"host_a"`
 	HostB     string `json:"host_b"`
 	// One-way latency of small messages: LatUs over all timed round trips (as osu_latency
-	// and commbench report it), LatMedUs and LatMinUs over batches of round trips (the median
-	// is what links are judged by: a busy host's stalls move the mean, not the median).
+	// and commbench report it), LatMedUs and LatMinUs over batches of round trips (the best
+	// batch is what links are judged by: a busy host's stalls move the mean and even the
+	// median, rarely the best batch; a longer path moves them all).
 	LatUs    float64 `json:"latency_us"`
 	LatMedUs float64 `json:"latency_median_us"`
 	LatMinUs float64 `json:"latency_min_us"`
-	BWAB     float64 `json:"bw_ab_mbps"` // streaming A to B, MB/s (1 MB = 1e6 B)
+	// Streaming bandwidth A to B and back, MB/s (1 MB = 1e6 B): over the whole run (as
+	// osu_bw and commbench report it), and in its best window, which links are judged by
+	// (what the link can carry; a busy host's stalls lower the whole run's figure, rarely the
+	// best window's).
+	BWAB     float64 `json:"bw_ab_mbps"`
 	BWBA     float64 `json:"bw_ba_mbps"`
+	BWABBest float64 `json:"bw_ab_best_mbps"`
+	BWBABest float64 `json:"bw_ba_best_mbps"`
 	// TCP counters of both hosts (their network namespaces) over the streaming: segments
 	// sent, retransmitted, and connections reset. Counted only for the tcp transport on Linux.
 	Segs    int64  `json:"tcp_segments,omitempty"`
@@ -243,11 +250,11 @@ func pairMeasure(c *comm.Comm, p params, peer int, lead bool) (Link, error) {
 		return l, fmt.Errorf("latency: %w", err)
 	}
 	before, okBefore := tcpCounters()
-	ab, err := stream(c, p, peer, lead)
+	ab, abBest, err := stream(c, p, peer, lead)
 	if err != nil {
 		return l, fmt.Errorf("streaming to the higher rank: %w", err)
 	}
-	ba, err := stream(c, p, peer, !lead)
+	ba, baBest, err := stream(c, p, peer, !lead)
 	if err != nil {
 		return l, fmt.Errorf("streaming to the lower rank: %w", err)
 	}
@@ -259,7 +266,7 @@ func pairMeasure(c *comm.Comm, p params, peer int, lead bool) (Link, error) {
 	if !lead {
 		// The lower rank reports the link: it gets this side's counters and the bandwidth
 		// this side measured sending.
-		return l, c.SendValue(peerReport{TCP: mine, BW: ba}, peer, tagStats)
+		return l, c.SendValue(peerReport{TCP: mine, BW: ba, BWBest: baBest}, peer, tagStats)
 	}
 	var pr peerReport
 	if _, err := c.RecvValue(&pr, peer, tagStats); err != nil {
@@ -267,6 +274,7 @@ func pairMeasure(c *comm.Comm, p params, peer int, lead bool) (Link, error) {
 	}
 	theirs := pr.TCP
 	l.LatUs, l.LatMedUs, l.LatMinUs, l.BWAB, l.BWBA = lat, latMed, latMin, ab, pr.BW
+	l.BWABBest, l.BWBABest = abBest, pr.BWBest
 	if p.label == "tcp" {
 		l.Segs = mine.OutSegs + theirs.OutSegs
 		l.Retrans = mine.RetransSegs + theirs.RetransSegs
@@ -336,8 +344,8 @@ func pingPong(c *comm.Comm, p params, peer int, lead bool) (mean, median, best f
 // stream measures one direction's bandwidth as osu_bw does: the sender posts a window of
 // p.bwMsg-byte messages, the receiver acknowledges the window; one untimed window first, then
 // windows until p.bwTime has passed. A head message before each window says whether one follows.
-// It returns MB/s on the sending side (0 on the receiving side).
-func stream(c *comm.Comm, p params, peer int, sending bool) (float64, error) {
+// The sender returns MB/s over the timed windows and in the best of them (the receiver 0s).
+func stream(c *comm.Comm, p params, peer int, sending bool) (mean, best float64, err error) {
 	head := make([]byte, 1)
 	ack := make([]byte, 1)
 	buf := make([]byte, p.bwMsg*p.window)
@@ -348,57 +356,62 @@ func stream(c *comm.Comm, p params, peer int, sending bool) (float64, error) {
 	if !sending {
 		for {
 			if _, err := comm.Recv(c, head, peer, tagHead); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			if head[0] == 0 {
-				return 0, nil
+				return 0, 0, nil
 			}
 			for i := range reqs {
 				reqs[i] = comm.Irecv(c, buf[i*p.bwMsg:(i+1)*p.bwMsg], peer, tagData)
 			}
 			if err := comm.WaitAll(reqs...); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			if err := comm.Send(c, ack, peer, tagAck); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 	}
 	var t0 time.Time
 	windows := 0
+	shortest := time.Duration(1 << 62)
+	bytes := float64(p.window * p.bwMsg)
 	for {
+		w0 := time.Now()
 		head[0] = 1
 		if err := comm.Send(c, head, peer, tagHead); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		for i := range reqs {
 			reqs[i] = comm.Isend(c, buf[i*p.bwMsg:(i+1)*p.bwMsg], peer, tagData)
 		}
 		if err := comm.WaitAll(reqs...); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if _, err := comm.Recv(c, ack, peer, tagAck); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if t0.IsZero() {
 			t0 = time.Now() // after the warm-up window
 			continue
 		}
 		windows++
+		shortest = min(shortest, time.Since(w0))
 		if el := time.Since(t0); el >= p.bwTime {
 			head[0] = 0
 			if err := comm.Send(c, head, peer, tagHead); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
-			return float64(windows*p.window*p.bwMsg) / el.Seconds() / 1e6, nil
+			return float64(windows) * bytes / el.Seconds() / 1e6, bytes / shortest.Seconds() / 1e6, nil
 		}
 	}
 }
 
 // peerReport is what the higher rank of a pair sends the lower after the measurement.
 type peerReport struct {
-	TCP tcpStats
-	BW  float64 // MB/s it streamed to the lower rank
+	TCP    tcpStats
+	BW     float64 // MB/s it streamed to the lower rank
+	BWBest float64 // ... in its best window
 }
 
 // tcpStats are the TCP counters of /proc/net/snmp that tell a lossy link.
