@@ -31,7 +31,7 @@ const (
 	slowFactor      = 3.0  // bandwidth below median/slowFactor: a slow link (fail)
 	latFactor       = 3.0  // latency above latFactor x median ...
 	latMarginUs     = 20.0 // ... and more than this above it: a slow link (warn)
-	asymFactor      = 2.5  // one direction this many times faster than the other (warn)
+	asymFactor      = 3.0  // one direction this many times faster than the other (warn)
 	retransRatio    = 0.01 // retransmitted/sent segments during the streams (warn)
 	minLinksToJudge = 3    // fewer links of a transport give no median to compare with
 )
@@ -237,9 +237,9 @@ func (r *Report) checkLinks() {
 				flagged++
 				continue
 			}
-			if l.Segs > 0 && float64(l.Retrans) > retransRatio*float64(l.Segs) || l.Resets > 0 {
+			if l.Segs > 0 && float64(l.Retrans) > retransRatio*float64(l.Segs) {
 				r.add(Check{Name: "link", Subject: subj, Verdict: Warn,
-					Detail: fmt.Sprintf("lossy under load: %d of %d TCP segments retransmitted, %d resets while streaming", l.Retrans, l.Segs, l.Resets),
+					Detail: fmt.Sprintf("lossy under load: %d of %d TCP segments retransmitted while streaming", l.Retrans, l.Segs),
 					Fix:    "drops on the link (a bad cable, a full queue): check ip -s link for errors; TCP over Thunderbolt is known to fall over under load, prefer RDMA"})
 				flagged++
 			}

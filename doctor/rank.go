@@ -55,6 +55,9 @@ type Link struct {
 	BWBABest float64 `json:"bw_ba_best_mbps"`
 	// TCP counters of both hosts (their network namespaces) over the streaming: segments
 	// sent, retransmitted, and connections reset. Counted only for the tcp transport on Linux.
+	// They are the whole hosts': other connections' resets count too, so only the share of
+	// retransmitted segments is judged (a reset of the job's own connections ends the job,
+	// and the link is reported failed).
 	Segs    int64  `json:"tcp_segments,omitempty"`
 	Retrans int64  `json:"tcp_retransmits,omitempty"`
 	Resets  int64  `json:"tcp_resets,omitempty"`
@@ -77,7 +80,7 @@ func (p params) args() []string {
 }
 
 func defaultParams() params {
-	return params{latMsg: 8, latTime: 300 * time.Millisecond, bwMsg: 1 << 20, window: 16, bwTime: 400 * time.Millisecond}
+	return params{latMsg: 8, latTime: 200 * time.Millisecond, bwMsg: 1 << 20, window: 8, bwTime: 300 * time.Millisecond}
 }
 
 const (

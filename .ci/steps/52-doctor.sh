@@ -11,20 +11,25 @@
 #  4. A different gorun build on one host: the build skew fails and names that host.
 #  5. One host's ssh cut (its link to the bridge down): doctor names it within the peer timeout
 #     and still reports the other two and their link.
-# The namespaces share fixed names with 50-cluster.sh, so both take the same lock.
+#  6. Inside a Slurm allocation (a one-node cluster started here), `gorun doctor` runs its jobs
+#     as job steps: two tasks, shm and tcp.
+# The namespaces and Slurm daemons have fixed names and ports shared with 50-cluster.sh, so both
+# take the same lock.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DEBIAN_FRONTEND=noninteractive flock /tmp/apt.lock apt-get install -y -qq --no-install-recommends \
-	openssh-server iproute2 bc >/dev/null
+	openssh-server iproute2 bc slurm-wlm slurmctld slurmd slurm-client munge >/dev/null
 
 exec 9>/tmp/gorun-50-cluster.lock
 flock -w 1200 9 || { echo "52-doctor: another run holds /tmp/gorun-50-cluster.lock" >&2; exit 1; }
 work=$(mktemp -d /tmp/gorun-doctor.XXXXXX)
 chmod 755 "$work"
 source .ci/lib/netns-hosts.sh
+source .ci/lib/slurm-one-node.sh
 nhosts=3
 cleanup() {
 	set +e
+	slurm_down "$work/slurm"
 	netns_down "$work/ns" "$nhosts"
 	rm -rf "$work"
 }
@@ -149,4 +154,14 @@ ip link set "vgorun$nhosts" up
 awk -v t="$took" 'BEGIN {exit !(t < 5 + 25)}' || fail "doctor took ${took}s with a host cut off"
 json cut.json "[c['detail'] for c in r['checks'] if c['name'] == 'reach'][0]" | sed 's/^/    10.99.0.3: /'
 say "a host cut off: named in ${took}s (peer timeout 5s), the other two reported"
+netns_down "$work/ns" "$nhosts"
+
+# ---- 6. Inside a Slurm allocation ---------------------------------------------------------
+slurm_up "$work/slurm"
+timeout 120 salloc -n 2 "$bin/gorun" doctor --json >slurm.json 2>slurm.err || fail "gorun doctor in salloc: $(cat slurm.err)"
+[ "$(json slurm.json "r['mode']")" = slurm ] || fail "gorun doctor in salloc did not run job steps: $(cat slurm.json)"
+[ "$(json slurm.json "sum(1 for h in r['hosts'] if h.get('facts'))")" = 2 ] || fail "in salloc: not every task reported its facts"
+[ "$(json slurm.json "sorted(l['transport'] for l in r['links'] if not l.get('error'))")" = "['shm', 'tcp']" ] || fail "in salloc: links $(cat slurm.json)"
+slurm_down "$work/slurm"
+say "in a Slurm allocation: shm and tcp measured over job steps"
 say "ok"
