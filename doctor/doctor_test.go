@@ -185,7 +185,7 @@ func TestAnalyzeLinks(t *testing.T) {
 			l := link(i, j, names, 20, 1000, 1000)
 			switch {
 			case i == 0 && j == 1:
-				l.BWBA, l.BWBABest = 350, 350
+				l.BWBA, l.BWBABest = 300, 300
 			case i == 0 && j == 2:
 				l.Segs, l.Retrans = 10000, 500
 			case i == 1 && j == 2:
