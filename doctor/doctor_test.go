@@ -185,7 +185,7 @@ func TestAnalyzeLinks(t *testing.T) {
 			l := link(i, j, names, 20, 1000, 1000)
 			switch {
 			case i == 0 && j == 1:
-				l.BWBA, l.BWBABest = 300, 300
+				l.BWAB, l.BWABBest, l.BWBA, l.BWBABest = 1200, 1200, 380, 380
 			case i == 0 && j == 2:
 				l.Segs, l.Retrans = 10000, 500
 			case i == 1 && j == 2:
