@@ -31,7 +31,8 @@ const (
 	slowFactor      = 3.0  // bandwidth below median/slowFactor: a slow link (fail)
 	latFactor       = 3.0  // latency above latFactor x median ...
 	latMarginUs     = 20.0 // ... and more than this above it: a slow link (warn)
-	asymFactor      = 3.0  // one direction this many times faster than the other (warn)
+	asymFactor      = 3.0  // one direction this many times faster than the other ...
+	asymSlow        = 1.5  // ... and below median/asymSlow (warn)
 	retransRatio    = 0.01 // retransmitted/sent segments during the streams (warn)
 	minLinksToJudge = 3    // fewer links of a transport give no median to compare with
 )
@@ -230,7 +231,9 @@ func (r *Report) checkLinks() {
 				flagged++
 				continue
 			}
-			if hi, lo := max(l.BWABBest, l.BWBABest), min(l.BWABBest, l.BWBABest); lo > 0 && hi/lo > asymFactor {
+			// Asymmetric: one direction much faster than the other, and the slower one slower
+			// than the links' median (one lucky window alone is no asymmetry).
+			if hi, lo := max(l.BWABBest, l.BWBABest), min(l.BWABBest, l.BWBABest); lo > 0 && hi/lo > asymFactor && (!judge || lo < medBW/asymSlow) {
 				r.add(Check{Name: "link", Subject: subj, Verdict: Warn,
 					Detail: fmt.Sprintf("asymmetric: %.0f MB/s %s->%s, %.0f MB/s back, at best", l.BWABBest, l.HostA, l.HostB, l.BWBABest),
 					Fix:    "one direction is shaped or negotiated lower: check both ends' qdiscs and link settings"})

@@ -80,7 +80,7 @@ func (p params) args() []string {
 }
 
 func defaultParams() params {
-	return params{latMsg: 8, latTime: 200 * time.Millisecond, bwMsg: 1 << 20, window: 8, bwTime: 300 * time.Millisecond}
+	return params{latMsg: 8, latTime: 200 * time.Millisecond, bwMsg: 1 << 20, window: 4, bwTime: 300 * time.Millisecond}
 }
 
 const (

@@ -108,7 +108,8 @@ say "3 hosts: report in ${took}s, every pair measured"
 # A tenth of the median of the links' best windows (what doctor judges links by).
 mbps=$(json base.json "sorted(x for l in r['links'] for x in (l['bw_ab_best_mbps'], l['bw_ba_best_mbps']))[3]")
 rate=$(awk -v b="$mbps" 'BEGIN {r = int(b * 8 / 10); print (r < 8) ? 8 : r}') # Mbit/s
-burst=$((rate * 2 > 64 ? rate * 2 : 64))kb
+# About a millisecond's worth: a large burst would let part of each window through unshaped.
+burst=$((rate / 8 > 64 ? rate / 8 : 64))kb
 ip netns exec h1 tc qdisc add dev m2 root tbf rate "${rate}mbit" burst "$burst" latency 20ms
 ip netns exec h2 tc qdisc add dev m1 root tbf rate "${rate}mbit" burst "$burst" latency 20ms
 # flagged: run doctor; rc is its exit code, got the links it flagged.
