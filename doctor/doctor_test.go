@@ -339,3 +339,31 @@ func TestPendingLink(t *testing.T) {
 	require.NotNil(t, r.Hosts[2].Facts)
 	assert.Equal(t, "c", r.Hosts[2].Facts.Host)
 }
+
+// TestRDMAFacts: a Thunderbolt port with link-local GIDs only is said so; an active port with a
+// low locked-memory limit, and a device with no active port, are warned about.
+func TestRDMAFacts(t *testing.T) {
+	r := healthy([]string{"mac1", "mac2"})
+	tb := comm.RDMADevice{Name: "rdma_en2", Transport: "InfiniBand", Ports: []comm.RDMAPort{{Num: 1, State: "PORT_ACTIVE", Active: true,
+		LinkLayer: "Ethernet", MTU: 4096, GIDs: []comm.RDMAGID{{Index: 0, GID: "fe80::1c2b:3aff:fe4d:5e6f", Type: "RoCE v2", LinkLocal: true}}}}}
+	down := comm.RDMADevice{Name: "rdma_en3", Ports: []comm.RDMAPort{{Num: 1, State: "PORT_DOWN"}}}
+	soft := comm.RDMADevice{Name: "softibv", Soft: true, Ports: []comm.RDMAPort{{Num: 1, State: "PORT_ACTIVE", Active: true}}}
+	r.Hosts[0].Facts.Verbs = true
+	r.Hosts[0].Facts.RDMA = []comm.RDMADevice{tb, soft}
+	r.Hosts[0].Facts.MemLock = Limit{8 << 20, 8 << 20}
+	r.Hosts[1].Facts.Verbs = true
+	r.Hosts[1].Facts.RDMA = []comm.RDMADevice{down, soft}
+	r.analyze()
+	got := map[string]string{}
+	for _, c := range r.Checks {
+		got[c.Name+" "+c.Subject] = c.Verdict
+	}
+	assert.Equal(t, Warn, got["memlock mac1"])
+	assert.Equal(t, Warn, got["rdma mac2"])
+	assert.NotContains(t, got, "rdma mac1")
+	assert.False(t, r.allRDMA(), "mac2 has no active port")
+	assert.Equal(t, "rdma_en2/1 PORT_ACTIVE Ethernet mtu 4096, GIDs: [0] fe80::1c2b:3aff:fe4d:5e6f RoCE v2 (link-local only: Thunderbolt before an IPv4 address; gorun pairs them)",
+		rdmaSummary(r.Hosts[0].Facts))
+	r.Hosts[1].Facts.RDMA = []comm.RDMADevice{tb}
+	assert.True(t, r.allRDMA())
+}

@@ -151,16 +151,22 @@ func rdmaSummary(f *Facts) string {
 				parts = append(parts, fmt.Sprintf("%s/%d: %s", d.Name, p.Num, p.Err))
 				continue
 			}
-			gids, ll := 0, 0
+			ll := 0
+			var gids []string
 			for _, g := range p.GIDs {
-				gids++
 				if g.LinkLocal {
 					ll++
 				}
+				if len(gids) < 4 {
+					gids = append(gids, strings.TrimSpace(fmt.Sprintf("[%d] %s %s", g.Index, g.GID, g.Type)))
+				}
 			}
-			s := fmt.Sprintf("%s/%d %s %s mtu %d, %d GIDs", d.Name, p.Num, p.State, p.LinkLayer, p.MTU, gids)
-			if gids > 0 && ll == gids {
-				s += " (link-local only: Thunderbolt before an IPv4 address)"
+			if len(p.GIDs) > len(gids) {
+				gids = append(gids, fmt.Sprintf("and %d more", len(p.GIDs)-len(gids)))
+			}
+			s := fmt.Sprintf("%s/%d %s %s mtu %d, GIDs: %s", d.Name, p.Num, p.State, p.LinkLayer, p.MTU, orDash(strings.Join(gids, ", ")))
+			if len(p.GIDs) > 0 && ll == len(p.GIDs) {
+				s += " (link-local only: Thunderbolt before an IPv4 address; gorun pairs them)"
 			}
 			parts = append(parts, s)
 		}
