@@ -125,8 +125,8 @@ func ParseArgs(args []string) (*Options, bool, error) {
 	if p.latTime <= 0 || p.latTime > time.Minute || p.bwTime <= 0 || p.bwTime > time.Minute {
 		return nil, false, errors.New("--lat-time and --bw-time must be between 0 and 1m")
 	}
-	if p.bwMsg < 1 || p.bwMsg > 64<<20 {
-		return nil, false, fmt.Errorf("--bw-msg %d: want 1 to 64M bytes", p.bwMsg)
+	if p.bwMsg < 1 || p.bwMsg > 16<<20 {
+		return nil, false, fmt.Errorf("--bw-msg %d: want 1 to 16M bytes (a window is 64 messages)", p.bwMsg)
 	}
 	if transports != "" {
 		for _, t := range strings.Split(transports, ",") {

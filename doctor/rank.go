@@ -80,7 +80,7 @@ func (p params) args() []string {
 }
 
 func defaultParams() params {
-	return params{latMsg: 8, latTime: 200 * time.Millisecond, bwMsg: 1 << 20, window: 4, bwTime: 300 * time.Millisecond}
+	return params{latMsg: 8, latTime: 200 * time.Millisecond, bwMsg: 1 << 20, window: 64, bwTime: 300 * time.Millisecond}
 }
 
 const (
@@ -109,7 +109,7 @@ func rankMain(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if p.latMsg < 1 || p.latMsg > 1<<20 || p.bwMsg < 1 || p.bwMsg > 64<<20 || p.window < 1 || p.window > 256 {
+	if p.latMsg < 1 || p.latMsg > 1<<20 || p.bwMsg < 1 || p.bwMsg > 64<<20 || p.window < 1 || p.window > 256 || p.bwMsg*p.window > 1<<30 {
 		fmt.Fprintf(stderr, "gorun doctor --rank: message sizes or window out of range\n")
 		return 2
 	}
@@ -160,6 +160,14 @@ func measure(c *comm.Comm, p params, emit func(event)) error {
 		}
 		emit(event{Kind: "facts", Facts: all})
 	}
+	// One streaming buffer for every pair, touched before any timing.
+	var buf []byte
+	if n > 1 {
+		buf = make([]byte, p.bwMsg*p.window)
+		for i := range buf {
+			buf[i] = byte(i)
+		}
+	}
 	for a := 0; a < n; a++ {
 		for b := a + 1; b < n; b++ {
 			if err := collectives.Barrier(c); err != nil {
@@ -171,13 +179,13 @@ func measure(c *comm.Comm, p params, emit func(event)) error {
 			var l *Link
 			switch r {
 			case a:
-				res, err := pairMeasure(c, p, b, true)
+				res, err := pairMeasure(c, p, buf, b, true)
 				if err != nil {
 					return fmt.Errorf("link to rank %d (%s): %w", b, p.label, err)
 				}
 				l = &res
 			case b:
-				if _, err := pairMeasure(c, p, a, false); err != nil {
+				if _, err := pairMeasure(c, p, buf, a, false); err != nil {
 					return fmt.Errorf("link to rank %d (%s): %w", a, p.label, err)
 				}
 			}
@@ -246,18 +254,18 @@ func clockReply(c *comm.Comm) error {
 
 // pairMeasure runs one pair's measurement between this rank and peer; lead is the lower rank,
 // which decides when each part ends and returns the result (the peer's is empty).
-func pairMeasure(c *comm.Comm, p params, peer int, lead bool) (Link, error) {
+func pairMeasure(c *comm.Comm, p params, buf []byte, peer int, lead bool) (Link, error) {
 	var l Link
 	lat, latMed, latMin, err := pingPong(c, p, peer, lead)
 	if err != nil {
 		return l, fmt.Errorf("latency: %w", err)
 	}
 	before, okBefore := tcpCounters()
-	ab, abBest, err := stream(c, p, peer, lead)
+	ab, abBest, err := stream(c, p, buf, peer, lead)
 	if err != nil {
 		return l, fmt.Errorf("streaming to the higher rank: %w", err)
 	}
-	ba, baBest, err := stream(c, p, peer, !lead)
+	ba, baBest, err := stream(c, p, buf, peer, !lead)
 	if err != nil {
 		return l, fmt.Errorf("streaming to the lower rank: %w", err)
 	}
@@ -348,13 +356,9 @@ func pingPong(c *comm.Comm, p params, peer int, lead bool) (mean, median, best f
 // p.bwMsg-byte messages, the receiver acknowledges the window; one untimed window first, then
 // windows until p.bwTime has passed. A head message before each window says whether one follows.
 // The sender returns MB/s over the timed windows and in the best of them (the receiver 0s).
-func stream(c *comm.Comm, p params, peer int, sending bool) (mean, best float64, err error) {
+func stream(c *comm.Comm, p params, buf []byte, peer int, sending bool) (mean, best float64, err error) {
 	head := make([]byte, 1)
 	ack := make([]byte, 1)
-	buf := make([]byte, p.bwMsg*p.window)
-	for i := range buf {
-		buf[i] = byte(i)
-	}
 	reqs := make([]*comm.Request, p.window)
 	if !sending {
 		for {
