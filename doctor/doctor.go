@@ -423,9 +423,9 @@ type jobResult struct {
 
 // runJob runs one measuring job and reads rank 0's events from its output.
 func runJob(ctx context.Context, job *launcher.Job, p params) jobResult {
-	var out, errb bytes.Buffer
+	out, errb := &capped{max: maxEvents}, &capped{max: maxStderr, keepTail: true}
 	job.Args = p.args()
-	job.Stdout, job.Stderr = &out, &errb
+	job.Stdout, job.Stderr = out, errb
 	job.KillGrace = time.Second
 	start := time.Now()
 	code, err := job.Run(ctx)
@@ -439,6 +439,38 @@ func runJob(ctx context.Context, job *launcher.Job, p params) jobResult {
 	}
 	return res
 }
+
+// Bounds on what gorun doctor keeps of a job's output: rank 0's events (a few KiB a host), and
+// the end of its stderr for the report.
+const (
+	maxEvents = 16 << 20
+	maxStderr = 64 << 10
+)
+
+// capped is a buffer of at most max bytes: the first max, or with keepTail the last max.
+type capped struct {
+	buf      bytes.Buffer
+	max      int
+	keepTail bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	n := len(p)
+	if !c.keepTail {
+		if room := c.max - c.buf.Len(); room < len(p) {
+			p = p[:max(room, 0)]
+		}
+		c.buf.Write(p)
+		return n, nil
+	}
+	c.buf.Write(p)
+	if extra := c.buf.Len() - c.max; extra > 0 {
+		c.buf.Next(extra)
+	}
+	return n, nil
+}
+
+func (c *capped) String() string { return c.buf.String() }
 
 // parseEvents reads rank 0's events from the job's output.
 func parseEvents(out, transport string) jobResult {

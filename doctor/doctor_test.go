@@ -367,3 +367,16 @@ func TestRDMAFacts(t *testing.T) {
 	r.Hosts[1].Facts.RDMA = []comm.RDMADevice{tb}
 	assert.True(t, r.allRDMA())
 }
+
+func TestCapped(t *testing.T) {
+	head := &capped{max: 5}
+	head.Write([]byte("abc"))
+	n, err := head.Write([]byte("defgh"))
+	require.NoError(t, err)
+	assert.Equal(t, 5, n, "a full buffer still takes the write")
+	assert.Equal(t, "abcde", head.String())
+	tail := &capped{max: 5, keepTail: true}
+	tail.Write([]byte("abc"))
+	tail.Write([]byte("defgh"))
+	assert.Equal(t, "defgh", tail.String())
+}

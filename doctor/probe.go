@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -29,9 +28,8 @@ func probe(ctx context.Context, ssh []string, host, exe string, timeout time.Dur
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Stdin = nil
+	out, errb := &capped{max: 4 << 10}, &capped{max: 4 << 10, keepTail: true}
+	cmd.Stdout, cmd.Stderr = out, errb
 	err := cmd.Run()
 	if strings.Contains(out.String(), probeOK) {
 		return nil
@@ -133,8 +131,8 @@ func srunJob(ctx context.Context, srun string, o *Options, exe string, np, nodes
 	if o.Iface != "" {
 		cmd.Env = append(cmd.Env, jobenv.Iface+"="+o.Iface)
 	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	out, errb := &capped{max: maxEvents}, &capped{max: maxStderr, keepTail: true}
+	cmd.Stdout, cmd.Stderr = out, errb
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	err := cmd.Run()
