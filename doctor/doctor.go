@@ -18,15 +18,18 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/gorun-hpc/gorun/comm/jobenv"
 	"github.com/gorun-hpc/gorun/launcher"
 )
 
@@ -160,7 +163,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, Usage())
 		return 0
 	}
-	rep, err := Run(context.Background(), o, os.LookupEnv, stderr)
+	// Ctrl-C or SIGTERM ends the measuring job as gorun ends one (SIGTERM to every rank).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	rep, err := Run(ctx, o, os.LookupEnv, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "gorun doctor: %v\n", err)
 		var ue *usageError
@@ -239,7 +245,7 @@ func Run(ctx context.Context, o *Options, environ func(string) (string, bool), l
 		for _, t := range ts {
 			job := &launcher.Job{NP: np, Program: exe, Transport: t, PeerTimeout: o.PeerTimeout, Timeout: o.Timeout, StdinRank: -1}
 			if t == "verbs" {
-				job.Export = append(job.Export, "GORUN_RDMA_DEVICE=softibv")
+				job.Export = append(job.Export, jobenv.RDMADevice+"=softibv") // one host: the software device
 			}
 			rep.addJob(t, runJob(ctx, job, p.withLabel(t)))
 		}
