@@ -55,17 +55,18 @@ json() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eval
 
 # ---- 1. One host: doctor against commbench ----------------------------------------------------
 # med FILE...: the median of the numbers, one per file; lo and hi: the smallest and largest.
-med() { cat "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-lo() { cat "$@" | sort -g | head -1; }
-hi() { cat "$@" | sort -g | tail -1; }
+# A run that produced no figure (its file is empty) is left out.
+med() { cat "$@" | grep . | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+lo() { cat "$@" | grep . | sort -g | head -1; }
+hi() { cat "$@" | grep . | sort -g | tail -1; }
 compare_commbench() {
 	local r t
 	rm -f ./*.fig
 	for r in 1 2 3 4 5; do
-		timeout 120 "$bin/gorun" doctor -n 2 --json >doctor.json || true
+		timeout 120 "$bin/gorun" doctor -n 2 --json >doctor.json 2>doctor.err || echo "    doctor run $r: exit $?: $(tail -3 doctor.err)"
 		for t in shm tcp; do
-			json doctor.json "[l['latency_us'] for l in r['links'] if l['transport']=='$t'][0]" >"d-lat-$t-$r.fig"
-			json doctor.json "[l['bw_ab_mbps'] for l in r['links'] if l['transport']=='$t'][0]" >"d-bw-$t-$r.fig"
+			json doctor.json "[l['latency_us'] for l in r['links'] if l['transport']=='$t' and not l.get('error')][0]" >"d-lat-$t-$r.fig" 2>/dev/null || true
+			json doctor.json "[l['bw_ab_mbps'] for l in r['links'] if l['transport']=='$t' and not l.get('error')][0]" >"d-bw-$t-$r.fig" 2>/dev/null || true
 			timeout 60 "$bin/gorun" -n 2 --transport "$t" "$bin/commbench" latency -m 8 -M 8 --csv | awk -F, 'NR == 2 {print $4}' >"c-lat-$t-$r.fig"
 			timeout 60 "$bin/gorun" -n 2 --transport "$t" "$bin/commbench" bw -m 1M -M 1M -I 10 -X 2 --csv | awk -F, 'NR == 2 {print $7}' >"c-bw-$t-$r.fig"
 		done
