@@ -33,7 +33,7 @@ const (
 	latMarginUs     = 20.0 // ... and more than this above it: a slow link (warn)
 	asymFactor      = 3.0  // one direction this many times faster than the other ...
 	asymSlow        = 1.5  // ... and below median/asymSlow (warn)
-	retransRatio    = 0.01 // retransmitted/sent segments during the streams (warn)
+	retransRatio    = 0.02 // retransmitted/sent segments during the streams (warn)
 	minLinksToJudge = 3    // fewer links of a transport give no median to compare with
 )
 

@@ -170,7 +170,8 @@ func measure(c *comm.Comm, p params, emit func(event)) error {
 	}
 	for a := 0; a < n; a++ {
 		for b := a + 1; b < n; b++ {
-			if err := collectives.Barrier(c); err != nil {
+			// Ranks outside the pair wait patiently (no polling), leaving the cores to it.
+			if err := collectives.Barrier(c.Patient()); err != nil {
 				return err
 			}
 			if r == 0 {
@@ -196,7 +197,7 @@ func measure(c *comm.Comm, p params, emit func(event)) error {
 				}
 			case r == 0 && a != 0:
 				l = new(Link)
-				if _, err := c.RecvValue(l, a, tagLink); err != nil {
+				if _, err := c.Patient().RecvValue(l, a, tagLink); err != nil {
 					return err
 				}
 			}
