@@ -52,3 +52,27 @@ netns_down() {
 	ip link del "$NETNS_BRIDGE" 2>/dev/null
 	return 0
 }
+
+# netns_mesh N (after netns_up): a cable between every pair of hosts, as a Thunderbolt full
+# mesh has: host i reaches host j over its own veth "m<j>" (tc on it shapes that pair alone).
+# Each host gets the address 10.98.0.i on lo, reached by the others through the direct cable;
+# the gorun side has 10.98.0.254, reached over the bridge. Run the ranks with
+# --iface 10.98.0.0/24 to put their data on the mesh. netns_down removes it all.
+netns_mesh() {
+	local n=$1 i j
+	ip addr add 10.98.0.254/32 dev "$NETNS_BRIDGE"
+	for i in $(seq "$n"); do
+		ip -n "h$i" addr add "10.98.0.$i/32" dev lo
+		ip -n "h$i" route add 10.98.0.254/32 dev eth0 src "10.98.0.$i"
+		ip route add "10.98.0.$i/32" via "10.99.0.$i"
+	done
+	for i in $(seq "$n"); do
+		for j in $(seq $((i + 1)) "$n"); do
+			ip link add "m$j" netns "h$i" type veth peer name "m$i" netns "h$j"
+			ip -n "h$i" link set "m$j" up
+			ip -n "h$j" link set "m$i" up
+			ip -n "h$i" route add "10.98.0.$j/32" dev "m$j" src "10.98.0.$i"
+			ip -n "h$j" route add "10.98.0.$i/32" dev "m$i" src "10.98.0.$j"
+		done
+	done
+}
