@@ -125,7 +125,8 @@ say "a failing rank: gorun 3, every rank gone"
 
 # Cut host 3's link mid-run. ssh's keepalives (2 s x 4) usually notice first and gorun names
 # the host as lost; if the ranks' peer timeout (20 s here) fires first on a loaded machine,
-# gorun names the rank that reported it, then the host it lost contact with. The peer timeout
+# gorun names the first to fail in time, which may be a cut-off rank that a peer reported
+# lost, then the host it lost contact with. The peer timeout
 # bounds how long the ranks on the cut-off host keep running.
 "${G[@]}" --peer-timeout 20s "$bin/ring" --laps 1000000000 >cut.out 2>cut.err &
 gorun_pid=$!
