@@ -55,12 +55,11 @@ func gemm(th int, transA, transB bool, m, n, k int, alpha float64, a []float64, 
 
 // gemmThin is used up to these sizes: k at most thinMaxK and op(B) at most
 // thinMaxB elements (packed B stays in L2). There A's elements are used for
-// too few multiply-adds to repay packing them (Zen 3: 12000×12×12 26 GF/s
-// thin, 21 packed). Beyond, packing wins now that it runs in assembly and
-// A is packed once: the strip's k columns lie far apart in a tall matrix,
-// k cache misses the prefetchers cannot predict (12000×48×48 with lda
-// 12000: 23-31 GF/s thin, 25-35 packed; HPL's rfact at N=12000, 1x1:
-// 0.63-0.81 s with k up to 128 thin, 0.56-0.69 s with k up to 16).
+// too few multiply-adds to repay packing them. Beyond, packing wins, as it
+// runs in assembly and A is packed once: read in place, the strip's k
+// columns lie far apart in a tall matrix, k cache misses the prefetchers
+// cannot predict. Both limits were chosen by timing HPL's panel
+// factorization (commit 7dc4595).
 const (
 	thinMaxK = 16
 	thinMaxB = 32 << 10
@@ -160,8 +159,9 @@ func getBufs(threads, aLen, bLen int) *gemmBufs {
 
 // Reserve readies the packing buffers of a Dgemm or Dtrsm call with as many goroutines as
 // SetThreads allows (any call but one packing all of a tall A at once), their pages touched,
-// so that the first calls after it do not pay for fresh memory: on a VM, first touches cost
-// microseconds a page. HPL calls it before it starts its clock.
+// so that the first calls after it do not pay for fresh memory: the first touch of a page
+// faults, and on a VM the host may back the page only then. HPL calls it before it starts its
+// clock.
 func Reserve() {
 	if !goBackend {
 		return // OpenBLAS keeps its own buffers

@@ -66,10 +66,9 @@ func init() {
 
 // The B blocks are about 1000 columns wide: a pass of an A block then touches C on ~50
 // huge pages rather than ~200 (ldc of several thousand), and the packed block (3 MiB at kc
-// 384) leaves room in the shared L3 for a second rank's; which of the two counts most is
-// unmeasured (the VMs expose no counters). On Zen 5, nc 1024 against 4096 gave HPL 1x1
-// N=8000 89-90 Gflops against 86, 1x2 N=12000 162-174 against 147-161 (BENCHMARKS.md,
-// session 6); 1020 did the same for AVX2 on Zen 3.
+// 384) leaves room in the shared L3 for a second rank's. HPL ran faster with nc about 1000
+// than with 4096 on both kernels (bench/results/history-hpl.md); which of the two effects
+// counts most is not known.
 var (
 	avx512Kernel = microKernel{name: "avx512-24x8", mr: 24, nr: 8, fn: kernAVX512, mc: 192, kc: 384, nc: 1024}
 	avx2Kernel   = microKernel{name: "avx2-8x6", mr: 8, nr: 6, fn: kernAVX2, multi: kernAVX2m, mc: 96, kc: 256, nc: 1020,
