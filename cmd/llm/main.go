@@ -29,6 +29,7 @@ commands:
   mkmodel    write a random-weight model of a realistic shape
   info       print a model's metadata, tensors and the tensor-parallel degrees that work
   quantize   convert a model to one of llama-quantize's presets (Q4_K_M, Q8_0, IQ4_XS, ...)
+  plan       each rank's memory (weights, KV cache, work-space) and link traffic for TP and PP layouts
   split      write a model as llama.cpp's split parts (-00001-of-0000N.gguf), or merge them
   serve      OpenAI-compatible HTTP server (chat and text completions, streaming) on rank 0
   bench-serve  load a running server with 1, 4, 16 concurrent clients: throughput, TTFT
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = info(args[1:], stdout, stderr)
 	case "quantize":
 		err = quantizeCmd(args[1:], stdout, stderr)
+	case "plan":
+		err = planCmd(args[1:], stdout, stderr)
 	case "split":
 		err = splitCmd(args[1:], stdout, stderr)
 	case "serve":
