@@ -179,6 +179,10 @@ func openOne(path string) (*File, error) {
 // Parse parses a GGUF file held in memory. The File refers to data; it does not copy it.
 func Parse(data []byte) (*File, error) { return parse(data, "") }
 
+// ParseHeader parses the header of a GGUF file (metadata and tensor infos) from b, which need
+// not hold the tensor data; the File describes the tensors but has no data to read.
+func ParseHeader(b []byte) (*File, error) { return parseOpt(b, "", true) }
+
 // Close unmaps the file (every part of a split model). Slices returned by TensorData must not be
 // used afterwards.
 func (f *File) Close() error {
