@@ -212,7 +212,7 @@ func TestStageLoadsAndResumes(t *testing.T) {
 	}
 
 	// Layout mismatches are errors that say what to do.
-	if _, err := generate(t, dir, 4); err == nil || !strings.Contains(err.Error(), "staged for TP=2") {
+	if _, err := generate(t, func(r int) string { return dir(r % 2) }, 4); err == nil || !strings.Contains(err.Error(), "staged for TP=2") {
 		t.Errorf("TP=4 from a TP=2 staging: %v", err)
 	}
 	if _, err := Resolve(dir(1), 0, 2); err == nil || !strings.Contains(err.Error(), "not rank 0's") {
