@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -38,28 +39,44 @@ func meminfo(path, key string) (int64, bool) {
 	return 0, false
 }
 
-// cgroupLeft reads the cgroup v2 limit of this process (the unified hierarchy's "0::" line).
+// cgroupLeft reads the memory limit of this process's cgroup, less its usage: v2 (the
+// "0::" line; memory.max, memory.current) or v1 (the "memory" controller;
+// memory.limit_in_bytes, memory.usage_in_bytes). A mount point that is not the usual one is not
+// looked for.
 func cgroupLeft() (int64, bool) {
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return 0, false
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "0::") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
 			continue
 		}
-		dir := filepath.Join("/sys/fs/cgroup", strings.TrimPrefix(line, "0::"))
-		lim, err1 := os.ReadFile(filepath.Join(dir, "memory.max"))
-		cur, err2 := os.ReadFile(filepath.Join(dir, "memory.current"))
-		if err1 != nil || err2 != nil {
-			return 0, false
+		switch {
+		case f[0] == "0" && f[1] == "":
+			if v, ok := left(filepath.Join("/sys/fs/cgroup", f[2]), "memory.max", "memory.current"); ok {
+				return v, true
+			}
+		case slices.Contains(strings.Split(f[1], ","), "memory"):
+			if v, ok := left(filepath.Join("/sys/fs/cgroup/memory", f[2]), "memory.limit_in_bytes", "memory.usage_in_bytes"); ok {
+				return v, true
+			}
 		}
-		m, err1 := strconv.ParseInt(strings.TrimSpace(string(lim)), 10, 64) // "max": no limit
-		c, err2 := strconv.ParseInt(strings.TrimSpace(string(cur)), 10, 64)
-		if err1 != nil || err2 != nil {
-			return 0, false
-		}
-		return max(m-c, 0), true
 	}
 	return 0, false
+}
+
+func left(dir, limit, usage string) (int64, bool) {
+	lim, err1 := os.ReadFile(filepath.Join(dir, limit))
+	cur, err2 := os.ReadFile(filepath.Join(dir, usage))
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	m, err1 := strconv.ParseInt(strings.TrimSpace(string(lim)), 10, 64) // "max": no limit
+	c, err2 := strconv.ParseInt(strings.TrimSpace(string(cur)), 10, 64)
+	if err1 != nil || err2 != nil || m >= 1<<62 { // v1 writes "no limit" as a huge number
+		return 0, false
+	}
+	return max(m-c, 0), true
 }

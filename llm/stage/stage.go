@@ -128,7 +128,7 @@ func Stage(c *comm.Comm, opt Options) (Result, error) {
 	if err := collectives.Bcast(c, n, root); err != nil {
 		return res, err
 	}
-	if n[0] <= 0 || n[0] > 1<<30 {
+	if n[0] <= 0 || n[0] > 256<<20 {
 		return res, fmt.Errorf("stage: header of %d bytes from rank %d", n[0], root)
 	}
 	rootHeader := make([]byte, n[0])
@@ -359,18 +359,14 @@ func openReceiver(opt Options, header []byte, tp int, ranks []int) (*receiverSta
 	rs := &receiverState{dir: opt.Dir}
 	manPath := filepath.Join(opt.Dir, ManifestFile)
 	var old *Manifest
-	if b, err := os.ReadFile(manPath); err == nil {
-		var m Manifest
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("stage: %s: %v", manPath, err)
-		}
+	if m, err := readManifest(manPath); err == nil {
 		if m.HeaderSHA256 != hsum {
 			return nil, fmt.Errorf("stage: %s holds a staging of another model (%s); remove it or stage elsewhere", opt.Dir, m.Model)
 		}
 		if m.TP != tp || !slices.Equal(m.Ranks, ranks) {
 			return nil, fmt.Errorf("stage: %s holds ranks %v of TP=%d; this job stages ranks %v of TP=%d: remove it or stage elsewhere", opt.Dir, m.Ranks, m.TP, ranks, tp)
 		}
-		old = &m
+		old = m
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -640,13 +636,12 @@ func Resolve(path string, rank, size int) (string, error) {
 	if err != nil || !st.IsDir() {
 		return path, nil
 	}
-	b, err := os.ReadFile(filepath.Join(path, ManifestFile))
-	if err != nil {
+	m, err := readManifest(filepath.Join(path, ManifestFile))
+	if errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("%s is a directory without a staging manifest (%s): %w", path, ManifestFile, err)
 	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return "", fmt.Errorf("%s: %v", filepath.Join(path, ManifestFile), err)
+	if err != nil {
+		return "", err
 	}
 	if m.TP != size {
 		return "", fmt.Errorf("%s was staged for TP=%d (ranks %v); this job has %d ranks: run with -n %d or stage again with --tp %d", path, m.TP, m.Ranks, size, m.TP, size)
@@ -664,4 +659,30 @@ func Resolve(path string, rank, size int) (string, error) {
 		return "", fmt.Errorf("%s: staging incomplete, %d of %d tensors missing: run llm stage again to finish it", path, missing, len(m.Tensors))
 	}
 	return filepath.Join(path, ModelFile), nil
+}
+
+// maxManifest bounds the manifest read from disk: a few hundred bytes per tensor.
+const maxManifest = 64 << 20
+
+func readManifest(path string) (*Manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxManifest+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxManifest {
+		return nil, fmt.Errorf("%s: larger than %d MiB, not a staging manifest", path, maxManifest>>20)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if m.Version != 1 {
+		return nil, fmt.Errorf("%s: manifest version %d (this llm reads 1)", path, m.Version)
+	}
+	return &m, nil
 }

@@ -296,7 +296,8 @@ func TestStageErrors(t *testing.T) {
 	}
 	for _, c := range []struct{ manifest, want string }{
 		{"{", "stage.json"},
-		{`{"tp":2,"ranks":[1],"tensors":[{"name":"a","bytes":1}]}`, "staging incomplete, 1 of 1"},
+		{`{"version":1,"tp":2,"ranks":[1],"tensors":[{"name":"a","bytes":1}]}`, "staging incomplete, 1 of 1"},
+		{`{"version":7}`, "manifest version 7"},
 	} {
 		d := t.TempDir()
 		os.WriteFile(filepath.Join(d, ManifestFile), []byte(c.manifest), 0o644)
