@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gorun-hpc/gorun/collectives"
@@ -194,17 +195,22 @@ func Stage(c *comm.Comm, opt Options) (Result, error) {
 	}
 
 	// Transfers: each source serves its receivers in rank order; a receiver that is its own
-	// source copies locally.
+	// source copies locally meanwhile (pread on the source is safe from both).
+	var wg sync.WaitGroup
+	var localErr error
 	if rc != nil {
 		res.Tensors, res.Skipped = len(rc.todo)+rc.done, rc.done
-		var err error
 		if sourceOf[rank] == rank {
-			res.Received, err = rc.copyLocal(src, opt)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res.Received, localErr = rc.copyLocal(src, opt)
+			}()
 		} else {
-			res.Received, err = rc.receive(c, sourceOf[rank], opt)
-		}
-		if err != nil {
-			return res, err
+			var err error
+			if res.Received, err = rc.receive(c, sourceOf[rank], opt); err != nil {
+				return res, err
+			}
 		}
 	}
 	if src != nil {
@@ -213,13 +219,18 @@ func Stage(c *comm.Comm, opt Options) (Result, error) {
 				continue
 			}
 			needs, err := hostNeeds(src, tp, hostRanks[hostOf(r)])
-			if err != nil {
-				return res, err
+			if err == nil {
+				err = serve(c, src, needs, r)
 			}
-			if err := serve(c, src, needs, r); err != nil {
+			if err != nil {
+				wg.Wait()
 				return res, err
 			}
 		}
+	}
+	wg.Wait()
+	if localErr != nil {
+		return res, localErr
 	}
 	return res, collectives.Barrier(c)
 }
