@@ -63,8 +63,8 @@ are not sent again. Then "gorun -n T llm generate -m DIR" (or serve) loads the c
 		return fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}
 	if res.Receiver {
-		fmt.Fprintf(stdout, "rank %d: %s: %d tensors, %d already staged; %d bytes received in %.2fs\n", w.Rank(), opt.Dir,
-			res.Tensors, res.Skipped, res.Received, time.Since(start).Seconds())
+		fmt.Fprintf(stdout, "rank %d: %s: %d tensors, %d already staged; %d bytes received in %.2fs (%.2fs with set-up)\n", w.Rank(), opt.Dir,
+			res.Tensors, res.Skipped, res.Received, res.Elapsed.Seconds(), time.Since(start).Seconds())
 	}
 	return nil
 }

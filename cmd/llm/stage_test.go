@@ -25,7 +25,7 @@ func TestStageCommand(t *testing.T) {
 	if rc := run([]string{"stage", "-m", filepath.Join(dir, "m-00002-of-00003.gguf"), "--to", to, "--quiet"}, &out, &errb); rc != 0 {
 		t.Fatalf("stage: rc %d: %s", rc, errb.String())
 	}
-	if !strings.Contains(out.String(), "48 tensors, 0 already staged; 1171200 bytes received") {
+	if !strings.Contains(out.String(), "48 tensors, 0 already staged; 1171200 bytes received in") {
 		t.Errorf("stage printed %q", out.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "staged0", "stage.json")); err != nil {
@@ -35,7 +35,7 @@ func TestStageCommand(t *testing.T) {
 		t.Errorf("from the staged copy: %q, want %q", got, want)
 	}
 	out.Reset()
-	if rc := run([]string{"stage", "-m", src, "--to", to, "--quiet"}, &out, &errb); rc != 0 || !strings.Contains(out.String(), "48 already staged; 0 bytes received") {
+	if rc := run([]string{"stage", "-m", src, "--to", to, "--quiet"}, &out, &errb); rc != 0 || !strings.Contains(out.String(), "48 already staged; 0 bytes received in") {
 		t.Errorf("restage: rc %d: %q %s", rc, out.String(), errb.String())
 	}
 	errb.Reset()

@@ -72,9 +72,10 @@ type Options struct {
 // Result is what one rank did.
 type Result struct {
 	Receiver bool
-	Tensors  int   // tensors the host needs
-	Skipped  int   // of those, already staged and verified
-	Received int64 // bytes received (or copied locally) now
+	Tensors  int           // tensors the host needs
+	Skipped  int           // of those, already staged and verified
+	Received int64         // bytes received (or copied locally) now
+	Elapsed  time.Duration // from the end of the set-up to the last byte written here
 }
 
 // Stage copies to every host the bytes its ranks will read of the model, from the ranks that
@@ -198,6 +199,7 @@ func Stage(c *comm.Comm, opt Options) (Result, error) {
 	// source copies locally meanwhile (pread on the source is safe from both).
 	var wg sync.WaitGroup
 	var localErr error
+	start := time.Now()
 	if rc != nil {
 		res.Tensors, res.Skipped = len(rc.todo)+rc.done, rc.done
 		if sourceOf[rank] == rank {
@@ -205,12 +207,14 @@ func Stage(c *comm.Comm, opt Options) (Result, error) {
 			go func() {
 				defer wg.Done()
 				res.Received, localErr = rc.copyLocal(src, opt)
+				res.Elapsed = time.Since(start)
 			}()
 		} else {
 			var err error
 			if res.Received, err = rc.receive(c, sourceOf[rank], opt); err != nil {
 				return res, err
 			}
+			res.Elapsed = time.Since(start)
 		}
 	}
 	if src != nil {
