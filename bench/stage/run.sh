@@ -70,8 +70,8 @@ ln -s "$model" "$W/src1.gguf" # ranks 0 and 1 (st1) have the model; 2 and 3 do n
 G=("$W/gorun" --hostfile "$W/hostfile" --ssh-args "-i $W/id -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR" --iface 10.97.0.0/24 -n 4)
 echo "# model $model ($(stat -c %s "$model") bytes), tbf $rate into st2 and st3, $(nproc) cores, load: $(uptime)"
 
-stage_once() { # DIR: stage into DIR/r{rank}; prints the receivers' lines
-	"${G[@]}" "$W/llm" stage --quiet -m "$W/src{rank}.gguf" --to "$1/r{rank}"
+stage_once() { # DIR: stage into DIR/{host} (the hosts share this machine's disk); prints the receivers' lines
+	"${G[@]}" "$W/llm" stage --quiet -m "$W/src{rank}.gguf" --to "$1/{host}"
 }
 declare -a st2 st3 scp2 scp3
 for k in $(seq "$reps"); do
@@ -103,28 +103,28 @@ med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2
 echo "median MB/s: stage st2 $(med "${st2[@]}") st3 $(med "${st3[@]}"); scp st2 $(med "${scp2[@]}") st3 $(med "${scp3[@]}")"
 
 # Interrupted midway, then resumed.
-"${G[@]}" "$W/llm" stage --quiet -m "$W/src{rank}.gguf" --to "$W/resume/r{rank}" >"$W/int.out" 2>&1 &
+"${G[@]}" "$W/llm" stage --quiet -m "$W/src{rank}.gguf" --to "$W/resume/{host}" >"$W/int.out" 2>&1 &
 gp=$!
 # Kill once st2 has some tensors but not all (polling its manifest).
 for _ in $(seq 600); do
-	n=$(grep -c '"sha256"' "$W/resume/r2/stage.json" 2>/dev/null || true)
+	n=$(grep -c '"sha256"' "$W/resume/st2/stage.json" 2>/dev/null || true)
 	[ "${n:-0}" -ge 40 ] && break
 	sleep 0.1
 done
 kill -INT $gp
 wait $gp || true
-for r in 2 3; do
-	python3 - "$W/resume/r$r/stage.json" <<'PY' || true
+for r in st2 st3; do
+	python3 - "$W/resume/$r/stage.json" <<'PY' || true
 import json, sys
 m = json.load(open(sys.argv[1]))
 done = [t for t in m["tensors"] if t.get("sha256")]
 print(f"interrupted: {sys.argv[1].split('/')[-2]}: {len(done)} of {len(m['tensors'])} tensors staged, {sum(t['bytes'] for t in done)} of {m['bytes']} bytes")
 PY
-	[ -f "$W/resume/r$r/stage.json" ] || echo "interrupted: r$r: no manifest yet"
+	[ -f "$W/resume/$r/stage.json" ] || echo "interrupted: $r: no manifest yet"
 done
 stage_once "$W/resume" | sed 's/^/resumed: /'
 echo "generate from the staged copies:"
-"${G[@]}" "$W/llm" generate -m "$W/resume/r{rank}" -p "Once upon a time" -n 8 --quiet 2>&1 | tail -2
+"${G[@]}" "$W/llm" generate -m "$W/resume/{host}" -p "Once upon a time" -n 8 --quiet 2>&1 | tail -3
 echo
 echo "generate from the model where every host has it (ranks 2, 3 read st1's path on the shared disk):"
-"${G[@]}" "$W/llm" generate -m "$model" -p "Once upon a time" -n 8 --quiet 2>&1 | tail -2
+"${G[@]}" "$W/llm" generate -m "$model" -p "Once upon a time" -n 8 --quiet 2>&1 | tail -3

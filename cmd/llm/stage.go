@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -13,17 +14,22 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// expandRank replaces {rank} in a path with the job rank, so ranks sharing a machine may each
-// use their own file or directory.
+// expandRank replaces {rank} in a path with the job rank and {host} with the host name, so
+// that ranks (or hosts sharing a file system) may each use their own file or directory.
 func expandRank(path string, rank int) string {
-	return strings.ReplaceAll(path, "{rank}", strconv.Itoa(rank))
+	path = strings.ReplaceAll(path, "{rank}", strconv.Itoa(rank))
+	if strings.Contains(path, "{host}") {
+		h, _ := os.Hostname()
+		path = strings.ReplaceAll(path, "{host}", h)
+	}
+	return path
 }
 
 func stageCmd(args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("llm stage", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.StringP("model", "m", "", "the model on the ranks that have it (any part of a split model); ranks without it receive")
-	to := fs.String("to", "", "staging directory on every host ({rank} expands to the rank)")
+	to := fs.String("to", "", "staging directory on every host ({rank} and {host} expand to the rank and the host name)")
 	tpDeg := fs.Int("tp", 0, "tensor-parallel degree of the job that will load the copies: a multiple of the ranks (default: the ranks)")
 	eachRank := fs.Bool("each-rank", false, "every rank stages its own copy, as if alone on its host")
 	quiet := fs.Bool("quiet", false, "no progress lines")
