@@ -417,6 +417,9 @@ func FuzzParseSplit(f *testing.F) {
 	parts := readAll(f, splitSample(f, f.TempDir(), false))
 	f.Add(parts[0], parts[1], parts[2])
 	f.Fuzz(func(t *testing.T, a, b, c []byte) {
+		if h, err := ParseHeader(a); err == nil {
+			_ = h.Parts()
+		}
 		for _, set := range [][][]byte{{a}, {a, b}, {a, b, c}} {
 			g, err := ParseSplit(set...)
 			if err != nil {
@@ -431,4 +434,43 @@ func FuzzParseSplit(f *testing.F) {
 			_ = g.Parts()
 		}
 	})
+}
+
+// Header gives the bytes WriteTo writes before the data, and ParseHeader reads them back
+// without the data.
+func TestHeader(t *testing.T) {
+	f, err := Parse(sample(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter()
+	if err := w.CopyFrom(f); err != nil {
+		t.Fatal(err)
+	}
+	h, offs, size, err := w.Header()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(h, buf.Bytes()[:len(h)]) || int64(len(h))+size != int64(buf.Len()) {
+		t.Fatalf("header %d bytes + data %d, file %d", len(h), size, buf.Len())
+	}
+	g, err := ParseHeader(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.DataOffset != int64(len(h)) || len(g.Tensors) != len(offs) {
+		t.Fatalf("data offset %d, %d tensors", g.DataOffset, len(g.Tensors))
+	}
+	for i, ti := range g.Tensors {
+		if ti.Offset != offs[i] || ti.Name != f.Tensors[i].Name || ti.Size != f.Tensors[i].Size {
+			t.Errorf("tensor %d: %+v, offset want %d", i, ti, offs[i])
+		}
+	}
+	if _, err := Parse(h); err == nil {
+		t.Error("Parse accepted a header without its data")
+	}
 }
