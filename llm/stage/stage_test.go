@@ -309,3 +309,24 @@ func TestStageErrors(t *testing.T) {
 		t.Errorf("empty dir: %v", err)
 	}
 }
+
+// Two staging ranks for a TP=4 job: staging rank r stands for ranks 2r and 2r+1 of it.
+func TestStageTPMultiple(t *testing.T) {
+	src := testfiles.Path(t, "llm", "stories260K.gguf")
+	want, err := generate(t, func(int) string { return src }, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	hosts := []string{"a", "b"}
+	if _, _, err := stageRun(t, src, root, hosts, []bool{true, false}, 4, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := generate(t, func(r int) string { return filepath.Join(root, hosts[r/2]) }, 4)
+	if err != nil || !slices.Equal(got.logits, want.logits) {
+		t.Errorf("staged for TP=4 by 2 ranks: %v (%v), want %v", got.tokens, err, want.tokens)
+	}
+	if _, _, err := stageRun(t, src, root, hosts, []bool{true, false}, 3, 0); err == nil || !strings.Contains(err.Error(), "not a multiple") {
+		t.Errorf("--tp 3 with 2 ranks: %v", err)
+	}
+}
