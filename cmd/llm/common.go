@@ -61,6 +61,10 @@ func load(path string, threads, ctx int, kvType string, progress bool, stderr io
 		return nil, fmt.Errorf("joining the job: %w", err)
 	}
 	l := &loaded{world: w}
+	if path, err = resolveModel(w, path); err != nil {
+		l.close()
+		return nil, fmt.Errorf("rank %d: %w", w.Rank(), err)
+	}
 	if l.file, err = gguf.Open(path); err != nil {
 		l.close()
 		return nil, fmt.Errorf("rank %d: %w", w.Rank(), err)

@@ -6,6 +6,9 @@
 //	llm mkmodel --shape 349M --type q8_0 -o m.gguf               # random-weight benchmark model
 //	llm info -m model.gguf                                       # metadata, TP degrees that work
 //	llm quantize model-f32.gguf model-q4_k_m.gguf Q4_K_M         # llama-quantize's mixes
+//	llm split --split-max-size 2G model.gguf model                # model-00001-of-0000N.gguf ...
+//	llm plan -m model.gguf --hostfile hosts --mem 64G             # memory per rank, TP vs PP
+//	gorun -n 4 llm stage -m model.gguf --to /data/stage           # each host gets its shards
 //
 // Packages llm/model, llm/tp, llm/sample and llm/tokenizer hold the logic.
 package main
@@ -28,6 +31,9 @@ commands:
   mkmodel    write a random-weight model of a realistic shape
   info       print a model's metadata, tensors and the tensor-parallel degrees that work
   quantize   convert a model to one of llama-quantize's presets (Q4_K_M, Q8_0, IQ4_XS, ...)
+  plan       each rank's memory (weights, KV cache, work-space) and link traffic for TP and PP layouts
+  stage      copy to every host of the job the bytes its ranks read, for generate/serve -m DIR
+  split      write a model as llama.cpp's split parts (-00001-of-0000N.gguf), or merge them
   serve      OpenAI-compatible HTTP server (chat and text completions, streaming) on rank 0
   bench-serve  load a running server with 1, 4, 16 concurrent clients: throughput, TTFT
 
@@ -51,6 +57,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = info(args[1:], stdout, stderr)
 	case "quantize":
 		err = quantizeCmd(args[1:], stdout, stderr)
+	case "plan":
+		err = planCmd(args[1:], stdout, stderr)
+	case "stage":
+		err = stageCmd(args[1:], stdout, stderr)
+	case "split":
+		err = splitCmd(args[1:], stdout, stderr)
 	case "serve":
 		err = serveCmd(args[1:], stdout, stderr)
 	case "bench-serve":

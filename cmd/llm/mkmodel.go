@@ -114,6 +114,9 @@ func info(args []string, stdout, stderr io.Writer) error {
 	}
 	defer f.Close()
 	fmt.Fprintf(stdout, "%s: GGUF v%d, %d metadata keys, %d tensors, alignment %d, %.1f MiB\n", *path, f.Version, len(f.KV), len(f.Tensors), f.Alignment, float64(f.Size)/(1<<20))
+	if parts := f.Parts(); len(parts) > 1 {
+		fmt.Fprintf(stdout, "split in %d parts: %s ... %s\n", len(parts), parts[0].Path, parts[len(parts)-1].Path)
+	}
 	for _, kv := range f.KV {
 		v := fmt.Sprint(kv.Value)
 		if a, ok := kv.Value.(gguf.Array); ok {

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/gorun-hpc/gorun/llm/gguf"
@@ -21,8 +20,10 @@ func quantizeCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	threads := fs.IntP("threads", "t", runtime.NumCPU(), "goroutines quantizing rows")
 	quiet := fs.Bool("quiet", false, "no per-tensor lines")
+	sf := addSplitFlags(fs, 0)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: llm quantize [flags] IN.gguf OUT.gguf TYPE\n\nTYPE is one of llama-quantize's presets: %s\n\n", quant.PresetNames())
+		fmt.Fprintf(stderr, "usage: llm quantize [flags] IN.gguf OUT.gguf TYPE\n\nTYPE is one of llama-quantize's presets: %s\n"+
+			"With a --split-* flag the output is split: OUT-00001-of-0000N.gguf ... (OUT without .gguf).\n\n", quant.PresetNames())
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -43,6 +44,13 @@ func quantizeCmd(args []string, stdout, stderr io.Writer) error {
 	if *threads < 1 {
 		return fmt.Errorf("--threads %d: want >= 1", *threads)
 	}
+	splitOpt, split, err := sf.options(fs)
+	if err != nil {
+		return err
+	}
+	if split && splitOpt.MaxBytes == 0 && splitOpt.MaxTensors == 0 {
+		splitOpt.MaxTensors = 128 // --no-tensor-first-split alone: gguf-split's default count
+	}
 	f, err := gguf.Open(in)
 	if err != nil {
 		return err
@@ -57,24 +65,13 @@ func quantizeCmd(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%-32s %-7v %-6s -> %s\n", t.Name, t.Dims, t.Type, plan[i])
 		}
 	}
-	// A temporary file renamed at the end: OUT may be IN (mapped while it is read), and a
-	// failure leaves no partial OUT.
-	o, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".tmp*")
-	if err != nil {
+	if split {
+		// WriteSplit renames its temporary parts at the end, as writeFile does.
+		_, err = w.WriteSplit(strings.TrimSuffix(out, ".gguf"), splitOpt)
 		return err
 	}
-	_, err = w.WriteTo(o)
-	if cerr := o.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(o.Name(), out)
-	}
-	if err != nil {
-		os.Remove(o.Name())
-		return fmt.Errorf("%s: %w", out, err)
-	}
-	return nil
+	// OUT may be IN (mapped while it is read).
+	return writeFile(out, w)
 }
 
 // quantizePlan sets up the writer of f quantized with preset p: f's metadata with the new file
@@ -98,7 +95,7 @@ func quantizePlan(f *gguf.File, p quant.Preset, threads int) (*gguf.Writer, []gg
 	w := gguf.NewWriter()
 	w.Alignment = f.Alignment
 	for _, kv := range f.KV {
-		if kv.Key == "general.file_type" || kv.Key == "general.quantization_version" {
+		if kv.Key == "general.file_type" || kv.Key == "general.quantization_version" || gguf.IsSplitKey(kv.Key) {
 			continue
 		}
 		if err := w.Set(kv.Key, kv.Value); err != nil {

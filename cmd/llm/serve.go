@@ -100,7 +100,11 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 			}
 		}
 	}
-	f, err := gguf.Open(*path)
+	modelPath, err := resolveModel(w, *path)
+	if err != nil {
+		return fmt.Errorf("rank %d: %w", w.Rank(), err)
+	}
+	f, err := gguf.Open(modelPath)
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}

@@ -82,8 +82,9 @@ type TensorInfo struct {
 	Name   string
 	Dims   []int64
 	Type   Type
-	Offset int64 // from the start of the data section
+	Offset int64 // from the start of the data section (of part Part in a split model)
 	Size   int64 // bytes
+	Part   int   // index of the file holding the data in a split model (see OpenSplit); 0 otherwise
 }
 
 // Elements returns the number of elements of t.
@@ -102,9 +103,10 @@ type File struct {
 	KV         []KV
 	Tensors    []TensorInfo
 	Alignment  int
-	DataOffset int64 // absolute offset of the data section
-	Size       int64 // file size
+	DataOffset int64 // absolute offset of the data section (of the first part of a split model)
+	Size       int64 // file size (the sum of the parts' sizes for a split model)
 
+	parts  []*File // the parts of a split model, in order; nil for one file
 	data   []byte
 	osFile *os.File
 	mapped bool
@@ -127,8 +129,19 @@ func (e *FormatError) Error() string {
 	return fmt.Sprintf("%s: at byte %d: %s", p, e.Offset, e.Msg)
 }
 
-// Open maps the GGUF file at path read-only and parses its header.
+// Open maps the GGUF file at path read-only and parses its header. When the file is one part of
+// a split model (llama.cpp's gguf-split layout: metadata split.count > 1), Open finds the other
+// parts by name and returns them as one File; see OpenSplit.
 func Open(path string) (*File, error) {
+	f, err := openOne(path)
+	if err != nil {
+		return nil, err
+	}
+	return openRest(f)
+}
+
+// openOne maps and parses one file.
+func openOne(path string) (*File, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -166,9 +179,20 @@ func Open(path string) (*File, error) {
 // Parse parses a GGUF file held in memory. The File refers to data; it does not copy it.
 func Parse(data []byte) (*File, error) { return parse(data, "") }
 
-// Close unmaps the file. Slices returned by TensorData must not be used afterwards.
+// ParseHeader parses the header of a GGUF file (metadata and tensor infos) from b, which need
+// not hold the tensor data; the File describes the tensors but has no data to read.
+func ParseHeader(b []byte) (*File, error) { return parseOpt(b, "", true) }
+
+// Close unmaps the file (every part of a split model). Slices returned by TensorData must not be
+// used afterwards.
 func (f *File) Close() error {
 	var err error
+	for _, p := range f.parts {
+		if e := p.Close(); err == nil {
+			err = e
+		}
+	}
+	f.parts = nil
 	if f.mapped && f.data != nil {
 		err = unix.Munmap(f.data)
 	}
@@ -193,6 +217,7 @@ func (f *File) Tensor(name string) (*TensorInfo, bool) {
 
 // TensorData returns the bytes of t (a slice of the mapping: reading it pages the data in).
 func (f *File) TensorData(t *TensorInfo) []byte {
+	f = f.part(t)
 	s := f.DataOffset + t.Offset
 	return f.data[s : s+t.Size : s+t.Size]
 }
@@ -203,6 +228,7 @@ func (f *File) Bytes(t *TensorInfo, off, n int64) ([]byte, error) {
 	if off < 0 || n < 0 || off+n > t.Size {
 		return nil, fmt.Errorf("%s: tensor %s: range [%d,%d) outside its %d bytes", f.name(), t.Name, off, off+n, t.Size)
 	}
+	f = f.part(t)
 	s := f.DataOffset + t.Offset + off
 	return f.data[s : s+n : s+n], nil
 }
@@ -215,6 +241,7 @@ func (f *File) ReadAt(t *TensorInfo, p []byte, off int64) error {
 	if off < 0 || off+int64(len(p)) > t.Size {
 		return fmt.Errorf("%s: tensor %s: read [%d,%d) outside its %d bytes", f.name(), t.Name, off, off+int64(len(p)), t.Size)
 	}
+	f = f.part(t)
 	abs := f.DataOffset + t.Offset + off
 	if f.osFile == nil {
 		copy(p, f.data[abs:])
@@ -229,6 +256,14 @@ func (f *File) ReadAt(t *TensorInfo, p []byte, off int64) error {
 		abs += int64(n)
 	}
 	return nil
+}
+
+// part returns the file that holds t's data: f itself unless f is a split model.
+func (f *File) part(t *TensorInfo) *File {
+	if f.parts == nil {
+		return f
+	}
+	return f.parts[t.Part]
 }
 
 func (f *File) name() string {

@@ -73,7 +73,10 @@ func (d *decoder) str(what string) (string, error) {
 	return string(s), nil
 }
 
-func parse(b []byte, path string) (*File, error) {
+func parse(b []byte, path string) (*File, error) { return parseOpt(b, path, false) }
+
+// parseOpt parses a file, or with headerOnly a header whose tensor data is absent.
+func parseOpt(b []byte, path string, headerOnly bool) (*File, error) {
 	d := &decoder{b: b, path: path}
 	magic, err := d.take(4, "magic")
 	if err != nil {
@@ -179,11 +182,14 @@ func parse(b []byte, path string) (*File, error) {
 		if err != nil {
 			return nil, err
 		}
+		if off > math.MaxInt64/2 {
+			return nil, d.errf("tensor %q: data offset %d out of range", name, off)
+		}
 		if off%uint64(f.Alignment) != 0 {
 			return nil, d.errf("tensor %q: offset %d is not a multiple of the alignment %d", name, off, f.Alignment)
 		}
 		// An offset past the file cannot be valid, and one above MaxInt64 would turn negative.
-		if off > uint64(f.Size) {
+		if off > uint64(f.Size) && !headerOnly {
 			return nil, d.errf("tensor %q: data offset %d lies past the end of the %d-byte file", name, off, f.Size)
 		}
 		size := elems / int64(typ.BlockSize()) * int64(typ.TypeSize())
@@ -192,6 +198,10 @@ func parse(b []byte, path string) (*File, error) {
 	}
 	a := int64(f.Alignment)
 	f.DataOffset = (d.off + a - 1) / a * a
+	if headerOnly {
+		f.data = nil
+		return f, nil
+	}
 	if f.DataOffset > f.Size && nTensors > 0 {
 		return nil, &FormatError{path, d.off, "truncated: data section missing"}
 	}

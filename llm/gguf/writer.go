@@ -166,20 +166,38 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// WriteTo writes the file.
-func (w *Writer) WriteTo(out io.Writer) (int64, error) {
+// Header returns the bytes of the file up to its data section (header, metadata, tensor
+// infos and padding), each tensor's offset in the data section, and the data section's size:
+// the layout WriteTo writes, without the data.
+func (w *Writer) Header() (header []byte, offsets []int64, dataSize int64, err error) {
+	buf, align, err := w.header()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if r := int64(len(buf)) % align; r != 0 {
+		buf = append(buf, make([]byte, align-r)...)
+	}
+	offsets = make([]int64, len(w.tensors))
+	for i, t := range w.tensors {
+		offsets[i] = t.info.Offset
+		dataSize = t.info.Offset + (t.info.Size+align-1)/align*align
+	}
+	return buf, offsets, dataSize, nil
+}
+
+// header encodes everything before the data section, unpadded, and sets the tensors' offsets.
+func (w *Writer) header() ([]byte, int64, error) {
 	align := int64(w.Alignment)
 	if align == 0 {
 		align = DefaultAlignment
 	}
 	if align&(align-1) != 0 {
-		return 0, fmt.Errorf("gguf: alignment %d is not a power of two", align)
+		return nil, 0, fmt.Errorf("gguf: alignment %d is not a power of two", align)
 	}
 	kvs := w.kv
 	if align != DefaultAlignment && !w.keys["general.alignment"] {
 		kvs = append(append([]KV(nil), kvs...), KV{"general.alignment", TypeUint32, uint32(align)})
 	}
-	cw := &countWriter{w: bufio.NewWriterSize(out, 1<<20)}
 	le := binary.LittleEndian
 	var buf []byte
 	buf = append(buf, Magic...)
@@ -191,7 +209,7 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 		buf = le.AppendUint32(buf, uint32(kv.Type))
 		var err error
 		if buf, err = appendValue(buf, kv.Type, kv.Value); err != nil {
-			return 0, fmt.Errorf("gguf: metadata %q: %w", kv.Key, err)
+			return nil, 0, fmt.Errorf("gguf: metadata %q: %w", kv.Key, err)
 		}
 	}
 	off := int64(0)
@@ -207,6 +225,16 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 		buf = le.AppendUint64(buf, uint64(off))
 		off += (t.Size + align - 1) / align * align
 	}
+	return buf, align, nil
+}
+
+// WriteTo writes the file.
+func (w *Writer) WriteTo(out io.Writer) (int64, error) {
+	buf, align, err := w.header()
+	if err != nil {
+		return 0, err
+	}
+	cw := &countWriter{w: bufio.NewWriterSize(out, 1<<20)}
 	if _, err := cw.Write(buf); err != nil {
 		return cw.n, err
 	}
