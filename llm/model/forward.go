@@ -234,7 +234,6 @@ func attendHalf(out, q []float32, kc, vc []uint16, stride, off, n int, sc []floa
 	quant.AxpyF16Rows(out, sc[:n], vc, stride, off)
 }
 
-
 func addTo(dst, src []float32) {
 	src = src[:len(dst)]
 	for i := range dst {
