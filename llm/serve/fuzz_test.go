@@ -99,18 +99,23 @@ func FuzzRequest(f *testing.F) {
 
 // decodePlan rejects every malformed plan with an error (the plan crosses the network).
 func FuzzDecodePlan(f *testing.F) {
-	f.Add([]byte{1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0, 9, 0, 0, 0})
+	f.Add([]byte{1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0, 9, 0, 0, 0})
+	f.Add([]byte{1, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0,
+		2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0, 0, 7, 0, 0, 0})
 	f.Add([]byte{1, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		plan := make([]int32, len(b)/4)
 		for i := range plan {
 			plan[i] = int32(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
 		}
-		seqs, modes, err := decodePlan(plan)
+		seqs, modes, ops, err := decodePlan(plan)
 		if err != nil {
 			return
 		}
-		n := 2 + 4*len(seqs)
+		if len(ops)%5 != 0 {
+			t.Fatalf("accepted %v with %d words of block operations", plan, len(ops))
+		}
+		n := 3 + 4*len(seqs) + len(ops)
 		for i, q := range seqs {
 			if len(q.Tokens) < 1 || modes[i] < rowNone || modes[i] > rowSample || q.Logits != (modes[i] != rowNone) {
 				t.Fatalf("accepted %v: sequence %d %+v mode %d", plan, i, q, modes[i])
