@@ -195,8 +195,10 @@ func q4(b []byte, j int) int {
 
 // attendKV computes one head's attention output for one query over rows [0,n) of k and v
 // (the head's elements at off in each row). Caches of one float type take attend and
-// attendHalf; any other pair scores each key row in its own type against the F32 query and
-// adds the value rows in theirs, with F32 attention weights.
+// attendHalf. Quantized keys whose heads are whole blocks are scored as llama.cpp scores
+// them: the query rounded to Q8_0 blocks, each key block's integer dot product with it
+// (quant's SIMD kernels); keys of heads inside a block (head size below 32) are scored on
+// their quants against the F32 query. Values are added in their own type with F32 weights.
 func attendKV(out, q []float32, k, v *kvBuf, off, n int, sc []float32, scale float32) {
 	switch {
 	case k.t == kvF16 && v.t == kvF16:
@@ -208,15 +210,30 @@ func attendKV(out, q []float32, k, v *kvBuf, off, n int, sc []float32, scale flo
 	}
 	hd := len(q)
 	mx := float32(math.Inf(-1))
+	var qv quant.Vec
+	var gt gguf.Type
+	blocked := (k.t == kvQ8_0 || k.t == kvQ4_0) && off%32 == 0 && hd%32 == 0
+	if blocked {
+		gt = gguf.Q8_0
+		if k.t == kvQ4_0 {
+			gt = gguf.Q4_0
+		}
+		if qv.Load(gt, q) != nil {
+			blocked = false
+		}
+	}
+	bo, be := off/32*(k.rb*32/k.width), (off+hd)/32*(k.rb*32/k.width) // the head's bytes in a row
 	for p := 0; p < n; p++ {
 		var d float32
-		switch k.t {
-		case kvF32:
+		switch {
+		case blocked:
+			d = quant.Dot(gt, k.q[p*k.rb+bo:p*k.rb+be], &qv)
+		case k.t == kvF32:
 			row := k.f32[p*k.width+off : p*k.width+off+hd]
 			for j, x := range q {
 				d += x * row[j]
 			}
-		case kvF16:
+		case k.t == kvF16:
 			row := k.f16[p*k.width+off : p*k.width+off+hd]
 			for j, x := range q {
 				d += x * quant.F16ToF32(row[j])

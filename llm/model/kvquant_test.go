@@ -3,6 +3,8 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/gorun-hpc/gorun/internal/testfiles"
@@ -121,7 +123,23 @@ func TestKVQuantGreedy(t *testing.T) {
 // decodes what Forward decodes over the same cache type, and a block saved from one slot and
 // loaded into another continues there as it would have in the first.
 func TestKVQuantBatchAndBlocks(t *testing.T) {
-	f, err := gguf.Open(testfiles.Path(t, "llm", "stories260K.gguf"))
+	// stories260K's heads of 8 lie inside blocks; the synthetic tiny shape's of 32 are blocks.
+	syn := filepath.Join(t.TempDir(), "tiny.gguf")
+	fh, err := os.Create(syn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSynthetic(fh, Shapes["tiny"], gguf.Q8_0, 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	for _, path := range []string{testfiles.Path(t, "llm", "stories260K.gguf"), syn} {
+		kvQuantBatch(t, path)
+	}
+}
+
+func kvQuantBatch(t *testing.T, path string) {
+	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,9 +212,53 @@ func TestKVQuantBatchAndBlocks(t *testing.T) {
 			}
 			for j := range g {
 				if g[j] != want[j] {
-					t.Errorf("%s: sequence %d (slot %d): batched %v, Forward %v", kt, i, slotOf[i], g, want)
+					t.Errorf("%s %s: sequence %d (slot %d): batched %v, Forward %v", filepath.Base(path), kt, i, slotOf[i], g, want)
 					break
 				}
+			}
+		}
+	}
+}
+
+// attendKV over quantized caches equals attention over the dequantized rows (to the Q8_0
+// rounding of the query where heads are whole blocks), for heads of 32 and 64 elements at
+// block-aligned offsets (the SIMD path) and of 8 (inside blocks).
+func TestAttendKVQuant(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const rows, width = 40, 128
+	for _, typ := range []kvType{kvQ8_0, kvQ4_0} {
+		gt := map[kvType]gguf.Type{kvQ8_0: gguf.Q8_0, kvQ4_0: gguf.Q4_0}[typ]
+		k, v := newKVBuf(typ, rows, width), newKVBuf(typ, rows, width)
+		kf, vf := newKVBuf(kvF32, rows, width), newKVBuf(kvF32, rows, width)
+		x := make([]float32, width)
+		for r := 0; r < rows; r++ {
+			for _, b := range []*kvBuf{&k, &v} {
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				b.store(r, x)
+			}
+			quant.Dequantize(gt, k.q[r*k.rb:(r+1)*k.rb], kf.f32[r*width:(r+1)*width])
+			quant.Dequantize(gt, v.q[r*v.rb:(r+1)*v.rb], vf.f32[r*width:(r+1)*width])
+		}
+		for _, h := range [][2]int{{0, 32}, {64, 64}, {96, 32}, {8, 8}, {120, 8}} {
+			off, hd := h[0], h[1]
+			q := make([]float32, hd)
+			for i := range q {
+				q[i] = float32(rng.NormFloat64())
+			}
+			got, want := make([]float32, hd), make([]float32, hd)
+			sc := make([]float32, rows)
+			scale := float32(1 / math.Sqrt(float64(hd)))
+			attendKV(got, q, &k, &v, off, rows, sc, scale)
+			attendKV(want, q, &kf, &vf, off, rows, sc, scale)
+			var d float64
+			for i := range got {
+				d = max(d, math.Abs(float64(got[i]-want[i])))
+			}
+			// The query's Q8_0 rounding moves the scores by ~1e-2 of their size.
+			if d > 0.05 || hd == 8 && d > 1e-4 {
+				t.Errorf("%s head %d+%d: differs from the dequantized attention by %g", typ, off, hd, d)
 			}
 		}
 	}
