@@ -173,8 +173,8 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 			fmt.Fprintf(stderr, "llm serve: /v1/* and /metrics require the API key from %s\n", keyFrom)
 		}
 		kt, vt := m.KVTypes()
-		fmt.Fprintf(stderr, "llm serve: %s (%s, %d rank(s), %d thread(s) each, %d slots of %d tokens, KV cache %s/%s, chat template %s) on %s://%s\n",
-			name, m.Cfg.Arch, w.Size(), *threads, *slots, m.Context(), kt, vt, srv.TemplateName(), scheme, ln.Addr())
+		fmt.Fprintf(stderr, "llm serve: %s (%s, %d rank(s), %d thread(s) each, %d slots of %d tokens, KV cache %s/%s (%d bytes per token per rank), chat template %s) on %s://%s\n",
+			name, m.Cfg.Arch, w.Size(), *threads, *slots, m.Context(), kt, vt, m.KVBytesPerToken(), srv.TemplateName(), scheme, ln.Addr())
 	}
 	if listening != nil && ln != nil {
 		listening(ln.Addr().String())
