@@ -168,6 +168,26 @@ func axpyQ(t kvType, out []float32, a float32, row []byte, off int) {
 	for i := 0; i < len(out); {
 		blk, j := (off+i)/32, (off+i)%32
 		n := min(32-j, len(out)-i)
+		if j == 0 && n == 32 {
+			// A whole block: fixed-size arrays, no bounds checks in the loop.
+			o := (*[32]float32)(out[i : i+32])
+			if t == kvQ8_0 {
+				b := (*[quant.BlockQ8_0]byte)(row[blk*quant.BlockQ8_0:])
+				ad := a * quant.F16ToF32(binary.LittleEndian.Uint16(b[:]))
+				for k := 0; k < 32; k++ {
+					o[k] += ad * float32(int8(b[2+k]))
+				}
+			} else {
+				b := (*[quant.BlockQ4_0]byte)(row[blk*quant.BlockQ4_0:])
+				ad := a * quant.F16ToF32(binary.LittleEndian.Uint16(b[:]))
+				for k := 0; k < 16; k++ {
+					o[k] += ad * float32(int(b[2+k]&0xf)-8)
+					o[k+16] += ad * float32(int(b[2+k]>>4)-8)
+				}
+			}
+			i += 32
+			continue
+		}
 		if t == kvQ8_0 {
 			b := row[blk*quant.BlockQ8_0:]
 			ad := a * quant.F16ToF32(binary.LittleEndian.Uint16(b))
