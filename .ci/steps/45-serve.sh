@@ -17,7 +17,10 @@
 #    a self-signed certificate (Go's crypto/tls/generate_cert.go) through NODE_EXTRA_CA_CERTS;
 #    with it (-c 2048), a tool-call round trip: parallel calls forced by tool_choice required,
 #    arguments validated by Ajv, the streamed deltas assembled by the client's .stream()
-#    helper, role tool results fed back, 400 for an unknown function.
+#    helper, role tool results fed back, 400 for an unknown function; and the same through
+#    @anthropic-ai/sdk on /v1/messages (tool_choice any, tool_use blocks validated by Ajv, the
+#    stream helper's blocks from input_json_delta events, tool_result blocks fed back, a
+#    BadRequestError for an unknown tool).
 # Skipped when ../shared/testdata is absent.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -298,6 +301,48 @@ await assert.rejects(client.chat.completions.create({ ...toolReq, tool_choice: {
 console.log(`tool calls: ${calls.map((c) => `${c.function.name}(${c.function.arguments})`).join(', ')}`);
 JS
 NODE_EXTRA_CA_CERTS=$tmp/cert.pem node "$tmp/tools.mjs" "$url" "$key"
+cat >"$tmp/anthropic-tools.mjs" <<'JS'
+import assert from 'node:assert/strict';
+import Anthropic from '@anthropic-ai/sdk';
+import Ajv from 'ajv';
+const anthropic = new Anthropic({ baseURL: process.argv[2], apiKey: process.argv[3], maxRetries: 0 });
+// Tools on /v1/messages: tool_choice any makes stories260K answer with tool_use blocks whose
+// input is valid under the tool's input_schema; the SDK's stream helper assembles the same
+// blocks from input_json_delta events; tool_result blocks fed back; an unknown tool is a 400.
+const schemas = {
+	get_weather: { type: 'object', properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['c', 'f'] } }, required: ['city', 'unit'], additionalProperties: false },
+	get_time: { type: 'object', properties: { zone: { type: 'string', maxLength: 8 } }, required: ['zone'], additionalProperties: false },
+};
+const tools = Object.entries(schemas).map(([name, input_schema]) => ({ name, description: `the ${name.slice(4)}`, input_schema }));
+const question = { role: 'user', content: 'What is the weather in Paris?' };
+const req = { model: 'stories260K', max_tokens: 400, temperature: 0, messages: [question], tools, tool_choice: { type: 'any' } };
+const msg = await anthropic.messages.create(req);
+assert.equal(msg.stop_reason, 'tool_use');
+const uses = msg.content.filter((b) => b.type === 'tool_use');
+assert.ok(uses.length >= 1, JSON.stringify(msg.content));
+for (const u of uses) {
+	assert.match(u.id, /^toolu_/);
+	const check = new Ajv().compile(schemas[u.name]);
+	assert.ok(check(u.input), `${u.name}(${JSON.stringify(u.input)}): ${JSON.stringify(check.errors)}`);
+}
+const stream = anthropic.messages.stream(req);
+let pieces = 0;
+stream.on('inputJson', () => { pieces++; });
+const final = await stream.finalMessage();
+assert.equal(final.stop_reason, 'tool_use');
+assert.deepEqual(final.content.filter((b) => b.type === 'tool_use').map((b) => [b.name, b.input]), uses.map((u) => [u.name, u.input]));
+assert.ok(pieces >= uses.length, `${pieces} input_json_delta events`);
+const results = { role: 'user', content: uses.map((u) => ({ type: 'tool_result', tool_use_id: u.id, content: '{"result": "sunny"}' })) };
+const after = await anthropic.messages.create({ model: 'stories260K', max_tokens: 16, temperature: 0, tools, messages: [question, { role: 'assistant', content: msg.content }, results] });
+assert.ok(after.content.length > 0);
+await assert.rejects(anthropic.messages.create({ ...req, tool_choice: { type: 'tool', name: 'launch' } }), (err) => {
+	assert.ok(err instanceof Anthropic.BadRequestError, `${err}`);
+	assert.equal(err.error.error.type, 'invalid_request_error');
+	return true;
+});
+console.log(`anthropic tool_use: ${uses.map((u) => `${u.name}(${JSON.stringify(u.input)})`).join(', ')} (streamed in ${pieces} input_json_delta events)`);
+JS
+NODE_EXTRA_CA_CERTS=$tmp/cert.pem node "$tmp/anthropic-tools.mjs" "$url" "$key"
 kill "$pid"
 wait "$pid" || true
 pid=

@@ -57,6 +57,7 @@ func benchServe(args []string, stdout, stderr io.Writer) error {
 	output := fs.StringP("output", "o", "md", "md (table) or json (one object per level)")
 	warmup := fs.Bool("warmup", true, "send one untimed request first")
 	multiTurn := fs.Int("multi-turn", 0, "instead: time the second turn of chats whose first turn has a history of about this many words (prompt caching); --requests chats, one at a time")
+	interleave := fs.Bool("interleave", false, "with --multi-turn: send an unrelated short chat between the two turns (on a server with one slot it takes that slot, so the second turn's cache must come from KV blocks kept across slots)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: llm bench-serve [--url http://127.0.0.1:8080] [--concurrency 1,4,16] [-n 64] [flags]\n")
 		fmt.Fprintf(stderr, "(a server that wants an API key gets $%s as a Bearer token)\n\n", envAPIKey)
@@ -101,7 +102,7 @@ func benchServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if *multiTurn > 0 {
 		n := max(*requests, 1)
-		mt, err := runMultiTurn(client, base, name, n, *multiTurn, *maxTokens)
+		mt, err := runMultiTurn(client, base, name, n, *multiTurn, *maxTokens, *interleave)
 		if err != nil {
 			return err
 		}
@@ -314,6 +315,7 @@ type multiTurn struct {
 	Model        string  `json:"model"`
 	Chats        int     `json:"chats"`
 	HistoryWords int     `json:"history_words"`
+	Interleaved  bool    `json:"interleaved"`
 	Turn1Prompt  int     `json:"turn1_prompt_tokens"`
 	Turn2Prompt  int     `json:"turn2_prompt_tokens"`
 	Turn2Cached  int     `json:"turn2_cached_tokens"`
@@ -323,8 +325,8 @@ type multiTurn struct {
 
 // runMultiTurn runs chats of two turns, the second repeating the first's history and answer:
 // a server with prompt caching feeds only the new tokens of the second.
-func runMultiTurn(client *http.Client, base, name string, chats, words, maxTokens int) (multiTurn, error) {
-	mt := multiTurn{URL: base, Model: name, Chats: chats, HistoryWords: words}
+func runMultiTurn(client *http.Client, base, name string, chats, words, maxTokens int, interleave bool) (multiTurn, error) {
+	mt := multiTurn{URL: base, Model: name, Chats: chats, HistoryWords: words, Interleaved: interleave}
 	for c := 0; c < chats; c++ {
 		// A distinct history per chat (its first word), so no chat reuses another's.
 		msgs := []map[string]any{{"role": "system", "content": "You tell stories."}, {"role": "user", "content": benchPrompt(1000+c, words)}}
@@ -333,6 +335,12 @@ func runMultiTurn(client *http.Client, base, name string, chats, words, maxToken
 			return mt, fmt.Errorf("chat %d, turn 1: %w", c, r1.err)
 		}
 		msgs = append(msgs, map[string]any{"role": "assistant", "content": answer}, map[string]any{"role": "user", "content": "And then what happened?"})
+		if interleave {
+			other := []map[string]any{{"role": "user", "content": benchPrompt(5000+c, 16)}}
+			if r, _ := streamChat(client, base, name, other, 4); r.err != nil {
+				return mt, fmt.Errorf("chat %d, the request between the turns: %w", c, r.err)
+			}
+		}
 		r2, _ := streamChat(client, base, name, msgs, maxTokens)
 		if r2.err != nil {
 			return mt, fmt.Errorf("chat %d, turn 2: %w", c, r2.err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -41,7 +42,10 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	slots := fs.Int("parallel", 4, "requests decoded at once (KV cache slots)")
 	batch := fs.IntP("batch-size", "b", 512, "tokens per model step (decode tokens of running requests + prompt chunks)")
 	queue := fs.Int("queue", 64, "requests that may wait for a slot; beyond, 429 with Retry-After")
-	kvType := fs.String("kv-type", "f16", "KV cache type: f16 (as llama.cpp) or f32")
+	kvType := fs.String("kv-type", "f16", "KV cache type of keys and values: "+model.KVTypeNames+" (q8_0, q4_0: ggml's blocks, as llama.cpp's)")
+	typeK := fs.String("cache-type-k", "", "KV cache type of the keys (default: --kv-type)")
+	typeV := fs.String("cache-type-v", "", "KV cache type of the values (default: --kv-type)")
+	cacheRAM := fs.Int("cache-ram", serve.DefaultCacheRAM>>20, "MiB per rank of KV blocks kept to reuse prompt prefixes across slots (0: none, -1: no limit)")
 	noCache := fs.Bool("no-cache-prompt", false, "turn off prompt caching (a request reusing a slot's KV cache for the tokens its prompt shares with that slot's last request)")
 	alias := fs.String("alias", "", "model name in the API (default: the file's base name)")
 	tmpl := fs.String("chat-template", "auto", "chat template: auto (the model's tokenizer.chat_template, else a built-in matching its vocabulary), gguf, "+strings.Join(serve.BuiltinTemplateNames(), ", "))
@@ -66,6 +70,15 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	}
 	if *path == "" {
 		return fmt.Errorf("no model: give -m FILE.gguf")
+	}
+	if *typeK == "" {
+		*typeK = *kvType
+	}
+	if *typeV == "" {
+		*typeV = *kvType
+	}
+	if *cacheRAM < -1 {
+		return fmt.Errorf("--cache-ram %d: want MiB >= 0, or -1 for no limit", *cacheRAM)
 	}
 	if *port < 0 || *port > 65535 {
 		return fmt.Errorf("--port %d: want 0..65535", *port)
@@ -110,7 +123,7 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	}
 	defer f.Close()
 	group := serve.NewTimedGroup(tp.New(w))
-	m, err := model.Load(f, model.Options{Group: group, Threads: *threads, Context: *ctx, KVType: *kvType})
+	m, err := model.Load(f, model.Options{Group: group, Threads: *threads, Context: *ctx, KVType: *typeK, VType: *typeV})
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}
@@ -128,6 +141,14 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	cfg.ModelName, cfg.Slots, cfg.Batch, cfg.Queue, cfg.MaxBody, cfg.Metrics = name, *slots, *batch, *queue, *maxBody, *metrics
 	cfg.ChatTemplate, cfg.ModelTemplate, cfg.APIKey, cfg.TLS = *tmpl, chatTemplate, key, tlsCfg
 	cfg.NoPromptCache = *noCache
+	switch *cacheRAM {
+	case 0:
+		cfg.CacheRAM = -1
+	case -1:
+		cfg.CacheRAM = math.MaxInt64
+	default:
+		cfg.CacheRAM = int64(*cacheRAM) << 20
+	}
 	if *logRequests {
 		cfg.Log = log.New(stderr, "llm serve: ", log.LstdFlags|log.Lmicroseconds)
 	}
@@ -155,8 +176,9 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 		if key != "" {
 			fmt.Fprintf(stderr, "llm serve: /v1/* and /metrics require the API key from %s\n", keyFrom)
 		}
-		fmt.Fprintf(stderr, "llm serve: %s (%s, %d rank(s), %d thread(s) each, %d slots of %d tokens, chat template %s) on %s://%s\n",
-			name, m.Cfg.Arch, w.Size(), *threads, *slots, m.Context(), srv.TemplateName(), scheme, ln.Addr())
+		kt, vt := m.KVTypes()
+		fmt.Fprintf(stderr, "llm serve: %s (%s, %d rank(s), %d thread(s) each, %d slots of %d tokens, KV cache %s/%s (%d bytes per token per rank), chat template %s) on %s://%s\n",
+			name, m.Cfg.Arch, w.Size(), *threads, *slots, m.Context(), kt, vt, m.KVBytesPerToken(), srv.TemplateName(), scheme, ln.Addr())
 	}
 	if listening != nil && ln != nil {
 		listening(ln.Addr().String())

@@ -356,3 +356,46 @@ func TestServeTLS(t *testing.T) {
 		t.Errorf("serve: %v %s", err, stderr)
 	}
 }
+
+// llm serve with one slot, a Q8_0 key cache and a small --cache-ram: a chat's second turn,
+// after an unrelated request took the only slot, still finds its history in the KV blocks kept
+// across slots (bench-serve --multi-turn --interleave).
+func TestServePrefixBlocksOneSlot(t *testing.T) {
+	path := testfiles.Path(t, "llm", "stories260K.gguf")
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	var serveErr bytes.Buffer
+	go func() {
+		done <- serveUntil(ctx, []string{"-m", path, "--port", "0", "--parallel", "1", "-c", "256", "--cache-type-k", "q8_0", "--cache-ram", "1"}, &serveErr, func(a string) { addr <- a })
+	}()
+	var url string
+	select {
+	case a := <-addr:
+		url = "http://" + a
+	case err := <-done:
+		t.Fatalf("serve: %v %s", err, serveErr.String())
+	}
+	var out, errb bytes.Buffer
+	if rc := run([]string{"bench-serve", "--url", url, "--multi-turn", "60", "--interleave", "--requests", "2", "-n", "4", "-o", "json"}, &out, &errb); rc != 0 {
+		t.Fatalf("bench-serve --multi-turn --interleave rc %d: %s", rc, errb.String())
+	}
+	var mt multiTurn
+	if err := json.Unmarshal(out.Bytes(), &mt); err != nil || !mt.Interleaved || mt.Turn2Cached < mt.Turn1Prompt/32*32 || mt.Turn2Cached >= mt.Turn2Prompt {
+		t.Errorf("bench-serve --multi-turn --interleave: %+v (%v) from %s", mt, err, out.String())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	if !strings.Contains(serveErr.String(), "KV cache q8_0/f16") {
+		t.Errorf("serve's banner: %q", serveErr.String())
+	}
+	for _, bad := range [][]string{{"--cache-ram", "-2"}, {"--cache-type-k", "q5_1"}, {"--cache-type-v", "bf16"}} {
+		var e bytes.Buffer
+		err := serveUntil(context.Background(), append([]string{"-m", path, "--port", "0"}, bad...), &e, nil)
+		if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(bad[0], "--")[:5]) && !strings.Contains(err.Error(), bad[1]) {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+}

@@ -12,8 +12,7 @@ import (
 // requests and single decode tokens of running ones) with one matrix product per weight.
 type Cache struct {
 	slots, ctx int
-	k16, v16   [][]uint16  // per layer: [slot][ctx][local KV width], F16 cache
-	k32, v32   [][]float32 // the same, F32 cache
+	k, v       []kvBuf // per layer: [slot][ctx][local KV width]
 	scr        batchScratch
 }
 
@@ -24,16 +23,10 @@ func (m *Model) NewCache(slots, ctx int) (*Cache, error) {
 		return nil, fmt.Errorf("model: cache of %d slots of %d tokens (want >= 1 slot, 1..%d tokens)", slots, ctx, m.ctx)
 	}
 	nkv := (m.Shard.KV1 - m.Shard.KV0) * m.Cfg.HeadDim
-	n := slots * ctx * nkv
 	c := &Cache{slots: slots, ctx: ctx}
 	for range m.layers {
-		if m.kvF16 {
-			c.k16 = append(c.k16, make([]uint16, n))
-			c.v16 = append(c.v16, make([]uint16, n))
-		} else {
-			c.k32 = append(c.k32, make([]float32, n))
-			c.v32 = append(c.v32, make([]float32, n))
-		}
+		c.k = append(c.k, newKVBuf(m.kType, slots*ctx, nkv))
+		c.v = append(c.v, newKVBuf(m.vType, slots*ctx, nkv))
 	}
 	return c, nil
 }
@@ -108,7 +101,6 @@ func (m *Model) ForwardBatch(c *Cache, seqs []Seq) error {
 	m.ropeTables(t, func(i int) int { return b.pos[i] })
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	group := cf.Heads / cf.KVHeads
-	slotLen := c.ctx * nkv
 	for li := range m.layers {
 		L := &m.layers[li]
 		if err := m.qkv(L, t); err != nil {
@@ -117,14 +109,8 @@ func (m *Model) ForwardBatch(c *Cache, seqs []Seq) error {
 		for i := 0; i < t; i++ {
 			k, v := s.k[i*nkv:(i+1)*nkv], s.v[i*nkv:(i+1)*nkv]
 			m.positionQK(L, s.q[i*nq:(i+1)*nq], k, v, s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half])
-			at := b.slot[i]*slotLen + b.pos[i]*nkv
-			if m.kvF16 {
-				toHalf(c.k16[li][at:at+nkv], k)
-				toHalf(c.v16[li][at:at+nkv], v)
-			} else {
-				copy(c.k32[li][at:at+nkv], k)
-				copy(c.v32[li][at:at+nkv], v)
-			}
+			c.k[li].store(b.slot[i]*c.ctx+b.pos[i], k)
+			c.v[li].store(b.slot[i]*c.ctx+b.pos[i], v)
 		}
 		m.pool.For(nh, func(h0, h1 int) {
 			for h := h0; h < h1; h++ {
@@ -132,12 +118,8 @@ func (m *Model) ForwardBatch(c *Cache, seqs []Seq) error {
 				sc := s.scores[h*m.ctx : (h+1)*m.ctx]
 				for i := 0; i < t; i++ {
 					out, q := s.att[i*nq+h*hd:i*nq+(h+1)*hd], s.q[i*nq+h*hd:i*nq+(h+1)*hd]
-					lo, hi := b.slot[i]*slotLen, (b.slot[i]+1)*slotLen
-					if m.kvF16 {
-						attendHalf(out, q, c.k16[li][lo:hi], c.v16[li][lo:hi], nkv, kvl*hd, b.pos[i]+1, sc, scale)
-					} else {
-						attend(out, q, c.k32[li][lo:hi], c.v32[li][lo:hi], nkv, kvl*hd, b.pos[i]+1, sc, scale)
-					}
+					k, v := c.k[li].rowsOf(b.slot[i]*c.ctx, c.ctx), c.v[li].rowsOf(b.slot[i]*c.ctx, c.ctx)
+					attendKV(out, q, &k, &v, kvl*hd, b.pos[i]+1, sc, scale)
 				}
 			}
 		})

@@ -152,14 +152,8 @@ func (m *Model) Forward(tokens []int32) error {
 		for i := 0; i < t; i++ {
 			k, v := s.k[i*nkv:(i+1)*nkv], s.v[i*nkv:(i+1)*nkv]
 			m.positionQK(L, s.q[i*nq:(i+1)*nq], k, v, s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half])
-			p := m.pos + i
-			if m.kvF16 {
-				toHalf(L.kHalf[p*nkv:(p+1)*nkv], k)
-				toHalf(L.vHalf[p*nkv:(p+1)*nkv], v)
-			} else {
-				copy(L.kCache[p*nkv:(p+1)*nkv], k)
-				copy(L.vCache[p*nkv:(p+1)*nkv], v)
-			}
+			L.k.store(m.pos+i, k)
+			L.v.store(m.pos+i, v)
 		}
 		m.pool.For(nh, func(h0, h1 int) {
 			for h := h0; h < h1; h++ {
@@ -167,11 +161,7 @@ func (m *Model) Forward(tokens []int32) error {
 				sc := s.scores[h*m.ctx : (h+1)*m.ctx]
 				for i := 0; i < t; i++ {
 					out, q := s.att[i*nq+h*hd:i*nq+(h+1)*hd], s.q[i*nq+h*hd:i*nq+(h+1)*hd]
-					if m.kvF16 {
-						attendHalf(out, q, L.kHalf, L.vHalf, nkv, kvl*hd, m.pos+i+1, sc, scale)
-					} else {
-						attend(out, q, L.kCache, L.vCache, nkv, kvl*hd, m.pos+i+1, sc, scale)
-					}
+					attendKV(out, q, &L.k, &L.v, kvl*hd, m.pos+i+1, sc, scale)
 				}
 			}
 		})
@@ -243,8 +233,6 @@ func attendHalf(out, q []float32, kc, vc []uint16, stride, off, n int, sc []floa
 	clear(out)
 	quant.AxpyF16Rows(out, sc[:n], vc, stride, off)
 }
-
-func toHalf(dst []uint16, src []float32) { quant.F32ToF16s(dst, src) }
 
 func addTo(dst, src []float32) {
 	src = src[:len(dst)]

@@ -20,9 +20,11 @@ type Options struct {
 	Threads int   // goroutines per rank for matrix products (0: 1)
 	Context int   // KV cache length in tokens (0: the model's context length, at most 4096)
 	// KVType is the KV cache element type: "f16" (the default, as llama.cpp: half the memory;
-	// queries and attention weights are rounded to F16 for their products with it, as there)
-	// or "f32".
+	// queries and attention weights are rounded to F16 for their products with it, as there),
+	// "f32", or ggml's block types "q8_0" and "q4_0" (see kvquant.go).
 	KVType string
+	// VType, when set, is the type of the values, KVType then being the keys' only.
+	VType string
 }
 
 // Shard is the part of the model one rank holds.
@@ -44,8 +46,7 @@ type layer struct {
 	bq, bk, bv        []float32
 	qNorm, kNorm      []float32
 	gate, up, down    *quant.Matrix
-	kCache, vCache    []float32 // [ctx][kvLocal*HeadDim], F32 cache
-	kHalf, vHalf      []uint16  // the same as IEEE halves, F16 cache
+	k, v              kvBuf // [ctx][kvLocal*HeadDim]
 }
 
 // Model is one rank's part of a loaded model plus its KV cache and scratch buffers.
@@ -62,7 +63,8 @@ type Model struct {
 	out     *quant.Matrix
 	freqs   []float64 // RoPE inverse frequencies, RopeDim/2
 	pos     int
-	kvF16   bool
+	kType   kvType
+	vType   kvType
 
 	logits  []float32 // local logits of the last token
 	scratch scratch
@@ -128,12 +130,19 @@ func Load(f *gguf.File, opt Options) (*Model, error) {
 	}
 	threads := max(opt.Threads, 1)
 	m := &Model{Cfg: *cfg, Shard: sh, file: f, group: g, pool: &quant.Pool{Threads: threads}, ctx: ctx}
-	switch opt.KVType {
-	case "", "f16":
-		m.kvF16 = true
-	case "f32":
-	default:
-		return nil, fmt.Errorf("model: KV cache type %q (f16 or f32)", opt.KVType)
+	if m.kType, err = parseKVType(opt.KVType); err != nil {
+		return nil, err
+	}
+	m.vType = m.kType
+	if opt.VType != "" {
+		if m.vType, err = parseKVType(opt.VType); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range []kvType{m.kType, m.vType} {
+		if err := t.checkWidth((sh.KV1 - sh.KV0) * cfg.HeadDim); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.bind(); err != nil {
 		return nil, err
@@ -364,13 +373,7 @@ func (m *Model) bind() error {
 	// The caches come last, so that a bad tensor anywhere fails before they are allocated.
 	for i := range m.layers {
 		L := &m.layers[i]
-		if m.kvF16 {
-			L.kHalf = make([]uint16, m.ctx*nkv*hd)
-			L.vHalf = make([]uint16, m.ctx*nkv*hd)
-		} else {
-			L.kCache = make([]float32, m.ctx*nkv*hd)
-			L.vCache = make([]float32, m.ctx*nkv*hd)
-		}
+		L.k, L.v = newKVBuf(m.kType, m.ctx, nkv*hd), newKVBuf(m.vType, m.ctx, nkv*hd)
 	}
 	m.logits = make([]float32, s.V1-s.V0)
 	return nil

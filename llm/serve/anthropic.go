@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/gorun-hpc/gorun/llm/serve/constrain"
 )
 
 // Anthropic's Messages API (POST /v1/messages) over the same engine: text content, a system
-// prompt, stop_sequences, streaming with Anthropic's events. Tools are not offered on this
-// route.
+// prompt, stop_sequences, tools (see anthropic_tools.go), streaming with Anthropic's events.
 
 type anthropicRequest struct {
 	Model         string          `json:"model"`
@@ -23,6 +24,7 @@ type anthropicRequest struct {
 	StopSequences []string        `json:"stop_sequences"`
 	Stream        bool            `json:"stream"`
 	Tools         json.RawMessage `json:"tools"`
+	ToolChoice    json.RawMessage `json:"tool_choice"`
 }
 
 type anthropicMsg struct {
@@ -81,15 +83,21 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, badRequest("invalid_value", "max_tokens", "max_tokens is required"))
 		return
 	}
-	if len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]" {
-		anthropicError(w, badRequest("unsupported_value", "tools", "tools are not supported on /v1/messages; use /v1/chat/completions"))
+	tools, e := anthropicTools(req.Tools)
+	if e != nil {
+		anthropicError(w, e)
+		return
+	}
+	choice, parallel, e := anthropicToolChoice(req.ToolChoice, tools)
+	if e != nil {
+		anthropicError(w, e)
 		return
 	}
 	if len(req.Messages) == 0 {
 		anthropicError(w, badRequest("invalid_value", "messages", "messages is empty: want at least one message"))
 		return
 	}
-	var msgs []Message
+	var turns []turn
 	if len(req.System) > 0 && string(req.System) != "null" {
 		sys, ok := anthropicText(req.System)
 		if !ok {
@@ -97,27 +105,31 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if sys != "" {
-			msgs = append(msgs, Message{Role: "system", Content: sys})
+			turns = append(turns, turn{Message: Message{Role: "system", Content: sys}})
 		}
 	}
-	for i, m := range req.Messages {
-		p := fmt.Sprintf("messages[%d]", i)
-		if m.Role != "user" && m.Role != "assistant" {
-			anthropicError(w, badRequest("invalid_value", p+".role", "%s.role = %q: want user or assistant", p, m.Role))
-			return
-		}
-		text, ok := anthropicText(m.Content)
-		if !ok {
-			anthropicError(w, badRequest("invalid_type", p+".content", "%s.content: want a string or an array of text blocks", p))
-			return
-		}
-		msgs = append(msgs, Message{Role: m.Role, Content: text})
+	conv, e := anthropicTurns(req.Messages)
+	if e != nil {
+		anthropicError(w, e)
+		return
 	}
-	if msgs[len(msgs)-1].Role != "user" {
+	turns = append(turns, conv...)
+	if req.Messages[len(req.Messages)-1].Role != "user" {
 		anthropicError(w, badRequest("invalid_value", "messages", "the last message must be the user's"))
 		return
 	}
-	text, err := s.tmpl.Render(msgs)
+	offered := tools
+	if choice.mode == "none" {
+		offered = nil
+	}
+	var grammar *constrain.Grammar
+	if choice.mode == "required" || choice.mode == "function" {
+		if grammar, e = toolGrammar(s.tmpl.toolFormat(), tools, choice, parallel); e != nil {
+			anthropicError(w, e)
+			return
+		}
+	}
+	text, err := s.tmpl.render(turns, offered)
 	if err != nil {
 		anthropicError(w, badRequest("invalid_value", "messages", "%v", err))
 		return
@@ -149,6 +161,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, e)
 		return
 	}
+	if grammar != nil {
+		j.grammar = grammar
+		j.matcher, j.vocab, j.allowed = grammar.NewMatcher(), s.constraintVocab(), make([]bool, s.tok.NumTokens())
+	}
 	if err := s.eng.submit(j); err != nil {
 		ae := engineError(err)
 		if ae.status == http.StatusTooManyRequests {
@@ -179,8 +195,15 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			out.WriteString(ev.Text)
 			if ev.Finish != "" {
 				sr, seq := anthropicStop(ev)
+				text, calls := out.String(), []ToolCall(nil)
+				if len(offered) > 0 {
+					text, calls = anthropicCalls(text, offered)
+				}
+				if len(calls) > 0 && ev.Finish == "stop" {
+					sr, seq = "tool_use", nil
+				}
 				s.armWrite(rc)
-				writeJSON(w, http.StatusOK, message([]any{map[string]any{"type": "text", "text": out.String()}}, sr, seq, ev.PromptTokens, ev.CompletionTokens, ev.CachedTokens))
+				writeJSON(w, http.StatusOK, message(anthropicContent(text, calls), sr, seq, ev.PromptTokens, ev.CompletionTokens, ev.CachedTokens))
 				return
 			}
 		}
@@ -199,11 +222,15 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return rc.Flush() == nil
 	}
 	start := message([]any{}, nil, nil, len(prompt), 0, 0)
+	textStart := map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}
+	// With tools the text is held to its end, when its tool calls are known (as on the chat
+	// route); without, it streams as it comes.
 	if !send("message_start", map[string]any{"type": "message_start", "message": start}) ||
-		!send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}) ||
+		len(offered) == 0 && !send("content_block_start", textStart) ||
 		!send("ping", map[string]any{"type": "ping"}) {
 		return
 	}
+	var held strings.Builder
 	for {
 		ev, ok := next(r.Context(), j)
 		if !ok {
@@ -214,14 +241,48 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			send("error", map[string]any{"type": "error", "error": map[string]any{"type": "api_error", "message": ae.Message}})
 			return
 		}
-		if ev.Text != "" {
+		if len(offered) > 0 {
+			held.WriteString(ev.Text)
+		} else if ev.Text != "" {
 			if !send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": ev.Text}}) {
 				return
 			}
 		}
 		if ev.Finish != "" {
 			sr, seq := anthropicStop(ev)
-			send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+			if len(offered) > 0 {
+				text, calls := anthropicCalls(held.String(), offered)
+				if len(calls) > 0 && ev.Finish == "stop" {
+					sr, seq = "tool_use", nil
+				}
+				idx := 0
+				if text != "" || len(calls) == 0 {
+					if !send("content_block_start", textStart) ||
+						text != "" && !send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": text}}) ||
+						!send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0}) {
+						return
+					}
+					idx++
+				}
+				for _, c := range calls {
+					if !send("content_block_start", map[string]any{"type": "content_block_start", "index": idx,
+						"content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}}) {
+						return
+					}
+					for _, piece := range jsonPieces(c.Arguments, 32) {
+						if !send("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx,
+							"delta": map[string]any{"type": "input_json_delta", "partial_json": piece}}) {
+							return
+						}
+					}
+					if !send("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx}) {
+						return
+					}
+					idx++
+				}
+			} else {
+				send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+			}
 			send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": sr, "stop_sequence": seq},
 				"usage": map[string]any{"output_tokens": ev.CompletionTokens}})
 			send("message_stop", map[string]any{"type": "message_stop"})

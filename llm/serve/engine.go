@@ -105,6 +105,10 @@ type engine struct {
 
 	// noPromptCache turns prompt (prefix) caching off: every prompt is fed from position 0.
 	noPromptCache bool
+	// prefix indexes the blocks kept across slots (rank 0; nil: none); blocks holds this
+	// rank's shard of them.
+	prefix *prefixCache
+	blocks blockStore
 
 	// failAfter, when > 0, makes this rank's loop fail at that step (tests of a dying rank).
 	failAfter int
@@ -114,7 +118,7 @@ type engine struct {
 
 func newEngine(world *comm.Comm, m *model.Model, cache *model.Cache, tok *tokenizer.Tokenizer, batch, maxQueue int, mt *metrics) *engine {
 	return &engine{world: world, m: m, cache: cache, tok: tok, batch: batch, maxQueue: maxQueue, metrics: mt,
-		idlePing: 2 * time.Second, wake: make(chan struct{}, 1)}
+		idlePing: 2 * time.Second, wake: make(chan struct{}, 1), blocks: blockStore{}}
 }
 
 // submit queues a job; it fails at once when the queue is full or the engine is down.
@@ -194,6 +198,13 @@ func (e *engine) run(ctx context.Context) error {
 		}
 		all := append(append([]int32(nil), j.prompt...), j.generated...)
 		hist[j.slot] = all[:min(j.pos, len(all))]
+		if e.prefix != nil {
+			e.prefix.insert(hist[j.slot], j.slot)
+			e.metrics.prefixBytes.Set(float64(e.prefix.bytes()))
+			e.metrics.prefixBlocks.Set(float64(e.prefix.lru.Len()))
+			e.metrics.prefixEvictions.Add(float64(e.prefix.evictions))
+			e.prefix.evictions = 0
+		}
 	}
 	pick := func(j *job) {
 		// The slot with the longest shared prefix when it covers over half the prompt (as
@@ -215,7 +226,18 @@ func (e *engine) run(ctx context.Context) error {
 		free = append(free[:best], free[best+1:]...)
 		// At least the prompt's last token is fed, for its logits.
 		n := min(bestN, len(j.prompt)-1)
+		fromSlot := n
+		if e.prefix != nil && !e.noPromptCache {
+			// Blocks of earlier requests (any slot's) beyond what this slot still holds.
+			path := e.prefix.match(j.prompt)
+			if sn := min(len(path)*prefixBlock, len(j.prompt)-1); sn > n {
+				e.prefix.load(path[:(sn+prefixBlock-1)/prefixBlock], n/prefixBlock, j.slot)
+				n = sn
+			}
+		}
 		j.pos, j.fed, j.cached = n, n, n
+		e.metrics.cachedTokens.WithLabelValues("slot").Add(float64(fromSlot))
+		e.metrics.cachedTokens.WithLabelValues("blocks").Add(float64(n - fromSlot))
 	}
 	shutdown := func() error {
 		e.mu.Lock()
@@ -345,7 +367,11 @@ func (e *engine) plan(slots []*job) (plan []int32, seqs []model.Seq, rows []*job
 	if len(seqs) == 0 {
 		return nil, nil, nil
 	}
-	plan = append(plan, opStep, int32(len(seqs)))
+	var ops []int32
+	if e.prefix != nil {
+		ops = e.prefix.take()
+	}
+	plan = append(plan, opStep, int32(len(seqs)), int32(len(ops)))
 	for i, q := range seqs {
 		mode := int32(rowNone)
 		if q.Logits {
@@ -357,38 +383,41 @@ func (e *engine) plan(slots []*job) (plan []int32, seqs []model.Seq, rows []*job
 		}
 		plan = append(plan, int32(q.Slot), int32(q.Pos), int32(len(q.Tokens)), mode)
 	}
+	plan = append(plan, ops...)
 	for _, q := range seqs {
 		plan = append(plan, q.Tokens...)
 	}
 	return plan, seqs, rows
 }
 
-// decodePlan turns a broadcast plan back into sequences and row modes, checking every count.
-func decodePlan(plan []int32) ([]model.Seq, []int32, error) {
-	if len(plan) < 2 || plan[0] != opStep {
-		return nil, nil, fmt.Errorf("plan: bad header %v", plan[:min(len(plan), 2)])
+// decodePlan turns a broadcast plan back into sequences, row modes and the block operations
+// to run before them (5 words each), checking every count.
+func decodePlan(plan []int32) ([]model.Seq, []int32, []int32, error) {
+	if len(plan) < 3 || plan[0] != opStep {
+		return nil, nil, nil, fmt.Errorf("plan: bad header %v", plan[:min(len(plan), 3)])
 	}
-	n := int(plan[1])
-	if n < 1 || 2+4*n > len(plan) {
-		return nil, nil, fmt.Errorf("plan: %d sequences in %d words", n, len(plan))
+	n, nops := int(plan[1]), int(plan[2])
+	if n < 1 || nops < 0 || nops%5 != 0 || 3+4*n > len(plan) || nops > len(plan)-3-4*n {
+		return nil, nil, nil, fmt.Errorf("plan: %d sequences and %d words of block operations in %d words", n, nops, len(plan))
 	}
 	seqs := make([]model.Seq, n)
 	modes := make([]int32, n)
-	tok := 2 + 4*n
+	ops := plan[3+4*n : 3+4*n+nops]
+	tok := 3 + 4*n + nops
 	for i := range seqs {
-		h := plan[2+4*i : 2+4*i+4]
+		h := plan[3+4*i : 3+4*i+4]
 		nt := int(h[2])
-		if nt < 1 || tok+nt > len(plan) || h[3] < rowNone || h[3] > rowSample {
-			return nil, nil, fmt.Errorf("plan: sequence %d header %v does not fit %d words", i, h, len(plan))
+		if nt < 1 || nt > len(plan)-tok || h[3] < rowNone || h[3] > rowSample {
+			return nil, nil, nil, fmt.Errorf("plan: sequence %d header %v does not fit %d words", i, h, len(plan))
 		}
 		seqs[i] = model.Seq{Slot: int(h[0]), Pos: int(h[1]), Tokens: plan[tok : tok+nt], Logits: h[3] != rowNone}
 		modes[i] = h[3]
 		tok += nt
 	}
 	if tok != len(plan) {
-		return nil, nil, fmt.Errorf("plan: %d words left over", len(plan)-tok)
+		return nil, nil, nil, fmt.Errorf("plan: %d words left over", len(plan)-tok)
 	}
-	return seqs, modes, nil
+	return seqs, modes, ops, nil
 }
 
 // broadcast sends a plan from rank 0 to every rank (length, then the words).
@@ -437,8 +466,11 @@ func (e *engine) execute(plan []int32, step int) ([]int32, [][]float32, error) {
 // the full logits of the rows that sample (nil for the others). Every rank calls it with the
 // same plan, so the collectives inside match.
 func (e *engine) runStep(plan []int32) ([]int32, [][]float32, error) {
-	seqs, modes, err := decodePlan(plan)
+	seqs, modes, ops, err := decodePlan(plan)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := e.blocks.apply(e.m, e.cache, ops); err != nil {
 		return nil, nil, err
 	}
 	if err := e.m.ForwardBatch(e.cache, seqs); err != nil {

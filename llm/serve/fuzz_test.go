@@ -99,18 +99,23 @@ func FuzzRequest(f *testing.F) {
 
 // decodePlan rejects every malformed plan with an error (the plan crosses the network).
 func FuzzDecodePlan(f *testing.F) {
-	f.Add([]byte{1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0, 9, 0, 0, 0})
+	f.Add([]byte{1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0, 9, 0, 0, 0})
+	f.Add([]byte{1, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0,
+		2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0, 0, 7, 0, 0, 0})
 	f.Add([]byte{1, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		plan := make([]int32, len(b)/4)
 		for i := range plan {
 			plan[i] = int32(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
 		}
-		seqs, modes, err := decodePlan(plan)
+		seqs, modes, ops, err := decodePlan(plan)
 		if err != nil {
 			return
 		}
-		n := 2 + 4*len(seqs)
+		if len(ops)%5 != 0 {
+			t.Fatalf("accepted %v with %d words of block operations", plan, len(ops))
+		}
+		n := 3 + 4*len(seqs) + len(ops)
 		for i, q := range seqs {
 			if len(q.Tokens) < 1 || modes[i] < rowNone || modes[i] > rowSample || q.Logits != (modes[i] != rowNone) {
 				t.Fatalf("accepted %v: sequence %d %+v mode %d", plan, i, q, modes[i])
@@ -156,6 +161,58 @@ func FuzzCutStop(f *testing.F) {
 			if strings.Contains(text, s) {
 				t.Fatalf("cutStop(%q, %q) missed %q", text, stops, s)
 			}
+		}
+	})
+}
+
+// Any body to /v1/messages gets 200 or a 4xx with Anthropic's error object: never a 5xx, a
+// panic or a hang.
+func FuzzMessages(f *testing.F) {
+	s := fuzzServer(f)
+	tools := `"tools":[{"name":"f","description":"d","input_schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}]`
+	for _, seed := range []string{
+		`{"max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"max_tokens":4,"system":[{"type":"text","text":"x"}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"stream":true}`,
+		`{"max_tokens":4,` + tools + `,"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"hi"}]}`,
+		`{"max_tokens":4,` + tools + `,"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true},"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"max_tokens":4,` + tools + `,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"ok"},{"type":"tool_use","id":"t1","name":"f","input":{"a":1}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"2"},{"type":"text","text":"and?"}]}]}`,
+		`{"max_tokens":4,` + tools + `,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t9","content":[{"type":"text","text":"2"}],"is_error":true}]}]}`,
+		`{"max_tokens":4,` + tools + `,"tool_choice":{"type":"tool","name":"g"},"messages":[{"role":"user","content":"hi"}]}`,
+		`{"max_tokens":4,"tools":[{"name":"f","input_schema":{"type":"string","pattern":"a+"}}],"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"hi"}]}`,
+		`{"max_tokens":4,"tools":[{"type":"bash_20250124","name":"bash"}],"messages":[{"role":"user","content":"hi"}]}`,
+		`{"max_tokens":4,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":"x"}]},{"role":"user","content":"hi"}]}`,
+		`{"messages":[]}`, `[`, ``, `null`, `{"max_tokens":"2"}`,
+	} {
+		f.Add(seed)
+	}
+	h := s.Handler()
+	f.Fuzz(func(t *testing.T, body string) {
+		if strings.Contains(body, "max_tokens") || len(body) > 1<<17 {
+			var probe map[string]any
+			if json.Unmarshal([]byte(body), &probe) == nil {
+				probe["max_tokens"] = 4
+				b, _ := json.Marshal(probe)
+				body = string(b)
+			}
+		}
+		req := httptest.NewRequest("POST", "/v1/messages", strings.NewReader(body))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch {
+		case rec.Code == http.StatusOK:
+			if bytes.Contains(rec.Body.Bytes(), []byte(`"type":"error"`)) {
+				t.Fatalf("%q: error inside a 200: %s", body, rec.Body.Bytes())
+			}
+		case rec.Code >= 400 && rec.Code < 500:
+			var e struct {
+				Type  string                          `json:"type"`
+				Error *struct{ Type, Message string } `json:"error"`
+			}
+			if json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Type != "error" || e.Error == nil || e.Error.Message == "" || e.Error.Type == "" {
+				t.Fatalf("%q: %d without Anthropic's error object: %s", body, rec.Code, rec.Body.Bytes())
+			}
+		default:
+			t.Fatalf("%q: status %d: %s", body, rec.Code, rec.Body.Bytes())
 		}
 	})
 }

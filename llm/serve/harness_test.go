@@ -38,7 +38,8 @@ type serverOpts struct {
 	// setup runs on every rank's server before it serves (test hooks).
 	setup func(rank int, s *Server)
 	grace time.Duration
-	ctx   int // KV cache length (0: 128)
+	ctx   int    // KV cache length (0: 128)
+	kv    string // KV cache type (keys and values; "": f16)
 }
 
 func storiesPath(t testing.TB) string { return testfiles.Path(t, "llm", "stories260K.gguf") }
@@ -65,7 +66,7 @@ func startServer(t *testing.T, o serverOpts) *testServer {
 			}
 			defer f.Close()
 			g := NewTimedGroup(tp.New(c))
-			m, err := model.Load(f, model.Options{Group: g, Context: max(o.ctx, 128)})
+			m, err := model.Load(f, model.Options{Group: g, Context: max(o.ctx, 128), KVType: o.kv})
 			if err != nil {
 				ready <- err
 				return err

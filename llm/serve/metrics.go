@@ -21,6 +21,13 @@ type metrics struct {
 	queue        prometheus.Gauge
 	active       prometheus.Gauge
 	allreduce    prometheus.Counter
+	// prompt caching
+	cachedTokens    *prometheus.CounterVec
+	prefixBytes     prometheus.Gauge
+	prefixBlocks    prometheus.Gauge
+	prefixBudget    prometheus.Gauge
+	prefixEvictions prometheus.Counter
+	kvSlotBytes     *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -47,8 +54,21 @@ func newMetrics() *metrics {
 			Help: "KV cache slots in use."}),
 		allreduce: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "allreduce_seconds_total",
 			Help: "Time rank 0 spent in the tensor-parallel allreduces."}),
+		cachedTokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "prompt_cached_tokens_total",
+			Help: "Prompt tokens not fed because their KV entries were reused: from the slot's own last request (slot) or from blocks kept across slots (blocks)."}, []string{"source"}),
+		prefixBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "prefix_cache_bytes",
+			Help: "KV memory of the prefix cache's blocks on rank 0 (every rank holds its shard)."}),
+		prefixBlocks: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "prefix_cache_blocks",
+			Help: "Blocks in the prefix cache."}),
+		prefixBudget: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "prefix_cache_budget_bytes",
+			Help: "The prefix cache's memory budget per rank (--cache-ram)."}),
+		prefixEvictions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "prefix_cache_evictions_total",
+			Help: "Blocks evicted from the prefix cache (least recently used first) to stay within its budget."}),
+		kvSlotBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "kv_cache_slot_bytes",
+			Help: "KV cache memory of one slot on rank 0, by key and value type."}, []string{"type_k", "type_v"}),
 	}
-	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.cancelled, m.ttft, m.tps, m.step, m.queue, m.active, m.allreduce)
+	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.cancelled, m.ttft, m.tps, m.step, m.queue, m.active, m.allreduce,
+		m.cachedTokens, m.prefixBytes, m.prefixBlocks, m.prefixBudget, m.prefixEvictions, m.kvSlotBytes)
 	return m
 }
 

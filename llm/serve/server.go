@@ -43,6 +43,10 @@ type Config struct {
 	// NoPromptCache turns off prompt caching (a new request reusing the KV cache of a slot's
 	// earlier request for their common prefix of tokens).
 	NoPromptCache bool
+	// CacheRAM is the memory, per rank, of the KV blocks kept for prefix caching across slots
+	// (see prefix.go); 0: DefaultCacheRAM, negative: no blocks kept (a slot's own last request
+	// is still reused).
+	CacheRAM int64
 
 	// APIKey, when set, is required on /v1/*, /metrics and unrouted paths, as
 	// "Authorization: Bearer KEY" or "x-api-key: KEY" (401 otherwise); the chat page's files and
@@ -126,6 +130,15 @@ func New(world *comm.Comm, m *model.Model, tok *tokenizer.Tokenizer, group *Time
 	}
 	s.eng = newEngine(world, m, cache, tok, cfg.Batch, cfg.Queue, s.metrics)
 	s.eng.noPromptCache = cfg.NoPromptCache
+	if cfg.CacheRAM == 0 {
+		cfg.CacheRAM = DefaultCacheRAM
+	}
+	if !cfg.NoPromptCache && cfg.CacheRAM > 0 {
+		s.eng.prefix = newPrefixCache(cfg.CacheRAM, m.KVBytesPerToken(), prefixBlock)
+		s.metrics.prefixBudget.Set(float64(cfg.CacheRAM))
+	}
+	kt, vt := m.KVTypes()
+	s.metrics.kvSlotBytes.WithLabelValues(kt, vt).Set(float64(cache.SlotBytes()))
 	s.handler = s.routes()
 	return s, nil
 }
