@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gorun-hpc/gorun/llm/model"
 	"github.com/gorun-hpc/gorun/llm/quant"
 	"github.com/gorun-hpc/gorun/llm/tp"
 	"github.com/spf13/pflag"
@@ -40,7 +41,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	tg := fs.IntP("n-gen", "n", 128, "decode test: tokens generated one at a time (0: skip)")
 	reps := fs.IntP("repetitions", "r", 3, "timed repetitions of each test (after an untimed warm-up: one prefill, or one decoded token)")
 	threads := fs.IntP("threads", "t", 1, "threads per rank")
-	kvType := fs.String("kv-type", "f16", "KV cache type: f16 (as llama.cpp) or f32")
+	kvType := fs.String("kv-type", "f16", "KV cache type: "+model.KVTypeNames+" (f16 as llama.cpp's default)")
 	output := fs.StringP("output", "o", "md", "md (llama-bench style table) or jsonl")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file (per rank: .RANK appended when ranks > 1)")
 	fs.Usage = func() {

@@ -18,7 +18,7 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	n := fs.IntP("n-predict", "n", 64, "tokens to generate")
 	threads := fs.IntP("threads", "t", 1, "threads per rank")
 	ctx := fs.IntP("ctx-size", "c", 0, "context length (0: the model's, at most 4096)")
-	kvType := fs.String("kv-type", "f16", "KV cache type: f16 (as llama.cpp) or f32")
+	kvType := fs.String("kv-type", "f16", "KV cache type: "+model.KVTypeNames+" (f16 as llama.cpp's default)")
 	var p sample.Params
 	fs.Float32Var(&p.Temperature, "temp", 0, "temperature (0: greedy)")
 	fs.IntVar(&p.TopK, "top-k", 40, "top-k (0: off)")

@@ -43,7 +43,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	memFlag := fs.String("mem", "", "usable memory: one size for every host (64G) or one per host in order (512G,512G,256G)")
 	ctx := fs.IntP("ctx-size", "c", 0, "context (KV cache) length in tokens (default: the model's, at most 4096)")
 	batch := fs.IntP("batch-size", "b", 512, "tokens per forward pass, for the work-space estimate")
-	kvType := fs.String("kv-type", "f16", "KV cache type: f16 or f32")
+	kvType := fs.String("kv-type", "f16", "KV cache type: "+model.KVTypeNames)
 	bw := fs.String("link-bw", "10G", "bandwidth of the links between hosts, bits/s (N, NK, NM, NG)")
 	lat := fs.Duration("link-latency", 50*time.Microsecond, "one-way latency of a message between hosts")
 	layerSplit := fs.String("layer-split", "", "layers per pipeline stage by hand (20,20,12,12); default: in proportion to the hosts' memory")
@@ -60,13 +60,19 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	if *batch < 1 {
 		return fmt.Errorf("--batch-size %d: want >= 1", *batch)
 	}
-	kvElem := int64(2)
+	// Bytes per 32 elements: the quantized types store ggml's blocks of 32.
+	var kvPer32 int64
 	switch *kvType {
 	case "f16":
+		kvPer32 = 64
 	case "f32":
-		kvElem = 4
+		kvPer32 = 128
+	case "q8_0":
+		kvPer32 = 34
+	case "q4_0":
+		kvPer32 = 18
 	default:
-		return fmt.Errorf("--kv-type %q: f16 or f32", *kvType)
+		return fmt.Errorf("--kv-type %q: want %s", *kvType, model.KVTypeNames)
 	}
 	f, err := gguf.Open(*path)
 	if err != nil {
@@ -180,7 +186,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout)
 
-	pm := planModel{f: f, cfg: cfg, ctx: *ctx, batch: *batch, kvElem: kvElem}
+	pm := planModel{f: f, cfg: cfg, ctx: *ctx, batch: *batch, kvPer32: kvPer32}
 	dimBytes := float64(cfg.Dim * 4)
 	bits := float64(linkBits)
 
@@ -302,11 +308,11 @@ func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
 // planModel estimates one rank's memory.
 type planModel struct {
-	f      *gguf.File
-	cfg    *model.Config
-	ctx    int
-	batch  int
-	kvElem int64
+	f       *gguf.File
+	cfg     *model.Config
+	ctx     int
+	batch   int
+	kvPer32 int64 // KV cache bytes per 32 elements
 }
 
 // rank is rank r of a tensor-parallel group of p holding layers [l0,l1).
@@ -322,7 +328,7 @@ func (pm planModel) rank(host, r, p, l0, l1 int, first, last bool) (planRank, er
 	}
 	hd := c.HeadDim
 	nq, nkv, nf := (s.H1-s.H0)*hd, (s.KV1-s.KV0)*hd, s.F1-s.F0
-	kv := int64(l1-l0) * int64(pm.ctx) * int64(nkv) * 2 * pm.kvElem
+	kv := int64(l1-l0) * int64(pm.ctx) * int64(nkv) * 2 * pm.kvPer32 / 32
 	// The scratch buffers of model.grow for a pass of t tokens, in float32.
 	t := int64(pm.batch)
 	floats := t*int64(3*c.Dim+2*nq+2*nkv+2*nf+c.RopeDim) + int64((s.H1-s.H0)*pm.ctx) + int64(c.Dim)
