@@ -290,6 +290,9 @@ func passive(c *comm.Comm, w *Win[int64], base [][]int64, seed uint64) error {
 			if err := w.Accumulate(s.target, 1, []int64{s.add}, collectives.Sum[int64]()); err != nil {
 				return err
 			}
+			if err := w.Flush(s.target); err != nil {
+				return err
+			}
 		} else {
 			if err := w.Lock(s.target, Exclusive); err != nil {
 				return err
@@ -513,6 +516,7 @@ func badArguments(c *comm.Comm) error {
 	add("Put outside an epoch", w.Put(me, 0, one), ErrNoEpoch)
 	add("Get outside an epoch", w.Get((me+1)%p, 0, one), ErrNoEpoch)
 	add("Unlock of an unlocked rank", w.Unlock(me), nil)
+	add("Flush outside an epoch", w.Flush(me), ErrNoEpoch)
 	if err := w.Fence(); err != nil {
 		return err
 	}
