@@ -137,7 +137,7 @@ func (w *Win[T]) serve() {
 			note(fmt.Errorf("receiving a request from rank %d: %w", st.Source, err))
 			return
 		}
-		h, err := parseHeader(msg)
+		h, data, err := decode(msg, len(w.local), w.esize)
 		if err != nil {
 			note(fmt.Errorf("rank %d: %w", st.Source, err))
 			continue
@@ -149,36 +149,59 @@ func (w *Win[T]) serve() {
 			note(fmt.Errorf("rank %d sent a stop request", st.Source))
 			continue
 		}
-		if err := w.handle(pc, st.Source, h, msg[hdrLen:], &locks); err != nil {
+		if err := w.handle(pc, st.Source, h, data, &locks); err != nil {
 			note(fmt.Errorf("request from rank %d: %w", st.Source, err))
 		}
 	}
 }
 
-// handle carries out one request from rank src.
-func (w *Win[T]) handle(pc *comm.Comm, src int, h header, data []byte, locks *lockState) error {
-	n := len(w.local)
-	var off, cnt int
+// decode parses and validates a request for a window of n elements of esize bytes: the kind,
+// the range, the data length, the op and the lock type. Requests come from other processes,
+// so nothing in them is trusted.
+func decode(msg []byte, n, esize int) (h header, data []byte, err error) {
+	if h, err = parseHeader(msg); err != nil {
+		return h, nil, err
+	}
+	data = msg[hdrLen:]
 	switch h.kind {
 	case kindPut, kindAcc, kindGet:
 		if h.off > uint64(n) || h.n > uint64(n)-h.off {
-			return fmt.Errorf("elements [%d, %d+%d) outside this rank's window of %d", h.off, h.off, h.n, n)
+			return h, nil, fmt.Errorf("elements [%d, %d+%d) outside this rank's window of %d", h.off, h.off, h.n, n)
 		}
-		off, cnt = int(h.off), int(h.n)
+		want := 0
+		if h.kind != kindGet {
+			want = int(h.n) * esize
+		}
+		if len(data) != want {
+			return h, nil, fmt.Errorf("%d elements announced, %d bytes of data", h.n, len(data))
+		}
+		if h.kind == kindAcc && (h.op < opReplace || h.op >= opEnd) {
+			return h, nil, fmt.Errorf("unknown accumulate op code %d", h.op)
+		}
+	case kindLock:
+		if lt := LockType(h.lock); lt != Shared && lt != Exclusive {
+			return h, nil, fmt.Errorf("lock type %d", h.lock)
+		}
+	case kindFlush, kindUnlock, kindStop:
+	default:
+		return h, nil, fmt.Errorf("unknown request kind %d", h.kind)
 	}
+	return h, data, nil
+}
+
+// handle carries out one decoded request from rank src.
+func (w *Win[T]) handle(pc *comm.Comm, src int, h header, data []byte, locks *lockState) error {
+	off, cnt := int(h.off), int(h.n)
 	switch h.kind {
 	case kindPut, kindAcc:
-		if len(data) != cnt*w.esize {
-			return fmt.Errorf("%d elements announced, %d bytes of data", cnt, len(data))
-		}
-		src := make([]T, cnt)
-		copy(comm.AsBytes(src), data)
+		vals := make([]T, cnt)
+		copy(comm.AsBytes(vals), data)
 		w.mem.Lock()
 		var err error
 		if h.kind == kindPut {
-			copy(w.local[off:], src)
+			copy(w.local[off:], vals)
 		} else {
-			err = applyOp(h.op, src, w.local[off:off+cnt])
+			err = applyOp(h.op, vals, w.local[off:off+cnt])
 		}
 		w.mem.Unlock()
 		return err
@@ -192,11 +215,7 @@ func (w *Win[T]) handle(pc *comm.Comm, src int, h header, data []byte, locks *lo
 		// Requests from one rank are handled in order: every earlier one is applied.
 		return comm.Send(pc, []byte{}, src, int(h.reply))
 	case kindLock:
-		lt := LockType(h.lock)
-		if lt != Shared && lt != Exclusive {
-			return fmt.Errorf("lock type %d", h.lock)
-		}
-		locks.waiting = append(locks.waiting, lockWait{rank: src, typ: lt, reply: int(h.reply)})
+		locks.waiting = append(locks.waiting, lockWait{rank: src, typ: LockType(h.lock), reply: int(h.reply)})
 		return w.grant(pc, locks)
 	case kindUnlock:
 		switch {

@@ -572,3 +572,49 @@ func badArguments(c *comm.Comm) error {
 	add("Fence after Free", w.Fence(), ErrFreed)
 	return errors.Join(errs...)
 }
+
+// TestWindowRefusesBadRequests: a request that does not decode (here raw bytes a rank sends on
+// the window's communicator) is dropped by the target's serving goroutine, which goes on
+// serving, and reported by the target's Free.
+func TestWindowRefusesBadRequests(t *testing.T) {
+	for _, p := range []int{2, 3} {
+		spmd(t, p, func(c *comm.Comm) error {
+			w, err := Create(c, make([]int64, 2)) // Create: the Put below takes the message path too
+			if err != nil {
+				return err
+			}
+			if c.Rank() == 1 {
+				bad := make([]byte, hdrLen)
+				header{kind: kindPut, off: 1, n: 5}.put(bad) // past the end, and no data
+				if err := comm.Send(w.Comm(), bad, 0, reqTag); err != nil {
+					return err
+				}
+				if err := comm.Send(w.Comm(), []byte{9, 9}, 0, reqTag); err != nil {
+					return err
+				}
+			}
+			if err := w.Fence(); err != nil {
+				return err
+			}
+			if c.Rank() == 1 {
+				if err := w.Put(0, 0, []int64{5, 6}); err != nil {
+					return err
+				}
+			}
+			if err := w.FenceEnd(); err != nil {
+				return err
+			}
+			if c.Rank() == 0 && !slices.Equal(w.Local(), []int64{5, 6}) {
+				return fmt.Errorf("after the bad requests, rank 0 holds %v, want [5 6]", w.Local())
+			}
+			err = w.Free()
+			if c.Rank() == 0 {
+				if err == nil {
+					return errors.New("Free: the bad requests were not reported")
+				}
+				return nil
+			}
+			return err
+		})
+	}
+}
