@@ -60,5 +60,13 @@
 // nothing, so the window stays usable. Fence and Free exchange a flag, so a rank that calls
 // them while holding locks makes every rank's call fail instead of leaving the others waiting.
 // A serving goroutine bounds each request by the largest its window can hold before it
-// allocates, and ignores (and reports from Free) requests it cannot decode.
+// allocates, and ignores (and reports from Free) requests it cannot decode. Predefined ops are
+// recognised by name, as collectives recognise ops.
+//
+// # Peer failure
+//
+// An operation that needs a rank that died or left returns comm's *comm.PeerError (Fence and
+// Free need every rank). The serving goroutines of the ranks still there go on serving each
+// other, polling them one by one (comm fails a wait on any source once a rank is gone), so
+// their locks and accesses among themselves keep working.
 package rma

@@ -3,6 +3,7 @@ package rma
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gorun-hpc/gorun/collectives"
 	"github.com/gorun-hpc/gorun/comm"
@@ -117,8 +118,23 @@ func (w *Win[T]) serve() {
 			w.srvErr = err
 		}
 	}
+	var dead []bool // after a peer failure: the ranks known gone
 	for {
-		st, err := pc.Probe(comm.AnySource, reqTag)
+		var st comm.Status
+		var err error
+		if dead == nil {
+			st, err = pc.Probe(comm.AnySource, reqTag)
+			var pe *comm.PeerError
+			if errors.As(err, &pe) {
+				// comm fails a wait on any source once some rank is gone; the others may still
+				// lock and access this rank, so serve them by polling them one by one.
+				note(fmt.Errorf("waiting for requests: %w", err))
+				dead = make([]bool, len(w.sizes))
+				continue
+			}
+		} else {
+			st, err = w.pollLive(pc, dead)
+		}
 		if err != nil {
 			if !errors.Is(err, comm.ErrClosed) {
 				note(fmt.Errorf("waiting for requests: %w", err))
@@ -187,6 +203,32 @@ func decode(msg []byte, n, esize int) (h header, data []byte, err error) {
 		return h, nil, fmt.Errorf("unknown request kind %d", h.kind)
 	}
 	return h, data, nil
+}
+
+// pollLive waits for a request from a rank not in dead, marking the ranks comm reports gone,
+// and sleeping a little between rounds that find nothing. It fails when this rank's own
+// communicator does (ErrClosed after Finalize).
+func (w *Win[T]) pollLive(pc *comm.Comm, dead []bool) (comm.Status, error) {
+	for {
+		for r := range dead {
+			if dead[r] {
+				continue
+			}
+			st, ok, err := pc.Iprobe(r, reqTag)
+			if err != nil {
+				var pe *comm.PeerError
+				if r == w.rank || !errors.As(err, &pe) {
+					return st, err
+				}
+				dead[r] = true
+				continue
+			}
+			if ok {
+				return st, nil
+			}
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
 }
 
 // handle carries out one decoded request from rank src.

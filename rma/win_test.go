@@ -618,3 +618,45 @@ func TestWindowRefusesBadRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowPeerGone: after one rank has left, the others still lock and access each other
+// (their serving goroutines go on), and a collective call or an access to the gone rank
+// returns an error instead of hanging.
+func TestWindowPeerGone(t *testing.T) {
+	notInJob(t)
+	spmd(t, 3, func(c *comm.Comm) error {
+		w, err := Create(c, make([]int64, 2))
+		if err != nil {
+			return err
+		}
+		if c.Rank() == 2 {
+			return nil // leaves without Free
+		}
+		other := 1 - c.Rank()
+		// Rank 2 leaves at once; wait until comm reports it gone.
+		for {
+			if err := w.Lock(2, Shared); err != nil {
+				break
+			}
+			if err := w.Unlock(2); err != nil {
+				break
+			}
+		}
+		for i := range 20 {
+			if err := w.Lock(other, Exclusive); err != nil {
+				return fmt.Errorf("round %d: %w", i, err)
+			}
+			if err := w.Accumulate(other, 0, []int64{1}, collectives.Sum[int64]()); err != nil {
+				return err
+			}
+			if err := w.Unlock(other); err != nil {
+				return err
+			}
+		}
+		var pe *comm.PeerError
+		if err := w.Fence(); !errors.As(err, &pe) {
+			return fmt.Errorf("Fence with rank 2 gone: %v, want a *comm.PeerError", err)
+		}
+		return nil
+	})
+}
