@@ -52,9 +52,9 @@
 //
 // # Bad input
 //
-// Creation is collective and checked collectively: a negative length or element types of
-// different sizes on any rank make it fail on every rank (windows may differ in length between
-// ranks, as in MPI). An access to a rank outside the communicator, a range outside the target's
+// Creation is collective and checked collectively: a negative length, one over 64 TiB, or
+// element types of different sizes on any rank make it fail on every rank (windows may differ
+// in length between ranks, as in MPI). An access to a rank outside the communicator, a range outside the target's
 // window, an access outside an epoch, Lock inside a fence epoch or of a rank already locked,
 // Unlock of a rank not locked: the call returns an error naming what was wrong and sends
 // nothing, so the window stays usable. Fence and Free exchange a flag, so a rank that calls

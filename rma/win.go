@@ -70,6 +70,10 @@ const (
 
 const hdrLen = 32
 
+// maxWinBytes bounds one rank's window, so that sizes summed over a host's ranks (a shared
+// segment's layout) cannot overflow.
+const maxWinBytes = 1 << 46
+
 // header is a request's fixed part: kind, op, lock type, reply tag, offset, count (elements).
 type header struct {
 	kind, op, lock uint8
@@ -161,8 +165,11 @@ func newWin[T comm.Elem](c *comm.Comm, n int, buf []T, alloc bool) (*Win[T], err
 	var zero T
 	esize := int(unsafe.Sizeof(zero))
 	var bad error
-	if n < 0 {
+	switch {
+	case n < 0:
 		bad = fmt.Errorf("rma: window of %d elements", n)
+	case n > maxWinBytes/esize:
+		bad = fmt.Errorf("rma: window of %d elements of %d bytes: more than %d bytes", n, esize, maxWinBytes)
 	}
 	// Every rank learns every rank's length, element size and verdict, so all fail together.
 	mine := []int64{int64(n), int64(esize), 0}

@@ -487,6 +487,14 @@ func badArguments(c *comm.Comm) error {
 	} else {
 		return errors.New("Allocate with rank 0's length -1: no error")
 	}
+	// So does a length past the limit on the last rank.
+	n = 4
+	if me == p-1 {
+		n = maxWinBytes/8 + 1
+	}
+	if _, err := Allocate[int64](c, n); err == nil {
+		return errors.New("Allocate with the last rank's length past the limit: no error")
+	}
 	// Element types of different sizes fail on every rank.
 	var err error
 	if me == p-1 {
