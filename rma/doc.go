@@ -54,14 +54,14 @@
 //
 // Creation is collective and checked collectively: a negative length, one over 64 TiB, or
 // element types of different sizes on any rank make it fail on every rank (windows may differ
-// in length between ranks, as in MPI). An access to a rank outside the communicator, a range outside the target's
-// window, an access outside an epoch, Lock inside a fence epoch or of a rank already locked,
-// Unlock of a rank not locked: the call returns an error naming what was wrong and sends
-// nothing, so the window stays usable. Fence and Free exchange a flag, so a rank that calls
-// them while holding locks makes every rank's call fail instead of leaving the others waiting.
-// A serving goroutine bounds each request by the largest its window can hold before it
-// allocates, and ignores (and reports from Free) requests it cannot decode. Predefined ops are
-// recognised by name, as collectives recognise ops.
+// in length between ranks, as in MPI). An access to a rank outside the communicator, a range
+// outside the target's window, an access outside an epoch, Lock inside a fence epoch or of a
+// rank already locked, Unlock of a rank not locked: the call returns an error naming what was
+// wrong and sends nothing, so the window stays usable. Fence and Free exchange a flag, so a
+// rank that calls them while holding locks makes every rank's call fail instead of leaving the
+// others waiting. A serving goroutine bounds each request by the largest its window can hold
+// before it allocates, and ignores (and reports from Free) requests it cannot decode.
+// Predefined ops are recognised by name, as collectives recognise ops.
 //
 // # Peer failure
 //
