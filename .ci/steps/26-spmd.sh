@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# topology and the SPMD examples: the race detector over the topology suite, the suite in real
-# processes at every rank count 1-8 over shm and tcp and over fake hosts (rank reordering),
+# topology, rma and the SPMD examples: the race detector over the topology and window suites,
+# both suites in real processes at every rank count 1-8 over shm and tcp and over fake hosts
+# (rank reordering; windows mixing shared segments with messages),
 # every example as processes under gorun at 1, 2, 3 and 4 ranks over both shm and tcp, and a
 # smoke run of the Jacobi side-by-side script with Open MPI.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-echo "-- go test -race -short ./topology"
-go test -count=1 -race -short ./topology
+echo "-- go test -race -short ./topology ./rma"
+go test -count=1 -race -short ./topology ./rma
 echo "-- the topology suite in processes: 1-8 ranks over shm and tcp, fake hosts"
 GORUN_TOPO_PROC_MATRIX=full go test -count=1 -v -run TestSuiteInProcesses ./topology
+echo "-- the window suite in processes: 1-8 ranks over shm and tcp, fake hosts"
+GORUN_RMA_PROC_MATRIX=full go test -count=1 -v -run TestSuiteInProcesses ./rma
+leftover=$(find "${TMPDIR:-/tmp}" /dev/shm -maxdepth 1 -name 'gorun-*rma-*' 2>/dev/null || true)
+[ -z "$leftover" ] || { echo "window segments left behind: $leftover" >&2; exit 1; }
 echo "-- the examples at 1-4 ranks over shm and tcp"
 GORUN_EXAMPLES_MATRIX=full go test -count=1 -v -run TestProgram ./examples/...
 

@@ -3,14 +3,14 @@
 # (bench/spmd/jacobi.c, Debian's openmpi-bin), at 1 and 2 ranks on one host (ours: shared
 # memory, the default there; Open MPI: its default, vader), each with the halo exchanged by
 # the neighbour collective (topology.NeighborAlltoallv / MPI_Neighbor_alltoallv) and by hand
-# (Irecv/Isend). A fixed number of iterations (--tol 0); each figure is the best of --rounds
+# (Irecv/Isend). A fixed number of iterations (--tol 0); each figure is the median of --rounds
 # runs, the two programs alternating. Prints a Markdown table of microseconds per iteration.
 #
 # usage: bench/spmd/run.sh [--rounds N] [--quick]
 # needs: go, mpicc and mpirun (apt-get install openmpi-bin libopenmpi-dev)
 set -euo pipefail
 
-rounds=3 quick=0
+rounds=5 quick=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--rounds) rounds="$2"; shift 2 ;;
@@ -28,7 +28,8 @@ mpicc -O2 -o "$tmp/jacobi-c" "$root/bench/spmd/jacobi.c" -lm
 cd "$tmp"
 
 per_iter() { sed -n 's/.*, \([0-9.]*\) us per iteration$/\1/p'; }
-best() { sort -g | head -1; }
+# median of the values on stdin (the lower middle one for an even count)
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 # grid iterations
 cases=("64 20000" "512 400")
@@ -44,8 +45,8 @@ for c in "${cases[@]}"; do
 				ours+=("$(./gorun -n "$np" ./jacobi --n "$n" --tol 0 --max-iter "$iters" --halo "$halo" | per_iter)")
 				theirs+=("$(mpirun --allow-run-as-root -np "$np" ./jacobi-c --n "$n" --tol 0 --max-iter "$iters" --halo "$halo" | per_iter)")
 			done
-			o=$(printf '%s\n' "${ours[@]}" | best)
-			t=$(printf '%s\n' "${theirs[@]}" | best)
+			o=$(printf '%s\n' "${ours[@]}" | median)
+			t=$(printf '%s\n' "${theirs[@]}" | median)
 			printf '| %d x %d | %d | %s | %s | %s | %.2f |\n' "$n" "$n" "$np" "$halo" "$o" "$t" "$(echo "$o / $t" | bc -l)"
 		done
 	done
