@@ -56,6 +56,7 @@ type Seq struct {
 // batchScratch holds ForwardBatch's per-token bookkeeping.
 type batchScratch struct {
 	slot, pos []int
+	tokens    []int32
 	last      []int // token index of each logits row
 	hidden    []float32
 	logits    []float32 // [rows][local vocab]
@@ -73,7 +74,7 @@ func (m *Model) ForwardBatch(c *Cache, seqs []Seq) error {
 	cf, sh, s := &m.Cfg, &m.Shard, &m.scratch
 	b := &c.scr
 	b.slot, b.pos, b.last = b.slot[:0], b.pos[:0], b.last[:0]
-	var tokens []int32
+	tokens := b.tokens[:0]
 	for i, q := range seqs {
 		if q.Slot < 0 || q.Slot >= c.slots {
 			return fmt.Errorf("model: sequence %d: slot %d outside [0,%d)", i, q.Slot, c.slots)
@@ -93,58 +94,25 @@ func (m *Model) ForwardBatch(c *Cache, seqs []Seq) error {
 			b.last = append(b.last, len(tokens)-1)
 		}
 	}
+	b.tokens = tokens
 	t := len(tokens)
 	if t == 0 {
 		return fmt.Errorf("model: ForwardBatch of no tokens")
 	}
 	m.grow(t)
-	dim, hd := cf.Dim, cf.HeadDim
-	nh, nkvh := sh.H1-sh.H0, sh.KV1-sh.KV0
-	nq, nkv, nf := nh*hd, nkvh*hd, sh.F1-sh.F0
 	if err := m.embed(tokens); err != nil {
 		return err
 	}
-	half := cf.RopeDim / 2
 	m.ropeTables(t, func(i int) int { return b.pos[i] })
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	group := cf.Heads / cf.KVHeads
-	slotLen := c.ctx * nkv
 	for li := range m.layers {
-		L := &m.layers[li]
-		if err := m.qkv(L, t); err != nil {
+		if err := m.attention(li, c, t); err != nil {
 			return err
 		}
-		for i := 0; i < t; i++ {
-			k, v := s.k[i*nkv:(i+1)*nkv], s.v[i*nkv:(i+1)*nkv]
-			m.positionQK(L, s.q[i*nq:(i+1)*nq], k, v, s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half])
-			at := b.slot[i]*slotLen + b.pos[i]*nkv
-			if m.kvF16 {
-				toHalf(c.k16[li][at:at+nkv], k)
-				toHalf(c.v16[li][at:at+nkv], v)
-			} else {
-				copy(c.k32[li][at:at+nkv], k)
-				copy(c.v32[li][at:at+nkv], v)
-			}
-		}
-		m.pool.For(nh, func(h0, h1 int) {
-			for h := h0; h < h1; h++ {
-				kvl := (sh.H0+h)/group - sh.KV0
-				sc := s.scores[h*m.ctx : (h+1)*m.ctx]
-				for i := 0; i < t; i++ {
-					out, q := s.att[i*nq+h*hd:i*nq+(h+1)*hd], s.q[i*nq+h*hd:i*nq+(h+1)*hd]
-					lo, hi := b.slot[i]*slotLen, (b.slot[i]+1)*slotLen
-					if m.kvF16 {
-						attendHalf(out, q, c.k16[li][lo:hi], c.v16[li][lo:hi], nkv, kvl*hd, b.pos[i]+1, sc, scale)
-					} else {
-						attend(out, q, c.k32[li][lo:hi], c.v32[li][lo:hi], nkv, kvl*hd, b.pos[i]+1, sc, scale)
-					}
-				}
-			}
-		})
-		if err := m.attnOutAndMLP(li, L, t, nq, nf); err != nil {
+		if err := m.feedForward(li, t); err != nil {
 			return err
 		}
 	}
+	dim := cf.Dim
 	rows := len(b.last)
 	vl := sh.V1 - sh.V0
 	b.hidden = grow(b.hidden, rows*dim)
@@ -229,18 +197,58 @@ func (m *Model) positionQK(L *layer, q, k, v, cs, sn []float32) {
 	}
 }
 
-// attnOutAndMLP finishes layer li for t tokens whose attention outputs are in scratch.att:
-// the row-parallel output projection and its allreduce, then the MLP and its allreduce, each
-// added to the residual stream scratch.x.
-func (m *Model) attnOutAndMLP(li int, L *layer, t, nq, nf int) error {
-	c, sh, s := &m.Cfg, &m.Shard, &m.scratch
-	dim := c.Dim
+// attention runs layer li's attention for the t tokens of the batch in scratch.x (slots and
+// positions in c's bookkeeping): the normed projections, biases, QK norms and RoPE, the cache
+// store, attention per head over each token's slot, then the row-parallel output projection
+// and its allreduce, added to the residual stream.
+func (m *Model) attention(li int, c *Cache, t int) error {
+	cf, sh, s, b := &m.Cfg, &m.Shard, &m.scratch, &c.scr
+	L := &m.layers[li]
+	hd := cf.HeadDim
+	nh, nkvh := sh.H1-sh.H0, sh.KV1-sh.KV0
+	nq, nkv := nh*hd, nkvh*hd
+	half := cf.RopeDim / 2
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	group := cf.Heads / cf.KVHeads
+	slotLen := c.ctx * nkv
+	if err := m.qkv(L, t); err != nil {
+		return err
+	}
+	for i := 0; i < t; i++ {
+		k, v := s.k[i*nkv:(i+1)*nkv], s.v[i*nkv:(i+1)*nkv]
+		m.positionQK(L, s.q[i*nq:(i+1)*nq], k, v, s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half])
+		at := b.slot[i]*slotLen + b.pos[i]*nkv
+		if m.kvF16 {
+			toHalf(c.k16[li][at:at+nkv], k)
+			toHalf(c.v16[li][at:at+nkv], v)
+		} else {
+			copy(c.k32[li][at:at+nkv], k)
+			copy(c.v32[li][at:at+nkv], v)
+		}
+	}
+	m.pool.For(nh, func(h0, h1 int) {
+		for h := h0; h < h1; h++ {
+			kvl := (sh.H0+h)/group - sh.KV0
+			sc := s.scores[h*m.ctx : (h+1)*m.ctx]
+			for i := 0; i < t; i++ {
+				out, q := s.att[i*nq+h*hd:i*nq+(h+1)*hd], s.q[i*nq+h*hd:i*nq+(h+1)*hd]
+				lo, hi := b.slot[i]*slotLen, (b.slot[i]+1)*slotLen
+				if m.kvF16 {
+					attendHalf(out, q, c.k16[li][lo:hi], c.v16[li][lo:hi], nkv, kvl*hd, b.pos[i]+1, sc, scale)
+				} else {
+					attend(out, q, c.k32[li][lo:hi], c.v32[li][lo:hi], nkv, kvl*hd, b.pos[i]+1, sc, scale)
+				}
+			}
+		}
+	})
+	// Row-parallel output projection, one allreduce for the whole batch.
+	dim := cf.Dim
 	in, stride, off := s.att, nq, 0
 	if sh.OGather {
 		if err := m.gatherHeads(t); err != nil {
 			return fmt.Errorf("layer %d: gather attention: %w", li, err)
 		}
-		in, stride, off = s.attFull, c.Heads*c.HeadDim, sh.O0
+		in, stride, off = s.attFull, cf.Heads*hd, sh.O0
 	}
 	if err := m.load(L.wo, in, t, stride, off); err != nil {
 		return err
@@ -250,23 +258,48 @@ func (m *Model) attnOutAndMLP(li int, L *layer, t, nq, nf int) error {
 		return fmt.Errorf("layer %d: attention allreduce: %w", li, err)
 	}
 	addTo(s.x[:t*dim], s.proj[:t*dim])
+	return nil
+}
+
+// feedForward runs layer li's feed-forward block (the dense MLP or the mixture of experts)
+// for t tokens: the norm, this rank's part, one allreduce, added to the residual stream.
+func (m *Model) feedForward(li, t int) error {
+	c, s := &m.Cfg, &m.scratch
+	L := &m.layers[li]
+	dim := c.Dim
 	for i := 0; i < t; i++ {
 		rmsnorm(s.xn[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], L.ffnNorm, c.Eps)
 	}
-	if err := m.project(s.xn, t, dim, 0, []*quant.Matrix{L.gate, L.up}, [][]float32{s.gate, s.up}); err != nil {
+	if L.moe != nil {
+		if err := m.moeFFN(L, t); err != nil {
+			return err
+		}
+	} else if err := m.mlp(L.gate, L.up, L.down, s.xn, t, s.proj); err != nil {
 		return err
 	}
-	for i, g := range s.gate[:t*nf] {
-		s.gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * s.up[i]
-	}
-	if err := m.load(L.down, s.gate, t, nf, 0); err != nil {
-		return err
-	}
-	m.mul(L.down, t, s.proj)
 	if err := m.group.AllreduceSum(s.proj[:t*dim]); err != nil {
 		return fmt.Errorf("layer %d: MLP allreduce: %w", li, err)
 	}
 	addTo(s.x[:t*dim], s.proj[:t*dim])
+	return nil
+}
+
+// mlp computes out = down · (silu(gate · in) * (up · in)) for t tokens in (rows of Dim), over
+// the hidden units gate, up and down hold.
+func (m *Model) mlp(gate, up, down *quant.Matrix, in []float32, t int, out []float32) error {
+	s := &m.scratch
+	dim, nf := m.Cfg.Dim, gate.Rows
+	g, u := s.gate[:t*nf], s.up[:t*nf]
+	if err := m.project(in, t, dim, 0, []*quant.Matrix{gate, up}, [][]float32{g, u}); err != nil {
+		return err
+	}
+	for i, x := range g {
+		g[i] = x / (1 + float32(math.Exp(float64(-x)))) * u[i]
+	}
+	if err := m.load(down, g, t, nf, 0); err != nil {
+		return err
+	}
+	m.mul(down, t, out)
 	return nil
 }
 

@@ -21,6 +21,10 @@ type scratch struct {
 	pair                               [2]float32
 	pairs                              []float32
 	counts                             []int
+	// mixture of experts
+	route, selW, ew, gx, ey []float32
+	sel                     []int32
+	etok                    []int
 }
 
 func (m *Model) grow(t int) {
@@ -31,7 +35,15 @@ func (m *Model) grow(t int) {
 	c, sh := &m.Cfg, &m.Shard
 	hd := c.HeadDim
 	nq, nkv := (sh.H1-sh.H0)*hd, (sh.KV1-sh.KV0)*hd
-	nf := sh.F1 - sh.F0
+	nf := max(sh.F1-sh.F0, sh.S1-sh.S0)
+	if c.Experts > 0 {
+		nf = max(nf, c.ExpertFFN)
+		s.route = make([]float32, t*c.Experts)
+		s.sel = make([]int32, t*c.ExpertsUsed)
+		s.selW = make([]float32, t*c.ExpertsUsed)
+		s.gx = make([]float32, t*c.Dim)
+		s.ey = make([]float32, t*c.Dim)
+	}
 	s.t = t
 	s.x = make([]float32, t*c.Dim)
 	s.xn = make([]float32, t*c.Dim)
@@ -122,70 +134,21 @@ func (m *Model) rope(v []float32, cos, sin []float32) {
 }
 
 // Forward runs the tokens through the model at positions Pos().. and leaves the logits of the
-// last one ready for Argmax, Logits or Sample. A batch of more than one token (prefill) uses
-// matrix-matrix products. Every rank of the group calls it with the same tokens.
+// last one ready for Argmax, Logits or Sample: ForwardBatch of one sequence in the model's own
+// one-slot cache. Every rank of the group calls it with the same tokens.
 func (m *Model) Forward(tokens []int32) error {
-	c, sh, s := &m.Cfg, &m.Shard, &m.scratch
-	t := len(tokens)
-	if t == 0 {
+	if len(tokens) == 0 {
 		return fmt.Errorf("model: Forward of no tokens")
 	}
-	if m.pos+t > m.ctx {
-		return fmt.Errorf("model: %d tokens at position %d overflow the context of %d", t, m.pos, m.ctx)
+	if m.pos+len(tokens) > m.ctx {
+		return fmt.Errorf("model: %d tokens at position %d overflow the context of %d", len(tokens), m.pos, m.ctx)
 	}
-	m.grow(t)
-	dim, hd := c.Dim, c.HeadDim
-	nh, nkvh := sh.H1-sh.H0, sh.KV1-sh.KV0
-	nq, nkv, nf := nh*hd, nkvh*hd, sh.F1-sh.F0
-	if err := m.embed(tokens); err != nil {
+	m.seq[0] = Seq{Slot: 0, Pos: m.pos, Tokens: tokens, Logits: true}
+	if err := m.ForwardBatch(m.single, m.seq[:]); err != nil {
 		return err
 	}
-	half := c.RopeDim / 2
-	m.ropeTables(t, func(i int) int { return m.pos + i })
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	group := c.Heads / c.KVHeads
-	for li := range m.layers {
-		L := &m.layers[li]
-		if err := m.qkv(L, t); err != nil {
-			return err
-		}
-		for i := 0; i < t; i++ {
-			k, v := s.k[i*nkv:(i+1)*nkv], s.v[i*nkv:(i+1)*nkv]
-			m.positionQK(L, s.q[i*nq:(i+1)*nq], k, v, s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half])
-			p := m.pos + i
-			if m.kvF16 {
-				toHalf(L.kHalf[p*nkv:(p+1)*nkv], k)
-				toHalf(L.vHalf[p*nkv:(p+1)*nkv], v)
-			} else {
-				copy(L.kCache[p*nkv:(p+1)*nkv], k)
-				copy(L.vCache[p*nkv:(p+1)*nkv], v)
-			}
-		}
-		m.pool.For(nh, func(h0, h1 int) {
-			for h := h0; h < h1; h++ {
-				kvl := (sh.H0+h)/group - sh.KV0
-				sc := s.scores[h*m.ctx : (h+1)*m.ctx]
-				for i := 0; i < t; i++ {
-					out, q := s.att[i*nq+h*hd:i*nq+(h+1)*hd], s.q[i*nq+h*hd:i*nq+(h+1)*hd]
-					if m.kvF16 {
-						attendHalf(out, q, L.kHalf, L.vHalf, nkv, kvl*hd, m.pos+i+1, sc, scale)
-					} else {
-						attend(out, q, L.kCache, L.vCache, nkv, kvl*hd, m.pos+i+1, sc, scale)
-					}
-				}
-			}
-		})
-		// Row-parallel output projection and MLP, one allreduce each for the whole batch.
-		if err := m.attnOutAndMLP(li, L, t, nq, nf); err != nil {
-			return err
-		}
-	}
-	m.pos += t
-	rmsnorm(s.last, s.x[(t-1)*dim:t*dim], m.outNorm, c.Eps)
-	if err := s.vecs[0].Load(m.out.Type, s.last); err != nil {
-		return err
-	}
-	quant.MatVec(m.pool, m.out, &s.vecs[0], m.logits)
+	m.pos += len(tokens)
+	m.logits = m.single.scr.logits[:m.Shard.V1-m.Shard.V0]
 	return nil
 }
 

@@ -13,9 +13,9 @@ import (
 	"github.com/gorun-hpc/gorun/llm/quant"
 )
 
-// Shape is the size of a synthetic Llama-family model.
+// Shape is the size of a synthetic model.
 type Shape struct {
-	Arch    string // llama, mistral, qwen2 or qwen3
+	Arch    string // a registered architecture (Architectures)
 	Dim     int
 	Layers  int
 	Heads   int
@@ -24,6 +24,9 @@ type Shape struct {
 	FFN     int
 	Vocab   int
 	Context int
+	// Mixture of experts: routed experts, experts per token, their hidden size, and the
+	// shared expert's hidden size (qwen2moe).
+	Experts, ExpertsUsed, ExpertFFN, SharedFFN int
 }
 
 // Shapes are named benchmark shapes. 349M is the Llama shape of the project's anchors
@@ -32,6 +35,15 @@ var Shapes = map[string]Shape{
 	"349M": {Arch: "llama", Dim: 1024, Layers: 24, Heads: 16, KVHeads: 8, FFN: 2816, Vocab: 32000, Context: 2048},
 	"1B":   {Arch: "llama", Dim: 2048, Layers: 16, Heads: 32, KVHeads: 8, FFN: 8192, Vocab: 32000, Context: 2048},
 	"tiny": {Arch: "llama", Dim: 256, Layers: 2, Heads: 8, KVHeads: 4, FFN: 512, Vocab: 512, Context: 256},
+	// Mixtral-like: 8 experts, top 2.
+	"mixtral-tiny": {Arch: "llama", Dim: 256, Layers: 2, Heads: 8, KVHeads: 4, FFN: 256, Vocab: 512, Context: 256, Experts: 8, ExpertsUsed: 2, ExpertFFN: 256},
+	"mixtral-1B":   {Arch: "llama", Dim: 1024, Layers: 12, Heads: 16, KVHeads: 8, FFN: 2048, Vocab: 32000, Context: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 2048},
+	// Qwen1.5-MoE-like: 8 routed experts, top 2, a shared expert four experts wide.
+	"qwen2moe-tiny": {Arch: "qwen2moe", Dim: 256, Layers: 2, Heads: 8, KVHeads: 4, FFN: 256, Vocab: 512, Context: 256, Experts: 8, ExpertsUsed: 2, ExpertFFN: 256, SharedFFN: 512},
+	"qwen2moe-1B":   {Arch: "qwen2moe", Dim: 1024, Layers: 12, Heads: 16, KVHeads: 8, FFN: 1536, Vocab: 32000, Context: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 1536, SharedFFN: 3072},
+	// Qwen3-MoE-like: 8 experts, top 2, QK norms.
+	"qwen3moe-tiny": {Arch: "qwen3moe", Dim: 256, Layers: 2, Heads: 8, KVHeads: 4, FFN: 256, Vocab: 512, Context: 256, Experts: 8, ExpertsUsed: 2, ExpertFFN: 256},
+	"qwen3moe-1B":   {Arch: "qwen3moe", Dim: 1024, Layers: 12, Heads: 16, KVHeads: 8, FFN: 2048, Vocab: 32000, Context: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 2048},
 }
 
 // ShapeNames lists Shapes' keys.
@@ -44,12 +56,26 @@ func ShapeNames() string {
 	return strings.Join(s, ", ")
 }
 
-// Params returns the number of weights of s.
+// Params returns the number of weights of s (all experts).
 func (s Shape) Params() int64 {
 	hd := s.headDim()
 	attn := int64(s.Dim) * int64(2*s.Heads*hd+2*s.KVHeads*hd)
 	mlp := 3 * int64(s.Dim) * int64(s.FFN)
+	if s.Experts > 0 {
+		mlp = 3*int64(s.Dim)*int64(s.ExpertFFN)*int64(s.Experts) + int64(s.Dim)*int64(s.Experts) +
+			3*int64(s.Dim)*int64(s.SharedFFN)
+	}
 	return int64(s.Layers)*(attn+mlp+2*int64(s.Dim)) + 2*int64(s.Vocab)*int64(s.Dim) + int64(s.Dim)
+}
+
+// ActiveParams returns the number of weights one token uses (its ExpertsUsed experts).
+func (s Shape) ActiveParams() int64 {
+	if s.Experts == 0 {
+		return s.Params()
+	}
+	a := s
+	a.Experts = s.ExpertsUsed
+	return a.Params()
 }
 
 func (s Shape) headDim() int {
@@ -112,8 +138,14 @@ func VocabFrom(f *gguf.File) (Vocabulary, error) {
 // gives the same file. A vocab with len(Tokens) == s.Vocab is embedded (nil: SyntheticVocab).
 func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Vocabulary) error {
 	hd := s.headDim()
-	if _, ok := archs[s.Arch]; !ok {
-		return fmt.Errorf("model: unknown architecture %q", s.Arch)
+	arch, ok := registry[s.Arch]
+	if !ok {
+		return fmt.Errorf("model: unsupported architecture %q (supported: %s)", s.Arch, strings.Join(Architectures(), ", "))
+	}
+	cfg := Config{Arch: s.Arch, Layers: s.Layers, FFN: s.FFN, Experts: s.Experts, ExpertsUsed: s.ExpertsUsed,
+		ExpertFFN: s.ExpertFFN, SharedFFN: s.SharedFFN, arch: arch}
+	if s.Experts < 0 || s.Experts > 0 && (s.ExpertsUsed < 1 || s.ExpertsUsed > s.Experts || s.ExpertFFN <= 0) {
+		return fmt.Errorf("model: %d experts, %d used, hidden size %d", s.Experts, s.ExpertsUsed, s.ExpertFFN)
 	}
 	if s.Heads <= 0 || s.KVHeads <= 0 || s.Heads%s.KVHeads != 0 || hd%2 != 0 {
 		return fmt.Errorf("model: bad shape %+v", s)
@@ -154,6 +186,20 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 			return err
 		}
 	}
+	if s.Experts > 0 {
+		for _, kv := range []struct {
+			k string
+			v uint32
+		}{{".expert_count", uint32(s.Experts)}, {".expert_used_count", uint32(s.ExpertsUsed)},
+			{".expert_feed_forward_length", uint32(s.ExpertFFN)}, {".expert_shared_feed_forward_length", uint32(s.SharedFFN)}} {
+			if kv.v == 0 {
+				continue
+			}
+			if err := gw.Set(a+kv.k, kv.v); err != nil {
+				return err
+			}
+		}
+	}
 	rng := rand.New(rand.NewPCG(seed, 0x6c6c6d))
 	// Each tensor gets its own seed so that writing stays streaming and deterministic.
 	next := func() uint64 { return rng.Uint64() }
@@ -171,6 +217,13 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 			return writeRandomMatrix(out, t, cols, rows, sd)
 		})
 	}
+	// A stack of n matrices (the experts' 3-D tensors), each scaled by 1/sqrt(cols).
+	mat3 := func(name string, cols, rows, n int, t gguf.Type) error {
+		sd := next()
+		return gw.AddTensorFunc(name, t, []int64{int64(cols), int64(rows), int64(n)}, func(out io.Writer) error {
+			return writeRandomMatrix(out, t, cols, rows*n, sd)
+		})
+	}
 	if err := mat("token_embd.weight", s.Dim, s.Vocab, typ); err != nil {
 		return err
 	}
@@ -182,6 +235,7 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 	}
 	for l := 0; l < s.Layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
+		b := cfg.Block(l)
 		steps := []error{
 			norm(p+"attn_norm.weight", s.Dim, 1),
 			mat(p+"attn_q.weight", s.Dim, s.Heads*hd, typ),
@@ -189,14 +243,28 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 			mat(p+"attn_v.weight", s.Dim, s.KVHeads*hd, typ),
 			mat(p+"attn_output.weight", s.Heads*hd, s.Dim, typ),
 			norm(p+"ffn_norm.weight", s.Dim, 1),
-			mat(p+"ffn_gate.weight", s.Dim, s.FFN, typ),
-			mat(p+"ffn_up.weight", s.Dim, s.FFN, typ),
-			mat(p+"ffn_down.weight", s.FFN, s.Dim, typ),
 		}
-		if a == "qwen2" {
+		if b.MoE == nil {
+			steps = append(steps, mat(p+"ffn_gate.weight", s.Dim, s.FFN, typ),
+				mat(p+"ffn_up.weight", s.Dim, s.FFN, typ),
+				mat(p+"ffn_down.weight", s.FFN, s.Dim, typ))
+		} else {
+			// The router stays F32, as llama-quantize leaves it.
+			steps = append(steps, mat(p+"ffn_gate_inp.weight", s.Dim, s.Experts, gguf.F32),
+				mat3(p+"ffn_gate_exps.weight", s.Dim, s.ExpertFFN, s.Experts, typ),
+				mat3(p+"ffn_up_exps.weight", s.Dim, s.ExpertFFN, s.Experts, typ),
+				mat3(p+"ffn_down_exps.weight", s.ExpertFFN, s.Dim, s.Experts, typ))
+			if b.MoE.SharedGate {
+				steps = append(steps, norm(p+"ffn_gate_inp_shexp.weight", s.Dim, 0),
+					mat(p+"ffn_gate_shexp.weight", s.Dim, s.SharedFFN, typ),
+					mat(p+"ffn_up_shexp.weight", s.Dim, s.SharedFFN, typ),
+					mat(p+"ffn_down_shexp.weight", s.SharedFFN, s.Dim, typ))
+			}
+		}
+		if b.AttnBias {
 			steps = append(steps, norm(p+"attn_q.bias", s.Heads*hd, 0), norm(p+"attn_k.bias", s.KVHeads*hd, 0), norm(p+"attn_v.bias", s.KVHeads*hd, 0))
 		}
-		if a == "qwen3" {
+		if b.QKNorm {
 			steps = append(steps, norm(p+"attn_q_norm.weight", hd, 1), norm(p+"attn_k_norm.weight", hd, 1))
 		}
 		for _, err := range steps {
