@@ -190,6 +190,11 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	for r := 0; r < p; r++ {
 		fmt.Fprintf(stdout, "rank %d: resident %.1f MiB (mapped file %.1f MiB, other %.1f MiB)\n", r, all[2*r], all[2*r+1], all[2*r]-all[2*r+1])
 	}
+	fmt.Fprintf(stdout, "KV cache: %d bytes per token on each rank", m.KVBytesPerToken())
+	if m.Cfg.KVLoraRank > 0 {
+		fmt.Fprintf(stdout, " (latent attention: %d layers x (%d latent + %d rotary))", m.Cfg.Layers, m.Cfg.KVLoraRank, m.Cfg.RopeDim)
+	}
+	fmt.Fprintln(stdout)
 	if m.Cfg.Experts > 0 {
 		routing(stdout, m.ExpertTokens(), experts)
 	}

@@ -101,7 +101,7 @@ func mkmodel(args []string, stdout, stderr io.Writer) error {
 	st, _ := os.Stat(*outPath)
 	if base.Experts > 0 {
 		fmt.Fprintf(stdout, "wrote %s: %s, dim %d, %d layers, %d heads (%d KV), %d experts (%d per token) of FFN %d, shared FFN %d, vocab %d, %s, %.1f M params (%.1f M active), %.1f MiB in %.1fs\n",
-			*outPath, base.Arch, base.Dim, base.Layers, base.Heads, base.KVHeads, base.Experts, base.ExpertsUsed, base.ExpertFFN, base.SharedFFN, base.Vocab, typ,
+			*outPath, base.Arch, base.Dim, base.Layers, base.Heads, base.KVHeads, base.Experts, base.ExpertsUsed, base.ExpertFFN, base.SharedExpertFFN(), base.Vocab, typ,
 			float64(base.Params())/1e6, float64(base.ActiveParams())/1e6, float64(st.Size())/(1<<20), time.Since(start).Seconds())
 		return nil
 	}

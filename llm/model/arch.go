@@ -16,6 +16,7 @@ import (
 type Arch struct {
 	Name string
 	Rope RopeStyle
+	MLA  bool // multi-head latent attention (deepseek2): value heads may differ from key heads
 	// Hparams reads the family's own keys (expert counts, ...) into c after the common ones,
 	// and checks them.
 	Hparams func(r *Keys, c *Config) error
@@ -29,6 +30,7 @@ type Arch struct {
 type Block struct {
 	AttnBias bool // attn_{q,k,v}.bias added after the projections
 	QKNorm   bool // attn_{q,k}_norm.weight: RMS norm of each query and key head before RoPE
+	MLA      bool // multi-head latent attention instead (deepseek2; see mla.go)
 	MoE      *MoE // nil: the dense MLP ffn_{gate,up,down}
 }
 
@@ -41,6 +43,13 @@ type MoE struct {
 	// SharedGate: a shared expert (ffn_{gate,up,down}_shexp) runs on every token, its output
 	// scaled by sigmoid(ffn_gate_inp_shexp · x).
 	SharedGate bool
+	// Shared: a shared expert without a gate (deepseek2).
+	Shared bool
+	// Sigmoid scores the experts with sigmoid(logit) instead of the softmax; a score bias
+	// (exp_probs_b), when the file has one, is added to the scores for the choice only.
+	Sigmoid bool
+	// Scale multiplies the chosen experts' weights (0: 1).
+	Scale float32
 }
 
 var registry = map[string]*Arch{}

@@ -23,16 +23,21 @@ func (m *Model) NewCache(slots, ctx int) (*Cache, error) {
 	if slots < 1 || ctx < 1 || ctx > m.ctx {
 		return nil, fmt.Errorf("model: cache of %d slots of %d tokens (want >= 1 slot, 1..%d tokens)", slots, ctx, m.ctx)
 	}
-	nkv := (m.Shard.KV1 - m.Shard.KV0) * m.Cfg.HeadDim
+	nkv := m.kvWidth()
 	n := slots * ctx * nkv
 	c := &Cache{slots: slots, ctx: ctx}
 	for range m.layers {
+		// Latent attention caches one latent row per token in k and no values.
+		nv := n
+		if m.Cfg.KVLoraRank > 0 {
+			nv = 0
+		}
 		if m.kvF16 {
 			c.k16 = append(c.k16, make([]uint16, n))
-			c.v16 = append(c.v16, make([]uint16, n))
+			c.v16 = append(c.v16, make([]uint16, nv))
 		} else {
 			c.k32 = append(c.k32, make([]float32, n))
-			c.v32 = append(c.v32, make([]float32, n))
+			c.v32 = append(c.v32, make([]float32, nv))
 		}
 	}
 	return c, nil
@@ -157,7 +162,15 @@ func (m *Model) ropeTables(t int, pos func(i int) int) {
 	for i := 0; i < t; i++ {
 		p := float64(pos(i)) / m.Cfg.RopeScale
 		for j := 0; j < half; j++ {
-			sn, cs := math.Sincos(p * m.freqs[j])
+			th := p * m.freqs[j]
+			if c := &m.Cfg; c.Yarn {
+				// YaRN: the trained angle for the fast dimensions (ramp 1), the interpolated
+				// one for the slow ones (ramp 0).
+				ramp := 1 - min(1, max(0, (float64(j)-c.YarnLow)/max(0.001, c.YarnHigh-c.YarnLow)))
+				ext := float64(pos(i)) * m.freqs[j]
+				th = th*(1-ramp) + ext*ramp
+			}
+			sn, cs := math.Sincos(th)
 			s.cos[i*half+j], s.sin[i*half+j] = float32(cs), float32(sn)
 		}
 	}
@@ -204,6 +217,9 @@ func (m *Model) positionQK(L *layer, q, k, v, cs, sn []float32) {
 func (m *Model) attention(li int, c *Cache, t int) error {
 	cf, sh, s, b := &m.Cfg, &m.Shard, &m.scratch, &c.scr
 	L := &m.layers[li]
+	if L.mla != nil {
+		return m.attentionMLA(li, c, t)
+	}
 	hd := cf.HeadDim
 	nh, nkvh := sh.H1-sh.H0, sh.KV1-sh.KV0
 	nq, nkv := nh*hd, nkvh*hd
@@ -241,9 +257,17 @@ func (m *Model) attention(li int, c *Cache, t int) error {
 			}
 		}
 	})
-	// Row-parallel output projection, one allreduce for the whole batch.
+	return m.attnOut(li, t)
+}
+
+// attnOut is the row-parallel output projection of the t tokens' attention outputs in
+// scratch.att, one allreduce for the whole batch, added to the residual stream.
+func (m *Model) attnOut(li, t int) error {
+	cf, sh, s := &m.Cfg, &m.Shard, &m.scratch
+	L := &m.layers[li]
+	hd := cf.VHeadDim
 	dim := cf.Dim
-	in, stride, off := s.att, nq, 0
+	in, stride, off := s.att, (sh.H1-sh.H0)*hd, 0
 	if sh.OGather {
 		if err := m.gatherHeads(t); err != nil {
 			return fmt.Errorf("layer %d: gather attention: %w", li, err)

@@ -37,12 +37,29 @@ type Config struct {
 	RopeScale   float64 // linear position scaling factor (1: none)
 	TiedEmbed   bool    // no output.weight: the classifier is token_embd
 	HasRopeFreq bool    // rope_freqs.weight divides the frequencies (llama3 scaling)
+	VHeadDim    int     // value head dimension (HeadDim except with multi-head latent attention)
+	// YaRN (Yarn set; RopeScale is its factor): the rotation angles of the dimensions below
+	// YarnLow keep their trained values, those above YarnHigh are divided by RopeScale, a
+	// ramp blends between; AttnScale multiplies the attention scores (0: 1/sqrt(HeadDim)).
+	Yarn              bool
+	YarnLow, YarnHigh float64
+	AttnScale         float64
 
 	// Mixture of experts (Experts == 0: a dense model).
-	Experts     int // routed experts per layer
-	ExpertsUsed int // experts each token runs
-	ExpertFFN   int // hidden size of each routed expert
-	SharedFFN   int // hidden size of the shared expert (0: none)
+	Experts      int // routed experts per layer
+	ExpertsUsed  int // experts each token runs
+	ExpertFFN    int // hidden size of each routed expert
+	SharedFFN    int // hidden size of the shared expert (0: none)
+	LeadingDense int // layers before the first mixture-of-experts layer that have a dense MLP
+	// deepseek2's routing: sigmoid scores instead of the softmax, the chosen weights
+	// renormalised, then multiplied by ExpertWeightsScale.
+	ExpertSigmoid      bool
+	ExpertWeightsNorm  bool
+	ExpertWeightsScale float64
+
+	// Multi-head latent attention (KVLoraRank > 0): queries through a rank-QLoraRank bottleneck
+	// (0: one matrix), keys and values from a cached latent of KVLoraRank plus RopeDim values.
+	QLoraRank, KVLoraRank int
 
 	arch *Arch
 }
@@ -92,12 +109,11 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 	if err := geti("attention.key_length", &c.HeadDim, def); err != nil {
 		return nil, err
 	}
-	var vlen int
-	if err := geti("attention.value_length", &vlen, c.HeadDim); err != nil {
+	if err := geti("attention.value_length", &c.VHeadDim, c.HeadDim); err != nil {
 		return nil, err
 	}
-	if c.HeadDim <= 0 || c.HeadDim%2 != 0 || vlen != c.HeadDim {
-		return nil, fmt.Errorf("%s: head dimension %d (value length %d) unsupported: it must be even and equal for keys and values", f.Path, c.HeadDim, vlen)
+	if c.HeadDim <= 0 || c.HeadDim%2 != 0 || c.VHeadDim <= 0 || (!a.MLA && c.VHeadDim != c.HeadDim) {
+		return nil, fmt.Errorf("%s: head dimension %d (value length %d) unsupported: it must be even and equal for keys and values", f.Path, c.HeadDim, c.VHeadDim)
 	}
 	if err := geti("rope.dimension_count", &c.RopeDim, c.HeadDim); err != nil {
 		return nil, err
@@ -123,8 +139,20 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 				return nil, fmt.Errorf("%s: rope scaling factor %g", f.Path, fac)
 			}
 			c.RopeScale = fac
+		case "yarn":
+			if !a.MLA {
+				return nil, fmt.Errorf("%s: rope scaling yarn is supported here for deepseek2 only", f.Path)
+			}
+			fac, err := f.Float(arch + ".rope.scaling.factor")
+			if err != nil {
+				return nil, err
+			}
+			if fac < 1 || fac > 1e6 {
+				return nil, fmt.Errorf("%s: rope scaling factor %g", f.Path, fac)
+			}
+			c.RopeScale, c.Yarn = fac, true
 		default:
-			return nil, fmt.Errorf("%s: rope scaling %q is not supported (none, linear; llama3 scaling comes as rope_freqs.weight)", f.Path, st)
+			return nil, fmt.Errorf("%s: rope scaling %q is not supported (none, linear, yarn for deepseek2; llama3 scaling comes as rope_freqs.weight)", f.Path, st)
 		}
 	}
 	c.Eps = 1e-5

@@ -21,10 +21,12 @@ type scratch struct {
 	pair                               [2]float32
 	pairs                              []float32
 	counts                             []int
+	// latent attention
+	qa, kva, qabs, lctx, lrow []float32
 	// mixture of experts
-	route, selW, ew, gx, ey []float32
-	sel                     []int32
-	etok                    []int
+	route, selW, ew, gx, ey, choice []float32
+	sel                             []int32
+	etok                            []int
 }
 
 func (m *Model) grow(t int) {
@@ -39,6 +41,7 @@ func (m *Model) grow(t int) {
 	if c.Experts > 0 {
 		nf = max(nf, c.ExpertFFN)
 		s.route = make([]float32, t*c.Experts)
+		s.choice = make([]float32, c.Experts)
 		s.sel = make([]int32, t*c.ExpertsUsed)
 		s.selW = make([]float32, t*c.ExpertsUsed)
 		s.gx = make([]float32, t*c.Dim)
@@ -49,11 +52,14 @@ func (m *Model) grow(t int) {
 	s.xn = make([]float32, t*c.Dim)
 	s.proj = make([]float32, t*c.Dim)
 	s.q = make([]float32, t*nq)
-	s.att = make([]float32, t*nq)
+	s.att = make([]float32, t*(sh.H1-sh.H0)*c.VHeadDim)
 	s.k = make([]float32, t*nkv)
 	s.v = make([]float32, t*nkv)
 	if sh.OGather {
-		s.attFull = make([]float32, t*c.Heads*hd)
+		s.attFull = make([]float32, t*c.Heads*c.VHeadDim)
+	}
+	if c.KVLoraRank > 0 {
+		m.growMLA(t)
 	}
 	s.gate = make([]float32, t*nf)
 	s.up = make([]float32, t*nf)
@@ -220,7 +226,7 @@ func addTo(dst, src []float32) {
 func (m *Model) gatherHeads(t int) error {
 	c, sh, s := &m.Cfg, &m.Shard, &m.scratch
 	p := sh.Size
-	hd := c.HeadDim
+	hd := c.VHeadDim
 	counts := make([]int, p)
 	for r := 0; r < p; r++ {
 		counts[r] = t * (c.Heads*(r+1)/p - c.Heads*r/p) * hd

@@ -51,6 +51,7 @@ type layer struct {
 	qNorm, kNorm      []float32
 	gate, up, down    *quant.Matrix // dense MLP, or the shared expert's slice
 	moe               *moeLayer
+	mla               *mlaLayer
 }
 
 // Model is one rank's part of a loaded model plus its KV cache and scratch buffers.
@@ -127,7 +128,7 @@ func planShard(cfg *Config, f *gguf.File, r, p int, shares []int) (Shard, error)
 	}
 	if cfg.SharedFFN > 0 {
 		for i := 0; i < cfg.Layers; i++ {
-			if b := cfg.Block(i); b.MoE != nil && b.MoE.SharedGate {
+			if b := cfg.Block(i); b.MoE != nil && (b.MoE.SharedGate || b.MoE.Shared) {
 				if s.S0, s.S1, err = splitBlocks(f, fmt.Sprintf("blk.%d.ffn_down_shexp.weight", i), cfg.SharedFFN, r, p); err != nil {
 					return Shard{}, err
 				}
@@ -141,7 +142,7 @@ func planShard(cfg *Config, f *gguf.File, r, p int, shares []int) (Shard, error)
 		return Shard{}, fmt.Errorf("%s: tensor blk.0.attn_output.weight missing", f.Path)
 	}
 	ob := wo.Type.BlockSize()
-	hd := cfg.HeadDim
+	hd := cfg.VHeadDim
 	if (s.H0*hd)%ob == 0 && (s.H1*hd)%ob == 0 {
 		s.O0, s.O1 = s.H0*hd, s.H1*hd
 	} else {
@@ -304,9 +305,13 @@ func (c *Config) layerTensors(i int) [][]any {
 	hd := c.HeadDim
 	b := c.Block(i)
 	p := fmt.Sprintf("blk.%d.", i)
-	need := [][]any{{p + "attn_norm.weight", c.Dim}, {p + "ffn_norm.weight", c.Dim},
-		{p + "attn_q.weight", c.Dim, c.Heads * hd}, {p + "attn_k.weight", c.Dim, c.KVHeads * hd},
-		{p + "attn_v.weight", c.Dim, c.KVHeads * hd}, {p + "attn_output.weight", c.Heads * hd, c.Dim}}
+	need := [][]any{{p + "attn_norm.weight", c.Dim}, {p + "ffn_norm.weight", c.Dim}}
+	if b.MLA {
+		need = append(need, c.mlaTensors(p)...)
+	} else {
+		need = append(need, []any{p + "attn_q.weight", c.Dim, c.Heads * hd}, []any{p + "attn_k.weight", c.Dim, c.KVHeads * hd},
+			[]any{p + "attn_v.weight", c.Dim, c.KVHeads * hd}, []any{p + "attn_output.weight", c.Heads * hd, c.Dim})
+	}
 	if b.AttnBias {
 		need = append(need, []any{p + "attn_q.bias", c.Heads * hd}, []any{p + "attn_k.bias", c.KVHeads * hd}, []any{p + "attn_v.bias", c.KVHeads * hd})
 	}
@@ -322,8 +327,10 @@ func (c *Config) layerTensors(i int) [][]any {
 		[]any{p + "ffn_up_exps.weight", c.Dim, c.ExpertFFN, c.Experts},
 		[]any{p + "ffn_down_exps.weight", c.ExpertFFN, c.Dim, c.Experts})
 	if b.MoE.SharedGate {
-		need = append(need, []any{p + "ffn_gate_inp_shexp.weight", c.Dim},
-			[]any{p + "ffn_gate_shexp.weight", c.Dim, c.SharedFFN}, []any{p + "ffn_up_shexp.weight", c.Dim, c.SharedFFN},
+		need = append(need, []any{p + "ffn_gate_inp_shexp.weight", c.Dim})
+	}
+	if b.MoE.SharedGate || b.MoE.Shared {
+		need = append(need, []any{p + "ffn_gate_shexp.weight", c.Dim, c.SharedFFN}, []any{p + "ffn_up_shexp.weight", c.Dim, c.SharedFFN},
 			[]any{p + "ffn_down_shexp.weight", c.SharedFFN, c.Dim})
 	}
 	return need
@@ -406,16 +413,22 @@ func (m *Model) bind() error {
 		if L.ffnNorm, err = m.vector(p+"ffn_norm.weight", c.Dim, 0, c.Dim); err != nil {
 			return err
 		}
-		if L.wq, err = m.rows(p+"attn_q.weight", c.Dim, c.Heads*hd, s.H0*hd, s.H1*hd); err != nil {
+		if L.block.MLA {
+			if err := m.bindMLA(L, p); err != nil {
+				return err
+			}
+		} else if L.wq, err = m.rows(p+"attn_q.weight", c.Dim, c.Heads*hd, s.H0*hd, s.H1*hd); err != nil {
 			return err
 		}
-		if L.wk, err = m.rows(p+"attn_k.weight", c.Dim, c.KVHeads*hd, s.KV0*hd, s.KV1*hd); err != nil {
-			return err
+		if !L.block.MLA {
+			if L.wk, err = m.rows(p+"attn_k.weight", c.Dim, c.KVHeads*hd, s.KV0*hd, s.KV1*hd); err != nil {
+				return err
+			}
+			if L.wv, err = m.rows(p+"attn_v.weight", c.Dim, c.KVHeads*hd, s.KV0*hd, s.KV1*hd); err != nil {
+				return err
+			}
 		}
-		if L.wv, err = m.rows(p+"attn_v.weight", c.Dim, c.KVHeads*hd, s.KV0*hd, s.KV1*hd); err != nil {
-			return err
-		}
-		if L.wo, err = m.cols(p+"attn_output.weight", c.Heads*hd, c.Dim, s.O0, s.O1); err != nil {
+		if L.wo, err = m.cols(p+"attn_output.weight", c.Heads*c.VHeadDim, c.Dim, s.O0, s.O1); err != nil {
 			return err
 		}
 		if L.block.AttnBias {
@@ -466,7 +479,17 @@ func (m *Model) bind() error {
 func (m *Model) weights() []*quant.Matrix {
 	var ms []*quant.Matrix
 	for _, L := range m.layers {
-		ms = append(ms, L.wq, L.wk, L.wv, L.wo)
+		for _, w := range []*quant.Matrix{L.wq, L.wk, L.wv, L.wo} {
+			if w != nil {
+				ms = append(ms, w)
+			}
+		}
+		if a := L.mla; a != nil {
+			ms = append(ms, a.wkvA)
+			if a.wqA != nil {
+				ms = append(ms, a.wqA)
+			}
+		}
 		if L.gate != nil {
 			ms = append(ms, L.gate, L.up, L.down)
 		}

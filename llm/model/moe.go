@@ -16,7 +16,10 @@ type moeLayer struct {
 	router         *quant.Matrix   // ffn_gate_inp: Experts rows of Dim
 	gate, up, down []*quant.Matrix // local experts E0..E1-1
 	shGate         []float32       // ffn_gate_inp_shexp (Dim), nil without a gated shared expert
+	bias           []float32       // exp_probs_b: added to the scores for the choice only (nil: none)
 	normTopK       bool
+	sigmoid        bool
+	scale          float32 // 0: 1
 }
 
 // expert binds expert e of a 3-D tensor of shape [cols, rows, n]: its rows*cols block. With
@@ -49,11 +52,16 @@ func (m *Model) expert(name string, cols, rows, n, e int) (*quant.Matrix, error)
 // expert; p is the layer's tensor name prefix.
 func (m *Model) bindMoE(L *layer, p string) error {
 	c, s := &m.Cfg, &m.Shard
-	e := &moeLayer{normTopK: L.block.MoE.NormTopK}
+	e := &moeLayer{normTopK: L.block.MoE.NormTopK, sigmoid: L.block.MoE.Sigmoid, scale: L.block.MoE.Scale}
 	L.moe = e
 	var err error
 	if e.router, err = m.rows(p+"ffn_gate_inp.weight", c.Dim, c.Experts, 0, c.Experts); err != nil {
 		return err
+	}
+	if _, ok := m.file.Tensor(p + "exp_probs_b.bias"); ok {
+		if e.bias, err = m.vector(p+"exp_probs_b.bias", c.Experts, 0, c.Experts); err != nil {
+			return err
+		}
 	}
 	for x := s.E0; x < s.E1; x++ {
 		g, err := m.expert(p+"ffn_gate_exps.weight", c.Dim, c.ExpertFFN, c.Experts, x)
@@ -70,11 +78,12 @@ func (m *Model) bindMoE(L *layer, p string) error {
 		}
 		e.gate, e.up, e.down = append(e.gate, g), append(e.up, u), append(e.down, d)
 	}
-	if !L.block.MoE.SharedGate {
+	if L.block.MoE.SharedGate {
+		if e.shGate, err = m.vector(p+"ffn_gate_inp_shexp.weight", c.Dim, 0, c.Dim); err != nil {
+			return err
+		}
+	} else if !L.block.MoE.Shared {
 		return nil
-	}
-	if e.shGate, err = m.vector(p+"ffn_gate_inp_shexp.weight", c.Dim, 0, c.Dim); err != nil {
-		return err
 	}
 	if L.gate, err = m.rows(p+"ffn_gate_shexp.weight", c.Dim, c.SharedFFN, s.S0, s.S1); err != nil {
 		return err
@@ -86,9 +95,10 @@ func (m *Model) bindMoE(L *layer, p string) error {
 	return err
 }
 
-// route picks the experts of t normed tokens (scratch.xn): the router's logits, their softmax,
-// the ExpertsUsed most probable experts of each token (scratch.sel, best first) with their
-// probabilities as weights (scratch.selW), renormalised to sum to 1 if the block says so.
+// route picks the experts of t normed tokens (scratch.xn): the router's logits, their softmax
+// (or sigmoid), the ExpertsUsed best scores of each token (plus the score bias, if any, for
+// the choice only; scratch.sel, best first) with their scores as weights (scratch.selW),
+// renormalised to sum to 1 and scaled if the block says so.
 func (m *Model) route(e *moeLayer, t int) error {
 	c, s := &m.Cfg, &m.scratch
 	n, k := c.Experts, c.ExpertsUsed
@@ -99,26 +109,39 @@ func (m *Model) route(e *moeLayer, t int) error {
 	m.mul(e.router, t, logits)
 	for i := 0; i < t; i++ {
 		p := logits[i*n : (i+1)*n]
-		mx := float32(math.Inf(-1))
-		for _, v := range p {
-			mx = max(mx, v)
+		if e.sigmoid {
+			for j, v := range p {
+				p[j] = 1 / (1 + float32(math.Exp(float64(-v))))
+			}
+		} else {
+			mx := float32(math.Inf(-1))
+			for _, v := range p {
+				mx = max(mx, v)
+			}
+			var sum float64
+			for j, v := range p {
+				x := float32(math.Exp(float64(v - mx)))
+				p[j] = x
+				sum += float64(x)
+			}
+			inv := float32(1 / sum)
+			for j := range p {
+				p[j] *= inv
+			}
 		}
-		var sum float64
-		for j, v := range p {
-			x := float32(math.Exp(float64(v - mx)))
-			p[j] = x
-			sum += float64(x)
-		}
-		inv := float32(1 / sum)
-		for j := range p {
-			p[j] *= inv
+		choice := p
+		if e.bias != nil {
+			choice = s.choice[:n]
+			for j, v := range p {
+				choice[j] = v + e.bias[j]
+			}
 		}
 		sel, w := s.sel[i*k:(i+1)*k], s.selW[i*k:(i+1)*k]
 		// Selection of the k largest (the lowest id first among equals), best first.
 		for j := range sel {
 			best := -1
-			for x, v := range p {
-				if (best < 0 || v > p[best]) && !chosen(sel[:j], x) {
+			for x, v := range choice {
+				if (best < 0 || v > choice[best]) && !chosen(sel[:j], x) {
 					best = x
 				}
 			}
@@ -131,6 +154,11 @@ func (m *Model) route(e *moeLayer, t int) error {
 			}
 			for j := range w {
 				w[j] /= ws
+			}
+		}
+		if e.scale != 0 {
+			for j := range w {
+				w[j] *= e.scale
 			}
 		}
 		for _, x := range sel {
@@ -190,19 +218,22 @@ func (m *Model) moeFFN(L *layer, t int) error {
 			}
 		}
 	}
-	if e.shGate == nil {
+	if L.gate == nil {
 		return nil
 	}
 	if err := m.mlp(L.gate, L.up, L.down, s.xn, t, s.ey); err != nil {
 		return err
 	}
 	for i := 0; i < t; i++ {
-		xn := s.xn[i*dim : (i+1)*dim]
-		var d float32
-		for j, v := range e.shGate {
-			d += v * xn[j]
+		g := float32(1)
+		if e.shGate != nil {
+			xn := s.xn[i*dim : (i+1)*dim]
+			var d float32
+			for j, v := range e.shGate {
+				d += v * xn[j]
+			}
+			g = 1 / (1 + float32(math.Exp(float64(-d))))
 		}
-		g := 1 / (1 + float32(math.Exp(float64(-d))))
 		y, o := s.ey[i*dim:(i+1)*dim], out[i*dim:(i+1)*dim]
 		for j := range o {
 			o[j] += g * y[j]

@@ -80,15 +80,18 @@ func greedyRun(m *model.Model, prompt []int32, n int) ([]int32, []float32, error
 	return out, first, nil
 }
 
-// Mixtral-style (llama with experts) and qwen2moe models written by mkmodel, with the experts
-// split over 1, 2 and 4 ranks (attention tensor-parallel over the same ranks), against
-// llama.cpp on the same files. F32 weights: the greedy tokens of all 64 steps are llama.cpp's
-// and the first logits within 1e-3 (the order of float sums differs; ~2e-4 measured). Q8_0
-// weights: the first logits within 0.03 and the tokens llama.cpp's up to its first step whose
-// margin between the two best logits is under 0.05 (exclusive). With 8 experts and 1 < top-k < 8, Q8_0
-// logits differ from llama.cpp's by ~0.02 (not understood: with top-1, with all experts, with
-// 3 experts top-2, and for every dense Q8_0 model they agree to ~1e-5); the same distance
-// separates either from a float64 forward without activation rounding.
+// Mixtral-style (llama with experts), qwen2moe and deepseek2 (latent attention, YaRN, a dense
+// first layer, sigmoid routing with a score bias, a shared expert) models written by mkmodel,
+// with the experts split over 1, 2 and 4 ranks (attention tensor-parallel over the same
+// ranks), against llama.cpp on the same files. F32 weights: the greedy tokens of all 64 steps
+// are llama.cpp's and the first logits within 1e-3 (the order of float sums differs; ~2e-4
+// measured), 5e-3 for deepseek2 (llama.cpp caches full keys and values in F16, gorun the F16
+// latent; 2.3e-3 measured). Q8_0 weights: the first logits within 0.03 (0.15 for deepseek2)
+// and the tokens llama.cpp's up to its first step whose margin between the two best logits
+// is under 0.05 (exclusive). With 5 or 8 experts and 1 < top-k < 8, Q8_0 logits differ from
+// llama.cpp's by ~0.02 per MoE layer (not understood: with top-1, with all experts, with 3, 4
+// or 16 experts top-2, with F32 weights, and for every dense Q8_0 model they agree to ~1e-5);
+// the same distance separates either from a float64 forward without activation rounding.
 func TestMoEMatchesLlamaCpp(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("testdata", "moe-reference.json"))
 	if err != nil {
@@ -136,8 +139,15 @@ func TestMoEMatchesLlamaCpp(t *testing.T) {
 				t.Fatalf("%s EP=%d: %v", run.Model, p, err)
 			}
 			want, tol := run.IDs, 1e-3
+			deepseek := strings.HasPrefix(run.Model, "deepseek2")
+			if deepseek {
+				tol = 5e-3
+			}
 			if !strings.HasSuffix(run.Model, "-f32") {
 				tol = 0.03
+				if deepseek {
+					tol = 0.15
+				}
 				for i, m := range run.Margins {
 					if m < 0.05 {
 						want = want[:i]
@@ -265,11 +275,11 @@ func TestQwen3MoEMatchesNaive(t *testing.T) {
 	}
 }
 
-// Architectures not implemented (deepseek2: multi-head latent attention) are refused by name
-// when the file is opened, before anything is allocated.
-func TestUnsupportedMoEArchitecture(t *testing.T) {
+// What deepseek2 files can carry and is not implemented (group-limited routing) is refused
+// by name when the file is opened, before anything is allocated.
+func TestDeepseek2GroupRoutingRefused(t *testing.T) {
 	var b bytes.Buffer
-	if err := model.WriteSynthetic(&b, model.Shapes["mixtral-tiny"], gguf.F32, 1, nil); err != nil {
+	if err := model.WriteSynthetic(&b, model.Shapes["deepseek2-tiny"], gguf.F32, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	src, err := gguf.Parse(b.Bytes())
@@ -278,12 +288,12 @@ func TestUnsupportedMoEArchitecture(t *testing.T) {
 	}
 	w := gguf.NewWriter()
 	for _, kv := range src.KV {
-		if kv.Key == "general.architecture" {
-			kv.Value = "deepseek2"
-		}
-		if err := w.Set(strings.Replace(kv.Key, "llama.", "deepseek2.", 1), kv.Value); err != nil {
+		if err := w.Set(kv.Key, kv.Value); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := w.Set("deepseek2.expert_group_count", uint32(4)); err != nil {
+		t.Fatal(err)
 	}
 	for i := range src.Tensors {
 		ti := &src.Tensors[i]
@@ -305,7 +315,7 @@ func TestUnsupportedMoEArchitecture(t *testing.T) {
 	}
 	defer f.Close()
 	_, err = model.Load(f, model.Options{})
-	if err == nil || !strings.Contains(err.Error(), `unsupported architecture "deepseek2"`) {
-		t.Errorf("deepseek2 file: error %v, want one naming the architecture", err)
+	if err == nil || !strings.Contains(err.Error(), "deepseek2 expert_group_count = 4: group-limited routing is not supported") {
+		t.Errorf("error %v, want one naming group-limited routing", err)
 	}
 }

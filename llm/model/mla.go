@@ -1,0 +1,224 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gorun-hpc/gorun/llm/quant"
+)
+
+// mlaLayer is one rank's part of a multi-head latent attention block (deepseek2). Per token
+// the cache holds only the latent: the RMS-normed KVLoraRank values of attn_kv_a_mqa's
+// product plus the RopeDim values of its shared rotary key, for all heads together. A head's
+// key is [W_kb·latent, rotary key] and its value W_vb·latent; attention is computed in the
+// latent space: the query's non-rotary part is first multiplied by W_kb^T, and the weighted
+// sum of latents by W_vb afterwards. Heads are split over the ranks as in grouped-query
+// attention; every rank computes the (small) latent itself.
+type mlaLayer struct {
+	wqA     *quant.Matrix // attn_q_a (nil: attn_q directly, in layer.wq)
+	qANorm  []float32
+	wkvA    *quant.Matrix // attn_kv_a_mqa: KVLoraRank + RopeDim rows
+	kvANorm []float32
+	kb, vb  []float32 // attn_kv_b of the local heads: per head nope x KVLoraRank, VHeadDim x KVLoraRank
+}
+
+// kvWidth is the number of cached values per token and layer on this rank.
+func (m *Model) kvWidth() int {
+	if m.Cfg.KVLoraRank > 0 {
+		return m.Cfg.KVLoraRank + m.Cfg.RopeDim
+	}
+	return (m.Shard.KV1 - m.Shard.KV0) * m.Cfg.HeadDim
+}
+
+// KVBytesPerToken is the KV cache size of one token over all layers on this rank.
+func (m *Model) KVBytesPerToken() int {
+	per := 4
+	if m.kvF16 {
+		per = 2
+	}
+	n := m.kvWidth()
+	if m.Cfg.KVLoraRank == 0 {
+		n *= 2 // keys and values
+	}
+	return n * per * m.Cfg.Layers
+}
+
+func (c *Config) mlaTensors(p string) [][]any {
+	hd, nope := c.HeadDim, c.HeadDim-c.RopeDim
+	var need [][]any
+	if c.QLoraRank > 0 {
+		need = append(need, []any{p + "attn_q_a.weight", c.Dim, c.QLoraRank}, []any{p + "attn_q_a_norm.weight", c.QLoraRank},
+			[]any{p + "attn_q_b.weight", c.QLoraRank, c.Heads * hd})
+	} else {
+		need = append(need, []any{p + "attn_q.weight", c.Dim, c.Heads * hd})
+	}
+	return append(need, []any{p + "attn_kv_a_mqa.weight", c.Dim, c.KVLoraRank + c.RopeDim},
+		[]any{p + "attn_kv_a_norm.weight", c.KVLoraRank},
+		[]any{p + "attn_kv_b.weight", c.KVLoraRank, c.Heads * (nope + c.VHeadDim)},
+		[]any{p + "attn_output.weight", c.Heads * c.VHeadDim, c.Dim})
+}
+
+func (m *Model) bindMLA(L *layer, p string) error {
+	c, s := &m.Cfg, &m.Shard
+	hd, nope, vd, kvl := c.HeadDim, c.HeadDim-c.RopeDim, c.VHeadDim, c.KVLoraRank
+	a := &mlaLayer{}
+	L.mla = a
+	var err error
+	if c.QLoraRank > 0 {
+		if a.wqA, err = m.rows(p+"attn_q_a.weight", c.Dim, c.QLoraRank, 0, c.QLoraRank); err != nil {
+			return err
+		}
+		if a.qANorm, err = m.vector(p+"attn_q_a_norm.weight", c.QLoraRank, 0, c.QLoraRank); err != nil {
+			return err
+		}
+		if L.wq, err = m.rows(p+"attn_q_b.weight", c.QLoraRank, c.Heads*hd, s.H0*hd, s.H1*hd); err != nil {
+			return err
+		}
+	} else if L.wq, err = m.rows(p+"attn_q.weight", c.Dim, c.Heads*hd, s.H0*hd, s.H1*hd); err != nil {
+		return err
+	}
+	if a.wkvA, err = m.rows(p+"attn_kv_a_mqa.weight", c.Dim, kvl+c.RopeDim, 0, kvl+c.RopeDim); err != nil {
+		return err
+	}
+	if a.kvANorm, err = m.vector(p+"attn_kv_a_norm.weight", kvl, 0, kvl); err != nil {
+		return err
+	}
+	kvb, err := m.rows(p+"attn_kv_b.weight", kvl, c.Heads*(nope+vd), s.H0*(nope+vd), s.H1*(nope+vd))
+	if err != nil {
+		return err
+	}
+	w := make([]float32, kvb.Rows*kvl)
+	if err := quant.Dequantize(kvb.Type, kvb.Data, w); err != nil {
+		return fmt.Errorf("%s: %sattn_kv_b.weight: %w", m.file.Path, p, err)
+	}
+	nh := s.H1 - s.H0
+	a.kb, a.vb = make([]float32, nh*nope*kvl), make([]float32, nh*vd*kvl)
+	for h := 0; h < nh; h++ {
+		base := h * (nope + vd) * kvl
+		copy(a.kb[h*nope*kvl:(h+1)*nope*kvl], w[base:base+nope*kvl])
+		copy(a.vb[h*vd*kvl:(h+1)*vd*kvl], w[base+nope*kvl:base+(nope+vd)*kvl])
+	}
+	return nil
+}
+
+func (m *Model) growMLA(t int) {
+	c, s := &m.Cfg, &m.scratch
+	nh := m.Shard.H1 - m.Shard.H0
+	s.qa = make([]float32, t*max(c.QLoraRank, 1))
+	s.kva = make([]float32, t*(c.KVLoraRank+c.RopeDim))
+	s.qabs = make([]float32, nh*c.KVLoraRank)
+	s.lctx = make([]float32, nh*c.KVLoraRank)
+	s.lrow = make([]float32, nh*(c.KVLoraRank+c.RopeDim))
+}
+
+// attentionMLA is attention for a latent-attention layer (see mlaLayer).
+func (m *Model) attentionMLA(li int, c *Cache, t int) error {
+	cf, sh, s, b := &m.Cfg, &m.Shard, &m.scratch, &c.scr
+	L := &m.layers[li]
+	a := L.mla
+	dim, hd, vd := cf.Dim, cf.HeadDim, cf.VHeadDim
+	kvl, nope, half := cf.KVLoraRank, cf.HeadDim-cf.RopeDim, cf.RopeDim/2
+	w := kvl + cf.RopeDim
+	nh := sh.H1 - sh.H0
+	nq := nh * hd
+	for i := 0; i < t; i++ {
+		rmsnorm(s.xn[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], L.attnNorm, cf.Eps)
+	}
+	if a.wqA != nil {
+		r := cf.QLoraRank
+		if err := m.project(s.xn, t, dim, 0, []*quant.Matrix{a.wqA}, [][]float32{s.qa}); err != nil {
+			return err
+		}
+		for i := 0; i < t; i++ {
+			rmsnorm(s.qa[i*r:(i+1)*r], s.qa[i*r:(i+1)*r], a.qANorm, cf.Eps)
+		}
+		if err := m.project(s.qa, t, r, 0, []*quant.Matrix{L.wq}, [][]float32{s.q}); err != nil {
+			return err
+		}
+		if err := m.project(s.xn, t, dim, 0, []*quant.Matrix{a.wkvA}, [][]float32{s.kva}); err != nil {
+			return err
+		}
+	} else if err := m.project(s.xn, t, dim, 0, []*quant.Matrix{L.wq, a.wkvA}, [][]float32{s.q, s.kva}); err != nil {
+		return err
+	}
+	slotLen := c.ctx * w
+	for i := 0; i < t; i++ {
+		cs, sn := s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half]
+		lat := s.kva[i*w : (i+1)*w]
+		rmsnorm(lat[:kvl], lat[:kvl], a.kvANorm, cf.Eps)
+		m.rope(lat[kvl:], cs, sn)
+		at := b.slot[i]*slotLen + b.pos[i]*w
+		if m.kvF16 {
+			toHalf(c.k16[li][at:at+w], lat)
+		} else {
+			copy(c.k32[li][at:at+w], lat)
+		}
+		for h := 0; h < nh; h++ {
+			m.rope(s.q[i*nq+h*hd+nope:i*nq+(h+1)*hd], cs, sn)
+		}
+	}
+	scale := float32(cf.AttnScale)
+	m.pool.For(nh, func(h0, h1 int) {
+		for h := h0; h < h1; h++ {
+			qabs, lctx, row := s.qabs[h*kvl:(h+1)*kvl], s.lctx[h*kvl:(h+1)*kvl], s.lrow[h*w:(h+1)*w]
+			kb, vb := L.mla.kb[h*nope*kvl:(h+1)*nope*kvl], L.mla.vb[h*vd*kvl:(h+1)*vd*kvl]
+			sc := s.scores[h*m.ctx : (h+1)*m.ctx]
+			for i := 0; i < t; i++ {
+				q := s.q[i*nq+h*hd : i*nq+(h+1)*hd]
+				clear(qabs)
+				for r, qv := range q[:nope] {
+					for j, kv := range kb[r*kvl : (r+1)*kvl] {
+						qabs[j] += qv * kv
+					}
+				}
+				n := b.pos[i] + 1
+				base := b.slot[i] * slotLen
+				latent := func(p int) []float32 {
+					if !m.kvF16 {
+						return c.k32[li][base+p*w : base+(p+1)*w]
+					}
+					for j, x := range c.k16[li][base+p*w : base+(p+1)*w] {
+						row[j] = quant.F16ToF32(x)
+					}
+					return row
+				}
+				mx := float32(math.Inf(-1))
+				for p := 0; p < n; p++ {
+					l := latent(p)
+					var d float32
+					for j, x := range qabs {
+						d += x * l[j]
+					}
+					for j, x := range q[nope:] {
+						d += x * l[kvl+j]
+					}
+					sc[p] = d * scale
+					mx = max(mx, sc[p])
+				}
+				var sum float64
+				for p := 0; p < n; p++ {
+					e := math.Exp(float64(sc[p] - mx))
+					sc[p] = float32(e)
+					sum += e
+				}
+				inv := float32(1 / sum)
+				clear(lctx)
+				for p := 0; p < n; p++ {
+					wp, l := sc[p]*inv, latent(p)
+					for j := range lctx {
+						lctx[j] += wp * l[j]
+					}
+				}
+				out := s.att[i*nh*vd+h*vd : i*nh*vd+(h+1)*vd]
+				for r := range out {
+					var d float32
+					for j, x := range vb[r*kvl : (r+1)*kvl] {
+						d += x * lctx[j]
+					}
+					out[r] = d
+				}
+			}
+		}
+	})
+	return m.attnOut(li, t)
+}
