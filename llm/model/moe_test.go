@@ -319,3 +319,41 @@ func TestDeepseek2GroupRoutingRefused(t *testing.T) {
 		t.Errorf("error %v, want one naming group-limited routing", err)
 	}
 }
+
+// Serving's path: sequences batched together, joining at different steps, decode the tokens
+// each decodes alone, for every mixture-of-experts family (tokens grouped by expert across
+// sequences), at EP = 1 and 2.
+func TestMoEForwardBatchMatchesForward(t *testing.T) {
+	dir := t.TempDir()
+	for _, shape := range []string{"mixtral-tiny", "qwen2moe-tiny", "qwen3moe-tiny", "deepseek2-tiny"} {
+		path, _ := writeShape(t, dir, shape, "q8_0")
+		m, done := loadModel(t, path, nil, "f16")
+		var want [][]int32
+		for _, p := range batchPrompts {
+			ids, _ := single(t, m, p, 8)
+			want = append(want, ids)
+		}
+		done()
+		for _, p := range []int{1, 2} {
+			res := make([][][]int32, p)
+			err := comm.Run(p, func(cm *comm.Comm) error {
+				m, done := loadModel(t, path, tp.New(cm), "f16")
+				defer done()
+				c, err := m.NewCache(5, 32)
+				if err != nil {
+					return err
+				}
+				res[cm.Rank()], _, err = staggered(m, c, batchPrompts, 8)
+				return err
+			})
+			if err != nil {
+				t.Fatalf("%s EP=%d: %v", shape, p, err)
+			}
+			for i := range want {
+				if !slices.Equal(res[0][i], want[i]) {
+					t.Errorf("%s EP=%d: sequence %d: batched %v, alone %v", shape, p, i, res[0][i], want[i])
+				}
+			}
+		}
+	}
+}
