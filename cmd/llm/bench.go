@@ -76,8 +76,11 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		params += t.Elements()
 	}
 	typ := "?"
-	if t, ok := l.file.Tensor("blk.0.attn_q.weight"); ok {
-		typ = t.Type.String()
+	for _, n := range []string{"blk.0.attn_q.weight", "blk.0.attn_q_b.weight"} {
+		if t, ok := l.file.Tensor(n); ok {
+			typ = t.Type.String()
+			break
+		}
 	}
 	name := fmt.Sprintf("%s %s %s", m.Cfg.Arch, strings.TrimSuffix(filepath.Base(*path), ".gguf"), typ)
 	if *cpuprofile != "" {

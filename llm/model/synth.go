@@ -48,21 +48,21 @@ var Shapes = map[string]Shape{
 	"tiny": {Arch: "llama", Dim: 256, Layers: 2, Heads: 8, KVHeads: 4, FFN: 512, Vocab: 512, Context: 256},
 	// Mixtral-like: 8 experts, top 2.
 	"mixtral-tiny": {Arch: "llama", Dim: 256, Layers: 2, Heads: 8, KVHeads: 4, FFN: 256, Vocab: 512, Context: 256, Experts: 8, ExpertsUsed: 2, ExpertFFN: 256},
-	"mixtral-1B":   {Arch: "llama", Dim: 1024, Layers: 12, Heads: 16, KVHeads: 8, FFN: 2048, Vocab: 32000, Context: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 2048},
+	"mixtral-1B":   {Arch: "llama", Dim: 1024, Layers: 16, Heads: 16, KVHeads: 8, FFN: 2048, Vocab: 32000, Context: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 2048},
 	// Qwen1.5-MoE-like: 8 routed experts, top 2, a shared expert four experts wide.
 	"qwen2moe-tiny": {Arch: "qwen2moe", Dim: 256, Layers: 2, Heads: 8, KVHeads: 4, FFN: 256, Vocab: 512, Context: 256, Experts: 8, ExpertsUsed: 2, ExpertFFN: 256, SharedFFN: 512},
-	"qwen2moe-1B":   {Arch: "qwen2moe", Dim: 1024, Layers: 12, Heads: 16, KVHeads: 8, FFN: 1536, Vocab: 32000, Context: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 1536, SharedFFN: 3072},
+	"qwen2moe-1B":   {Arch: "qwen2moe", Dim: 1024, Layers: 16, Heads: 16, KVHeads: 8, FFN: 1536, Vocab: 32000, Context: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 1536, SharedFFN: 3072},
 	// Qwen3-MoE-like: 8 experts, top 2, QK norms.
 	"qwen3moe-tiny": {Arch: "qwen3moe", Dim: 256, Layers: 2, Heads: 8, KVHeads: 4, FFN: 256, Vocab: 512, Context: 256, Experts: 8, ExpertsUsed: 2, ExpertFFN: 256},
-	"qwen3moe-1B":   {Arch: "qwen3moe", Dim: 1024, Layers: 12, Heads: 16, KVHeads: 8, FFN: 2048, Vocab: 32000, Context: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 2048},
+	"qwen3moe-1B":   {Arch: "qwen3moe", Dim: 1024, Layers: 16, Heads: 16, KVHeads: 8, FFN: 2048, Vocab: 32000, Context: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 2048},
 	// DeepSeek-V3-like: latent attention with YaRN, one leading dense layer, 8 routed
 	// experts top-2 with sigmoid scores and a score bias, one shared expert.
 	"deepseek2-tiny": {Arch: "deepseek2", Dim: 256, Layers: 3, Heads: 8, KVHeads: 8, HeadDim: 48, VHeadDim: 32, RopeDim: 16,
 		QLoraRank: 96, KVLoraRank: 128, FFN: 512, Vocab: 512, Context: 256, Experts: 8, ExpertsUsed: 2, ExpertFFN: 256,
 		SharedExperts: 1, LeadingDense: 1, Sigmoid: true, WeightsNorm: true, WeightsScale: 2.5,
 		YarnFactor: 4, YarnOrigContext: 64, YarnLogMul: 0.1},
-	"deepseek2-1B": {Arch: "deepseek2", Dim: 1024, Layers: 12, Heads: 16, KVHeads: 16, HeadDim: 192, VHeadDim: 128, RopeDim: 64,
-		QLoraRank: 384, KVLoraRank: 256, FFN: 4096, Vocab: 32000, Context: 4096, Experts: 8, ExpertsUsed: 2, ExpertFFN: 1536,
+	"deepseek2-1B": {Arch: "deepseek2", Dim: 1024, Layers: 16, Heads: 16, KVHeads: 16, HeadDim: 192, VHeadDim: 128, RopeDim: 64,
+		QLoraRank: 512, KVLoraRank: 256, FFN: 4096, Vocab: 32000, Context: 4096, Experts: 8, ExpertsUsed: 2, ExpertFFN: 1536,
 		SharedExperts: 1, LeadingDense: 1, Sigmoid: true, WeightsNorm: true, WeightsScale: 2.5,
 		YarnFactor: 4, YarnOrigContext: 1024, YarnLogMul: 0.1},
 }
