@@ -23,6 +23,7 @@ type scratch struct {
 	counts                             []int
 	// latent attention
 	qa, kva, qabs, lctx, lrow []float32
+	hvecs                     []quant.Vec // one per local head
 	// mixture of experts
 	route, selW, ew, gx, ey, choice []float32
 	sel                             []int32

@@ -1,9 +1,11 @@
 package model
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
+	"github.com/gorun-hpc/gorun/llm/gguf"
 	"github.com/gorun-hpc/gorun/llm/quant"
 )
 
@@ -19,7 +21,10 @@ type mlaLayer struct {
 	qANorm  []float32
 	wkvA    *quant.Matrix // attn_kv_a_mqa: KVLoraRank + RopeDim rows
 	kvANorm []float32
-	kb, vb  []float32 // attn_kv_b of the local heads: per head nope x KVLoraRank, VHeadDim x KVLoraRank
+	// attn_kv_b of the local heads, as F32 matrices: per head the key up-projection transposed
+	// (KVLoraRank rows of nope), which takes a query into the latent space, and the value
+	// up-projection (VHeadDim rows of KVLoraRank).
+	kbT, vb []*quant.Matrix
 }
 
 // kvWidth is the number of cached values per token and layer on this rank.
@@ -92,11 +97,26 @@ func (m *Model) bindMLA(L *layer, p string) error {
 		return fmt.Errorf("%s: %sattn_kv_b.weight: %w", m.file.Path, p, err)
 	}
 	nh := s.H1 - s.H0
-	a.kb, a.vb = make([]float32, nh*nope*kvl), make([]float32, nh*vd*kvl)
+	f32 := func(rows, cols int, at func(r, c int) float32) (*quant.Matrix, error) {
+		b := make([]byte, 4*rows*cols)
+		for r := 0; r < rows; r++ {
+			for c := 0; c < cols; c++ {
+				binary.LittleEndian.PutUint32(b[4*(r*cols+c):], math.Float32bits(at(r, c)))
+			}
+		}
+		return quant.NewMatrix(gguf.F32, rows, cols, b)
+	}
 	for h := 0; h < nh; h++ {
 		base := h * (nope + vd) * kvl
-		copy(a.kb[h*nope*kvl:(h+1)*nope*kvl], w[base:base+nope*kvl])
-		copy(a.vb[h*vd*kvl:(h+1)*vd*kvl], w[base+nope*kvl:base+(nope+vd)*kvl])
+		kt, err := f32(kvl, nope, func(r, c int) float32 { return w[base+c*kvl+r] })
+		if err != nil {
+			return err
+		}
+		v, err := f32(vd, kvl, func(r, c int) float32 { return w[base+(nope+r)*kvl+c] })
+		if err != nil {
+			return err
+		}
+		a.kbT, a.vb = append(a.kbT, kt), append(a.vb, v)
 	}
 	return nil
 }
@@ -109,6 +129,7 @@ func (m *Model) growMLA(t int) {
 	s.qabs = make([]float32, nh*c.KVLoraRank)
 	s.lctx = make([]float32, nh*c.KVLoraRank)
 	s.lrow = make([]float32, nh*(c.KVLoraRank+c.RopeDim))
+	s.hvecs = make([]quant.Vec, nh)
 }
 
 // attentionMLA is attention for a latent-attention layer (see mlaLayer).
@@ -158,19 +179,18 @@ func (m *Model) attentionMLA(li int, c *Cache, t int) error {
 		}
 	}
 	scale := float32(cf.AttnScale)
+	one := &quant.Pool{Threads: 1} // the heads are the parallel loop
 	m.pool.For(nh, func(h0, h1 int) {
 		for h := h0; h < h1; h++ {
 			qabs, lctx, row := s.qabs[h*kvl:(h+1)*kvl], s.lctx[h*kvl:(h+1)*kvl], s.lrow[h*w:(h+1)*w]
-			kb, vb := L.mla.kb[h*nope*kvl:(h+1)*nope*kvl], L.mla.vb[h*vd*kvl:(h+1)*vd*kvl]
+			vec := &s.hvecs[h]
 			sc := s.scores[h*m.ctx : (h+1)*m.ctx]
 			for i := 0; i < t; i++ {
 				q := s.q[i*nq+h*hd : i*nq+(h+1)*hd]
-				clear(qabs)
-				for r, qv := range q[:nope] {
-					for j, kv := range kb[r*kvl : (r+1)*kvl] {
-						qabs[j] += qv * kv
-					}
+				if err := vec.Load(gguf.F32, q[:nope]); err != nil {
+					panic(err) // F32 loads do not fail
 				}
+				quant.MatVec(one, a.kbT[h], vec, qabs)
 				n := b.pos[i] + 1
 				base := b.slot[i] * slotLen
 				latent := func(p int) []float32 {
@@ -209,14 +229,10 @@ func (m *Model) attentionMLA(li int, c *Cache, t int) error {
 						lctx[j] += wp * l[j]
 					}
 				}
-				out := s.att[i*nh*vd+h*vd : i*nh*vd+(h+1)*vd]
-				for r := range out {
-					var d float32
-					for j, x := range vb[r*kvl : (r+1)*kvl] {
-						d += x * lctx[j]
-					}
-					out[r] = d
+				if err := vec.Load(gguf.F32, lctx); err != nil {
+					panic(err)
 				}
+				quant.MatVec(one, a.vb[h], vec, s.att[i*nh*vd+h*vd:i*nh*vd+(h+1)*vd])
 			}
 		}
 	})

@@ -486,6 +486,8 @@ func (m *Model) weights() []*quant.Matrix {
 		}
 		if a := L.mla; a != nil {
 			ms = append(ms, a.wkvA)
+			ms = append(ms, a.kbT...)
+			ms = append(ms, a.vb...)
 			if a.wqA != nil {
 				ms = append(ms, a.wqA)
 			}
