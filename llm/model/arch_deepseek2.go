@@ -61,6 +61,9 @@ func init() {
 			if c.ExpertWeightsScale, err = r.Float("expert_weights_scale", 1); err != nil {
 				return err
 			}
+			if !(c.ExpertWeightsScale > 0 && c.ExpertWeightsScale < 1e6) {
+				return r.Errorf("expert weights scale %g", c.ExpertWeightsScale)
+			}
 			if c.ExpertWeightsNorm, err = r.Bool("expert_weights_norm", false); err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/gorun-hpc/gorun/llm/gguf"
@@ -46,6 +47,39 @@ func TestMLACacheIsCompressed(t *testing.T) {
 		}
 		if n != 3*32*want {
 			t.Errorf("%s: cache of 3 slots x 32 tokens holds %d bytes, want %d", kv, n, 3*32*want)
+		}
+	}
+}
+
+// Uneven expert placement: shares that do not fit the group are refused with a message.
+func TestExpertSharesChecked(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteSynthetic(&b, Shapes["mixtral-tiny"], gguf.F32, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		shares []int
+		want   string
+	}{{[]int{1, 1}, "want one per rank (1)"}, {[]int{0}, "all zero"}, {[]int{-1}, "out of [0, 2^20]"}} {
+		if _, err := Load(f, Options{Context: 16, ExpertShares: c.shares}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("shares %v: error %v, want %q", c.shares, err, c.want)
+		}
+	}
+	m, err := Load(f, Options{Context: 16, ExpertShares: []int{5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Shard.E0 != 0 || m.Shard.E1 != 8 {
+		t.Errorf("one rank with shares [5]: experts [%d,%d)", m.Shard.E0, m.Shard.E1)
+	}
+	for r, want := range [][2]int{{0, 6}, {6, 8}} {
+		e0, e1, err := expertRange(8, r, 2, []int{3, 1})
+		if err != nil || e0 != want[0] || e1 != want[1] {
+			t.Errorf("shares 3:1, rank %d: [%d,%d) %v, want %v", r, e0, e1, err, want)
 		}
 	}
 }

@@ -1,9 +1,13 @@
-// Package model runs Llama-family transformers (llama incl. TinyStories, mistral, qwen2 with
-// QKV bias, qwen3 with QK-norm) from GGUF files, optionally split across the ranks of a Group
-// in the Megatron style: attention by heads (Q/K/V column-parallel, output projection
-// row-parallel), the MLP by hidden units (gate/up column-parallel, down row-parallel), one
-// allreduce after each row-parallel product, and the classifier by vocabulary rows with a
-// distributed argmax. Each rank maps the file and reads only its shard.
+// Package model runs transformer language models from GGUF files: the architectures of the
+// registry (Architectures; one arch_*.go file each: llama and mistral incl. Mixtral's
+// experts, qwen2, qwen2moe, qwen3, qwen3moe, deepseek2 with latent attention), optionally
+// split across the ranks of a Group in the Megatron style: attention by heads (Q/K/V
+// column-parallel, output projection row-parallel), the MLP by hidden units (gate/up
+// column-parallel, down row-parallel), mixtures of experts by whole experts (expert
+// parallelism over the same ranks), one allreduce after each row-parallel block, and the
+// classifier by vocabulary rows with a distributed argmax. Each rank maps the file and reads
+// only its shard. One forward path serves a single sequence (Forward) and batches of
+// sequences in a multi-slot cache (ForwardBatch).
 package model
 
 import (
