@@ -77,8 +77,11 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		params += t.Elements()
 	}
 	typ := "?"
-	if t, ok := l.file.Tensor("blk.0.attn_q.weight"); ok {
-		typ = t.Type.String()
+	for _, n := range []string{"blk.0.attn_q.weight", "blk.0.attn_q_b.weight"} {
+		if t, ok := l.file.Tensor(n); ok {
+			typ = t.Type.String()
+			break
+		}
 	}
 	name := fmt.Sprintf("%s %s %s", m.Cfg.Arch, strings.TrimSuffix(filepath.Base(*path), ".gguf"), typ)
 	if *cpuprofile != "" {
@@ -157,6 +160,11 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	if err := tp.New(l.world).Allgatherv([]float32{float32(rss) / (1 << 20), float32(file) / (1 << 20)}, all, counts); err != nil {
 		return fmt.Errorf("gathering memory figures: %w", err)
 	}
+	// Each rank's routed experts [E0,E1), for the routing summary.
+	experts := make([]float32, 2*p)
+	if err := tp.New(l.world).Allgatherv([]float32{float32(m.Shard.E0), float32(m.Shard.E1)}, experts, counts); err != nil {
+		return fmt.Errorf("gathering expert placement: %w", err)
+	}
 	if l.world.Rank() != 0 {
 		return nil
 	}
@@ -186,7 +194,42 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	for r := 0; r < p; r++ {
 		fmt.Fprintf(stdout, "rank %d: resident %.1f MiB (mapped file %.1f MiB, other %.1f MiB)\n", r, all[2*r], all[2*r+1], all[2*r]-all[2*r+1])
 	}
+	fmt.Fprintf(stdout, "KV cache: %d bytes per token on each rank", m.KVBytesPerToken())
+	if m.Cfg.KVLoraRank > 0 {
+		fmt.Fprintf(stdout, " (latent attention: %d layers x (%d latent + %d rotary))", m.Cfg.Layers, m.Cfg.KVLoraRank, m.Cfg.RopeDim)
+	}
+	fmt.Fprintln(stdout)
+	if m.Cfg.Experts > 0 {
+		routing(stdout, m.ExpertTokens(), experts)
+	}
 	return nil
+}
+
+// routing prints how the token-expert assignments of all runs (warm-ups included) fell on the
+// experts and on the ranks holding them (placement: E0, E1 per rank), and the imbalance: the
+// busiest rank's share over the mean.
+func routing(w io.Writer, perExpert []int64, placement []float32) {
+	var total int64
+	parts := make([]string, len(perExpert))
+	for e, n := range perExpert {
+		total += n
+		parts[e] = fmt.Sprint(n)
+	}
+	fmt.Fprintf(w, "routing: %d token-expert assignments; per expert: %s\n", total, strings.Join(parts, " "))
+	p := len(placement) / 2
+	var busiest int64
+	for r := 0; r < p; r++ {
+		e0, e1 := int(placement[2*r]), int(placement[2*r+1])
+		var n int64
+		for e := e0; e < e1; e++ {
+			n += perExpert[e]
+		}
+		busiest = max(busiest, n)
+		fmt.Fprintf(w, "rank %d: experts %d..%d, %d assignments (%.1f%%)\n", r, e0, e1-1, n, 100*float64(n)/float64(max(total, 1)))
+	}
+	if total > 0 {
+		fmt.Fprintf(w, "imbalance (busiest rank / mean): %.2f\n", float64(busiest)*float64(p)/float64(total))
+	}
 }
 
 func stats(x []float64) (mean, sd float64) {

@@ -91,3 +91,31 @@ func TestBadInput(t *testing.T) {
 		t.Error("a failed quantize left its output file")
 	}
 }
+
+// A mixture-of-experts model: mkmodel writes the expert shape it is given, info shows it,
+// bench reports the routing (every assignment on some expert, per-rank shares summing up).
+func TestMkmodelInfoBenchMoE(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "moe.gguf")
+	var out, errb bytes.Buffer
+	if rc := run([]string{"mkmodel", "--shape", "qwen3moe-tiny", "--type", "q8_0", "--experts", "4", "--experts-used", "2", "--layers", "1", "-o", p}, &out, &errb); rc != 0 {
+		t.Fatalf("mkmodel rc %d: %s", rc, errb.String())
+	}
+	if !strings.Contains(out.String(), "4 experts (2 per token)") {
+		t.Errorf("mkmodel: %s", out.String())
+	}
+	out.Reset()
+	if rc := run([]string{"info", "-m", p}, &out, &errb); rc != 0 ||
+		!strings.Contains(out.String(), "mixture of experts: 4 experts, 2 active per token, expert FFN 256, shared expert none, 0 dense layers") ||
+		!strings.Contains(out.String(), "even at EP [1 2 4]") {
+		t.Fatalf("info rc %d: %s %s", rc, out.String(), errb.String())
+	}
+	out.Reset()
+	if rc := run([]string{"bench", "-m", p, "-p", "16", "-n", "4", "-r", "1"}, &out, &errb); rc != 0 {
+		t.Fatalf("bench rc %d: %s", rc, errb.String())
+	}
+	// One layer, 2 experts per token, warm-up and timed run of each test: 2*(16+16+1+4).
+	if want := "routing: 74 token-expert assignments"; !strings.Contains(out.String(), want) ||
+		!strings.Contains(out.String(), "rank 0: experts 0..3, 74 assignments (100.0%)") {
+		t.Errorf("bench output lacks %q:\n%s", want, out.String())
+	}
+}

@@ -25,13 +25,17 @@ func mkmodel(args []string, stdout, stderr io.Writer) error {
 	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer from this GGUF file (its vocabulary size wins)")
 	seed := fs.Uint64("seed", 1, "random seed (the same seed writes the same file)")
 	var sh model.Shape
-	fs.StringVar(&sh.Arch, "arch", "", "architecture: llama, mistral, qwen2, qwen3")
+	fs.StringVar(&sh.Arch, "arch", "", "architecture: "+strings.Join(model.Architectures(), ", "))
 	fs.IntVar(&sh.Dim, "dim", 0, "embedding length")
 	fs.IntVar(&sh.Layers, "layers", 0, "layers")
 	fs.IntVar(&sh.Heads, "heads", 0, "query heads")
 	fs.IntVar(&sh.KVHeads, "kv-heads", 0, "KV heads")
 	fs.IntVar(&sh.FFN, "ffn", 0, "feed-forward size")
 	fs.IntVar(&sh.Vocab, "vocab", 0, "vocabulary size")
+	fs.IntVar(&sh.Experts, "experts", 0, "routed experts per layer (mixture of experts)")
+	fs.IntVar(&sh.ExpertsUsed, "experts-used", 0, "experts per token")
+	fs.IntVar(&sh.ExpertFFN, "expert-ffn", 0, "hidden size of each expert")
+	fs.IntVar(&sh.SharedFFN, "shared-ffn", 0, "hidden size of the shared expert (qwen2moe)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: llm mkmodel [--shape 349M] [--type q8_0] -o FILE.gguf [flags]\n\n")
 		fs.PrintDefaults()
@@ -46,7 +50,8 @@ func mkmodel(args []string, stdout, stderr io.Writer) error {
 	for _, o := range []struct {
 		v   *int
 		dst *int
-	}{{&sh.Dim, &base.Dim}, {&sh.Layers, &base.Layers}, {&sh.Heads, &base.Heads}, {&sh.KVHeads, &base.KVHeads}, {&sh.FFN, &base.FFN}, {&sh.Vocab, &base.Vocab}} {
+	}{{&sh.Dim, &base.Dim}, {&sh.Layers, &base.Layers}, {&sh.Heads, &base.Heads}, {&sh.KVHeads, &base.KVHeads}, {&sh.FFN, &base.FFN}, {&sh.Vocab, &base.Vocab},
+		{&sh.Experts, &base.Experts}, {&sh.ExpertsUsed, &base.ExpertsUsed}, {&sh.ExpertFFN, &base.ExpertFFN}, {&sh.SharedFFN, &base.SharedFFN}} {
 		if *o.v > 0 {
 			*o.dst = *o.v
 		}
@@ -94,6 +99,12 @@ func mkmodel(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	st, _ := os.Stat(*outPath)
+	if base.Experts > 0 {
+		fmt.Fprintf(stdout, "wrote %s: %s, dim %d, %d layers, %d heads (%d KV), %d experts (%d per token) of FFN %d, shared FFN %d, vocab %d, %s, %.1f M params (%.1f M active), %.1f MiB in %.1fs\n",
+			*outPath, base.Arch, base.Dim, base.Layers, base.Heads, base.KVHeads, base.Experts, base.ExpertsUsed, base.ExpertFFN, base.SharedExpertFFN(), base.Vocab, typ,
+			float64(base.Params())/1e6, float64(base.ActiveParams())/1e6, float64(st.Size())/(1<<20), time.Since(start).Seconds())
+		return nil
+	}
 	fmt.Fprintf(stdout, "wrote %s: %s, dim %d, %d layers, %d heads (%d KV), FFN %d, vocab %d, %s, %.1f M params, %.1f MiB in %.1fs\n",
 		*outPath, base.Arch, base.Dim, base.Layers, base.Heads, base.KVHeads, base.FFN, base.Vocab, typ,
 		float64(base.Params())/1e6, float64(st.Size())/(1<<20), time.Since(start).Seconds())
@@ -140,6 +151,27 @@ func info(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "model: %s, dim %d, %d layers, %d heads / %d KV heads of %d, FFN %d, vocab %d\n",
 		cfg.Arch, cfg.Dim, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, cfg.FFN, cfg.Vocab)
 	fmt.Fprintf(stdout, "tensor-parallel degrees that work: %v\n", cfg.ValidDegrees(cfg.Heads))
+	if cfg.Experts > 0 {
+		dense := 0
+		for i := 0; i < cfg.Layers; i++ {
+			if cfg.Block(i).MoE == nil {
+				dense++
+			}
+		}
+		shared := "none"
+		if cfg.SharedFFN > 0 {
+			shared = fmt.Sprintf("FFN %d", cfg.SharedFFN)
+		}
+		fmt.Fprintf(stdout, "mixture of experts: %d experts, %d active per token, expert FFN %d, shared expert %s, %d dense layers\n",
+			cfg.Experts, cfg.ExpertsUsed, cfg.ExpertFFN, shared, dense)
+		var even []int
+		for _, d := range cfg.ValidDegrees(cfg.Heads) {
+			if d <= cfg.Experts && cfg.Experts%d == 0 {
+				even = append(even, d)
+			}
+		}
+		fmt.Fprintf(stdout, "expert parallelism: over the tensor-parallel ranks (EP = TP), whole experts per rank, even at EP %v (uneven placement otherwise)\n", even)
+	}
 	return nil
 }
 

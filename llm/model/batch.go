@@ -22,11 +22,16 @@ func (m *Model) NewCache(slots, ctx int) (*Cache, error) {
 	if slots < 1 || ctx < 1 || ctx > m.ctx {
 		return nil, fmt.Errorf("model: cache of %d slots of %d tokens (want >= 1 slot, 1..%d tokens)", slots, ctx, m.ctx)
 	}
-	nkv := (m.Shard.KV1 - m.Shard.KV0) * m.Cfg.HeadDim
+	nkv := m.kvWidth()
 	c := &Cache{slots: slots, ctx: ctx}
 	for range m.layers {
+		// Latent attention caches one latent row per token in k and no values.
+		nv := nkv
+		if m.Cfg.KVLoraRank > 0 {
+			nv = 0
+		}
 		c.k = append(c.k, newKVBuf(m.kType, slots*ctx, nkv))
-		c.v = append(c.v, newKVBuf(m.vType, slots*ctx, nkv))
+		c.v = append(c.v, newKVBuf(m.vType, slots*ctx, nv))
 	}
 	return c, nil
 }
@@ -49,6 +54,7 @@ type Seq struct {
 // batchScratch holds ForwardBatch's per-token bookkeeping.
 type batchScratch struct {
 	slot, pos []int
+	tokens    []int32
 	last      []int // token index of each logits row
 	hidden    []float32
 	logits    []float32 // [rows][local vocab]
@@ -66,7 +72,7 @@ func (m *Model) ForwardBatch(c *Cache, seqs []Seq) error {
 	cf, sh, s := &m.Cfg, &m.Shard, &m.scratch
 	b := &c.scr
 	b.slot, b.pos, b.last = b.slot[:0], b.pos[:0], b.last[:0]
-	var tokens []int32
+	tokens := b.tokens[:0]
 	for i, q := range seqs {
 		if q.Slot < 0 || q.Slot >= c.slots {
 			return fmt.Errorf("model: sequence %d: slot %d outside [0,%d)", i, q.Slot, c.slots)
@@ -86,47 +92,25 @@ func (m *Model) ForwardBatch(c *Cache, seqs []Seq) error {
 			b.last = append(b.last, len(tokens)-1)
 		}
 	}
+	b.tokens = tokens
 	t := len(tokens)
 	if t == 0 {
 		return fmt.Errorf("model: ForwardBatch of no tokens")
 	}
 	m.grow(t)
-	dim, hd := cf.Dim, cf.HeadDim
-	nh, nkvh := sh.H1-sh.H0, sh.KV1-sh.KV0
-	nq, nkv, nf := nh*hd, nkvh*hd, sh.F1-sh.F0
 	if err := m.embed(tokens); err != nil {
 		return err
 	}
-	half := cf.RopeDim / 2
 	m.ropeTables(t, func(i int) int { return b.pos[i] })
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	group := cf.Heads / cf.KVHeads
 	for li := range m.layers {
-		L := &m.layers[li]
-		if err := m.qkv(L, t); err != nil {
+		if err := m.attention(li, c, t); err != nil {
 			return err
 		}
-		for i := 0; i < t; i++ {
-			k, v := s.k[i*nkv:(i+1)*nkv], s.v[i*nkv:(i+1)*nkv]
-			m.positionQK(L, s.q[i*nq:(i+1)*nq], k, v, s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half])
-			c.k[li].store(b.slot[i]*c.ctx+b.pos[i], k)
-			c.v[li].store(b.slot[i]*c.ctx+b.pos[i], v)
-		}
-		m.pool.For(nh, func(h0, h1 int) {
-			for h := h0; h < h1; h++ {
-				kvl := (sh.H0+h)/group - sh.KV0
-				sc := s.scores[h*m.ctx : (h+1)*m.ctx]
-				for i := 0; i < t; i++ {
-					out, q := s.att[i*nq+h*hd:i*nq+(h+1)*hd], s.q[i*nq+h*hd:i*nq+(h+1)*hd]
-					k, v := c.k[li].rowsOf(b.slot[i]*c.ctx, c.ctx), c.v[li].rowsOf(b.slot[i]*c.ctx, c.ctx)
-					attendKV(out, q, &k, &v, kvl*hd, b.pos[i]+1, sc, scale)
-				}
-			}
-		})
-		if err := m.attnOutAndMLP(li, L, t, nq, nf); err != nil {
+		if err := m.feedForward(li, t); err != nil {
 			return err
 		}
 	}
+	dim := cf.Dim
 	rows := len(b.last)
 	vl := sh.V1 - sh.V0
 	b.hidden = grow(b.hidden, rows*dim)
@@ -171,7 +155,15 @@ func (m *Model) ropeTables(t int, pos func(i int) int) {
 	for i := 0; i < t; i++ {
 		p := float64(pos(i)) / m.Cfg.RopeScale
 		for j := 0; j < half; j++ {
-			sn, cs := math.Sincos(p * m.freqs[j])
+			th := p * m.freqs[j]
+			if c := &m.Cfg; c.Yarn {
+				// YaRN: the trained angle for the fast dimensions (ramp 1), the interpolated
+				// one for the slow ones (ramp 0).
+				ramp := 1 - min(1, max(0, (float64(j)-c.YarnLow)/max(0.001, c.YarnHigh-c.YarnLow)))
+				ext := float64(pos(i)) * m.freqs[j]
+				th = th*(1-ramp) + ext*ramp
+			}
+			sn, cs := math.Sincos(th)
 			s.cos[i*half+j], s.sin[i*half+j] = float32(cs), float32(sn)
 		}
 	}
@@ -211,18 +203,58 @@ func (m *Model) positionQK(L *layer, q, k, v, cs, sn []float32) {
 	}
 }
 
-// attnOutAndMLP finishes layer li for t tokens whose attention outputs are in scratch.att:
-// the row-parallel output projection and its allreduce, then the MLP and its allreduce, each
-// added to the residual stream scratch.x.
-func (m *Model) attnOutAndMLP(li int, L *layer, t, nq, nf int) error {
-	c, sh, s := &m.Cfg, &m.Shard, &m.scratch
-	dim := c.Dim
-	in, stride, off := s.att, nq, 0
+// attention runs layer li's attention for the t tokens of the batch in scratch.x (slots and
+// positions in c's bookkeeping): the normed projections, biases, QK norms and RoPE, the cache
+// store, attention per head over each token's slot, then the row-parallel output projection
+// and its allreduce, added to the residual stream.
+func (m *Model) attention(li int, c *Cache, t int) error {
+	cf, sh, s, b := &m.Cfg, &m.Shard, &m.scratch, &c.scr
+	L := &m.layers[li]
+	if L.mla != nil {
+		return m.attentionMLA(li, c, t)
+	}
+	hd := cf.HeadDim
+	nh, nkvh := sh.H1-sh.H0, sh.KV1-sh.KV0
+	nq, nkv := nh*hd, nkvh*hd
+	half := cf.RopeDim / 2
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	group := cf.Heads / cf.KVHeads
+	if err := m.qkv(L, t); err != nil {
+		return err
+	}
+	for i := 0; i < t; i++ {
+		k, v := s.k[i*nkv:(i+1)*nkv], s.v[i*nkv:(i+1)*nkv]
+		m.positionQK(L, s.q[i*nq:(i+1)*nq], k, v, s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half])
+		c.k[li].store(b.slot[i]*c.ctx+b.pos[i], k)
+		c.v[li].store(b.slot[i]*c.ctx+b.pos[i], v)
+	}
+	m.pool.For(nh, func(h0, h1 int) {
+		for h := h0; h < h1; h++ {
+			kvl := (sh.H0+h)/group - sh.KV0
+			sc := s.scores[h*m.ctx : (h+1)*m.ctx]
+			for i := 0; i < t; i++ {
+				out, q := s.att[i*nq+h*hd:i*nq+(h+1)*hd], s.q[i*nq+h*hd:i*nq+(h+1)*hd]
+				k, v := c.k[li].rowsOf(b.slot[i]*c.ctx, c.ctx), c.v[li].rowsOf(b.slot[i]*c.ctx, c.ctx)
+				attendKV(out, q, &k, &v, kvl*hd, b.pos[i]+1, sc, scale)
+			}
+		}
+	})
+	return m.attnOut(li, t)
+}
+
+// attnOut is the row-parallel output projection of the t tokens' attention outputs in
+// scratch.att, one allreduce for the whole batch, added to the residual stream.
+func (m *Model) attnOut(li, t int) error {
+	cf, sh, s := &m.Cfg, &m.Shard, &m.scratch
+	L := &m.layers[li]
+	hd := cf.VHeadDim
+	dim := cf.Dim
+	in, stride, off := s.att, (sh.H1-sh.H0)*hd, 0
 	if sh.OGather {
 		if err := m.gatherHeads(t); err != nil {
 			return fmt.Errorf("layer %d: gather attention: %w", li, err)
 		}
-		in, stride, off = s.attFull, c.Heads*c.HeadDim, sh.O0
+		in, stride, off = s.attFull, cf.Heads*hd, sh.O0
 	}
 	if err := m.load(L.wo, in, t, stride, off); err != nil {
 		return err
@@ -232,23 +264,48 @@ func (m *Model) attnOutAndMLP(li int, L *layer, t, nq, nf int) error {
 		return fmt.Errorf("layer %d: attention allreduce: %w", li, err)
 	}
 	addTo(s.x[:t*dim], s.proj[:t*dim])
+	return nil
+}
+
+// feedForward runs layer li's feed-forward block (the dense MLP or the mixture of experts)
+// for t tokens: the norm, this rank's part, one allreduce, added to the residual stream.
+func (m *Model) feedForward(li, t int) error {
+	c, s := &m.Cfg, &m.scratch
+	L := &m.layers[li]
+	dim := c.Dim
 	for i := 0; i < t; i++ {
 		rmsnorm(s.xn[i*dim:(i+1)*dim], s.x[i*dim:(i+1)*dim], L.ffnNorm, c.Eps)
 	}
-	if err := m.project(s.xn, t, dim, 0, []*quant.Matrix{L.gate, L.up}, [][]float32{s.gate, s.up}); err != nil {
+	if L.moe != nil {
+		if err := m.moeFFN(L, t); err != nil {
+			return err
+		}
+	} else if err := m.mlp(L.gate, L.up, L.down, s.xn, t, s.proj); err != nil {
 		return err
 	}
-	for i, g := range s.gate[:t*nf] {
-		s.gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * s.up[i]
-	}
-	if err := m.load(L.down, s.gate, t, nf, 0); err != nil {
-		return err
-	}
-	m.mul(L.down, t, s.proj)
 	if err := m.group.AllreduceSum(s.proj[:t*dim]); err != nil {
 		return fmt.Errorf("layer %d: MLP allreduce: %w", li, err)
 	}
 	addTo(s.x[:t*dim], s.proj[:t*dim])
+	return nil
+}
+
+// mlp computes out = down · (silu(gate · in) * (up · in)) for t tokens in (rows of Dim), over
+// the hidden units gate, up and down hold.
+func (m *Model) mlp(gate, up, down *quant.Matrix, in []float32, t int, out []float32) error {
+	s := &m.scratch
+	dim, nf := m.Cfg.Dim, gate.Rows
+	g, u := s.gate[:t*nf], s.up[:t*nf]
+	if err := m.project(in, t, dim, 0, []*quant.Matrix{gate, up}, [][]float32{g, u}); err != nil {
+		return err
+	}
+	for i, x := range g {
+		g[i] = x / (1 + float32(math.Exp(float64(-x)))) * u[i]
+	}
+	if err := m.load(down, g, t, nf, 0); err != nil {
+		return err
+	}
+	m.mul(down, t, out)
 	return nil
 }
 

@@ -3,7 +3,6 @@ package model
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/gorun-hpc/gorun/llm/gguf"
 )
@@ -19,7 +18,8 @@ const (
 	RopeNeox
 )
 
-// Config is the shape and hyper-parameters of a Llama-family model, read from GGUF metadata.
+// Config is the shape and hyper-parameters of a model, read from GGUF metadata. What differs
+// between architectures beyond these numbers is the Arch's Block.
 type Config struct {
 	Arch        string
 	Dim         int // embedding length
@@ -27,7 +27,7 @@ type Config struct {
 	Heads       int // query heads
 	KVHeads     int
 	HeadDim     int
-	FFN         int // feed-forward hidden size
+	FFN         int // feed-forward hidden size of the dense MLP
 	Vocab       int
 	ContextLen  int // training context length (metadata)
 	Eps         float32
@@ -35,16 +35,37 @@ type Config struct {
 	RopeDim     int
 	RopeStyle   RopeStyle
 	RopeScale   float64 // linear position scaling factor (1: none)
-	QKVBias     bool    // qwen2
-	QKNorm      bool    // qwen3
 	TiedEmbed   bool    // no output.weight: the classifier is token_embd
 	HasRopeFreq bool    // rope_freqs.weight divides the frequencies (llama3 scaling)
+	VHeadDim    int     // value head dimension (HeadDim except with multi-head latent attention)
+	// YaRN (Yarn set; RopeScale is its factor): the rotation angles of the dimensions below
+	// YarnLow keep their trained values, those above YarnHigh are divided by RopeScale, a
+	// ramp blends between; AttnScale multiplies the attention scores (0: 1/sqrt(HeadDim)).
+	Yarn              bool
+	YarnLow, YarnHigh float64
+	AttnScale         float64
+
+	// Mixture of experts (Experts == 0: a dense model).
+	Experts      int // routed experts per layer
+	ExpertsUsed  int // experts each token runs
+	ExpertFFN    int // hidden size of each routed expert
+	SharedFFN    int // hidden size of the shared expert (0: none)
+	LeadingDense int // layers before the first mixture-of-experts layer that have a dense MLP
+	// deepseek2's routing: sigmoid scores instead of the softmax, the chosen weights
+	// renormalised, then multiplied by ExpertWeightsScale.
+	ExpertSigmoid      bool
+	ExpertWeightsNorm  bool
+	ExpertWeightsScale float64
+
+	// Multi-head latent attention (KVLoraRank > 0): queries through a rank-QLoraRank bottleneck
+	// (0: one matrix), keys and values from a cached latent of KVLoraRank plus RopeDim values.
+	QLoraRank, KVLoraRank int
+
+	arch *Arch
 }
 
-var archs = map[string]RopeStyle{"llama": RopeNorm, "mistral": RopeNorm, "qwen2": RopeNeox, "qwen3": RopeNeox}
-
-// Architectures lists the accepted general.architecture values.
-func Architectures() []string { return []string{"llama", "mistral", "qwen2", "qwen3"} }
+// Block returns the block of layer i.
+func (c *Config) Block(i int) Block { return c.arch.Block(c, i) }
 
 // ReadConfig reads and checks the model description of f without touching tensor data.
 func ReadConfig(f *gguf.File) (*Config, error) {
@@ -52,25 +73,15 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	style, ok := archs[arch]
-	if !ok {
-		return nil, fmt.Errorf("%s: unsupported architecture %q (supported: %s)", f.Path, arch, strings.Join(Architectures(), ", "))
+	a, err := lookupArch(f.Path, arch)
+	if err != nil {
+		return nil, err
 	}
-	c := &Config{Arch: arch, RopeStyle: style, RopeScale: 1}
-	geti := func(key string, dst *int, def int) error {
-		v, err := f.Uint(arch + "." + key)
-		if errors.Is(err, gguf.ErrNotFound) && def >= 0 {
-			*dst = def
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if v > 1<<31 {
-			return fmt.Errorf("%s: %s.%s = %d is out of range", f.Path, arch, key, v)
-		}
-		*dst = int(v)
-		return nil
+	c := &Config{Arch: arch, RopeStyle: a.Rope, RopeScale: 1, arch: a}
+	keys := &Keys{f: f, arch: arch}
+	geti := func(key string, dst *int, def int) (err error) {
+		*dst, err = keys.Int(key, def)
+		return err
 	}
 	for _, p := range []struct {
 		key string
@@ -98,12 +109,11 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 	if err := geti("attention.key_length", &c.HeadDim, def); err != nil {
 		return nil, err
 	}
-	var vlen int
-	if err := geti("attention.value_length", &vlen, c.HeadDim); err != nil {
+	if err := geti("attention.value_length", &c.VHeadDim, c.HeadDim); err != nil {
 		return nil, err
 	}
-	if c.HeadDim <= 0 || c.HeadDim%2 != 0 || vlen != c.HeadDim {
-		return nil, fmt.Errorf("%s: head dimension %d (value length %d) unsupported: it must be even and equal for keys and values", f.Path, c.HeadDim, vlen)
+	if c.HeadDim <= 0 || c.HeadDim%2 != 0 || c.VHeadDim <= 0 || (!a.MLA && c.VHeadDim != c.HeadDim) {
+		return nil, fmt.Errorf("%s: head dimension %d (value length %d) unsupported: it must be even and equal for keys and values", f.Path, c.HeadDim, c.VHeadDim)
 	}
 	if err := geti("rope.dimension_count", &c.RopeDim, c.HeadDim); err != nil {
 		return nil, err
@@ -129,8 +139,20 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 				return nil, fmt.Errorf("%s: rope scaling factor %g", f.Path, fac)
 			}
 			c.RopeScale = fac
+		case "yarn":
+			if !a.MLA {
+				return nil, fmt.Errorf("%s: rope scaling yarn is supported here for deepseek2 only", f.Path)
+			}
+			fac, err := f.Float(arch + ".rope.scaling.factor")
+			if err != nil {
+				return nil, err
+			}
+			if fac < 1 || fac > 1e6 {
+				return nil, fmt.Errorf("%s: rope scaling factor %g", f.Path, fac)
+			}
+			c.RopeScale, c.Yarn = fac, true
 		default:
-			return nil, fmt.Errorf("%s: rope scaling %q is not supported (none, linear; llama3 scaling comes as rope_freqs.weight)", f.Path, st)
+			return nil, fmt.Errorf("%s: rope scaling %q is not supported (none, linear, yarn for deepseek2; llama3 scaling comes as rope_freqs.weight)", f.Path, st)
 		}
 	}
 	c.Eps = 1e-5
@@ -149,9 +171,13 @@ func ReadConfig(f *gguf.File) (*Config, error) {
 	c.Vocab = int(emb.Dims[1])
 	_, hasOut := f.Tensor("output.weight")
 	c.TiedEmbed = !hasOut
-	_, c.QKVBias = f.Tensor("blk.0.attn_q.bias")
-	_, c.QKNorm = f.Tensor("blk.0.attn_q_norm.weight")
 	_, c.HasRopeFreq = f.Tensor("rope_freqs.weight")
+	if err := a.Hparams(keys, c); err != nil {
+		return nil, err
+	}
+	if c.Experts > 0 && (c.ExpertFFN <= 0 || c.SharedFFN < 0) {
+		return nil, fmt.Errorf("%s: expert hidden size %d, shared expert %d", f.Path, c.ExpertFFN, c.SharedFFN)
+	}
 	return c, nil
 }
 

@@ -21,6 +21,13 @@ type scratch struct {
 	pair                               [2]float32
 	pairs                              []float32
 	counts                             []int
+	// latent attention
+	qa, kva, qabs, lctx, lrow []float32
+	hvecs                     []quant.Vec // one per local head
+	// mixture of experts
+	route, selW, ew, gx, ey, choice []float32
+	sel                             []int32
+	etok                            []int
 }
 
 func (m *Model) grow(t int) {
@@ -31,17 +38,29 @@ func (m *Model) grow(t int) {
 	c, sh := &m.Cfg, &m.Shard
 	hd := c.HeadDim
 	nq, nkv := (sh.H1-sh.H0)*hd, (sh.KV1-sh.KV0)*hd
-	nf := sh.F1 - sh.F0
+	nf := max(sh.F1-sh.F0, sh.S1-sh.S0)
+	if c.Experts > 0 {
+		nf = max(nf, c.ExpertFFN)
+		s.route = make([]float32, t*c.Experts)
+		s.choice = make([]float32, c.Experts)
+		s.sel = make([]int32, t*c.ExpertsUsed)
+		s.selW = make([]float32, t*c.ExpertsUsed)
+		s.gx = make([]float32, t*c.Dim)
+		s.ey = make([]float32, t*c.Dim)
+	}
 	s.t = t
 	s.x = make([]float32, t*c.Dim)
 	s.xn = make([]float32, t*c.Dim)
 	s.proj = make([]float32, t*c.Dim)
 	s.q = make([]float32, t*nq)
-	s.att = make([]float32, t*nq)
+	s.att = make([]float32, t*(sh.H1-sh.H0)*c.VHeadDim)
 	s.k = make([]float32, t*nkv)
 	s.v = make([]float32, t*nkv)
 	if sh.OGather {
-		s.attFull = make([]float32, t*c.Heads*hd)
+		s.attFull = make([]float32, t*c.Heads*c.VHeadDim)
+	}
+	if c.KVLoraRank > 0 {
+		m.growMLA(t)
 	}
 	s.gate = make([]float32, t*nf)
 	s.up = make([]float32, t*nf)
@@ -122,60 +141,21 @@ func (m *Model) rope(v []float32, cos, sin []float32) {
 }
 
 // Forward runs the tokens through the model at positions Pos().. and leaves the logits of the
-// last one ready for Argmax, Logits or Sample. A batch of more than one token (prefill) uses
-// matrix-matrix products. Every rank of the group calls it with the same tokens.
+// last one ready for Argmax, Logits or Sample: ForwardBatch of one sequence in the model's own
+// one-slot cache. Every rank of the group calls it with the same tokens.
 func (m *Model) Forward(tokens []int32) error {
-	c, sh, s := &m.Cfg, &m.Shard, &m.scratch
-	t := len(tokens)
-	if t == 0 {
+	if len(tokens) == 0 {
 		return fmt.Errorf("model: Forward of no tokens")
 	}
-	if m.pos+t > m.ctx {
-		return fmt.Errorf("model: %d tokens at position %d overflow the context of %d", t, m.pos, m.ctx)
+	if m.pos+len(tokens) > m.ctx {
+		return fmt.Errorf("model: %d tokens at position %d overflow the context of %d", len(tokens), m.pos, m.ctx)
 	}
-	m.grow(t)
-	dim, hd := c.Dim, c.HeadDim
-	nh, nkvh := sh.H1-sh.H0, sh.KV1-sh.KV0
-	nq, nkv, nf := nh*hd, nkvh*hd, sh.F1-sh.F0
-	if err := m.embed(tokens); err != nil {
+	m.seq[0] = Seq{Slot: 0, Pos: m.pos, Tokens: tokens, Logits: true}
+	if err := m.ForwardBatch(m.single, m.seq[:]); err != nil {
 		return err
 	}
-	half := c.RopeDim / 2
-	m.ropeTables(t, func(i int) int { return m.pos + i })
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	group := c.Heads / c.KVHeads
-	for li := range m.layers {
-		L := &m.layers[li]
-		if err := m.qkv(L, t); err != nil {
-			return err
-		}
-		for i := 0; i < t; i++ {
-			k, v := s.k[i*nkv:(i+1)*nkv], s.v[i*nkv:(i+1)*nkv]
-			m.positionQK(L, s.q[i*nq:(i+1)*nq], k, v, s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half])
-			L.k.store(m.pos+i, k)
-			L.v.store(m.pos+i, v)
-		}
-		m.pool.For(nh, func(h0, h1 int) {
-			for h := h0; h < h1; h++ {
-				kvl := (sh.H0+h)/group - sh.KV0
-				sc := s.scores[h*m.ctx : (h+1)*m.ctx]
-				for i := 0; i < t; i++ {
-					out, q := s.att[i*nq+h*hd:i*nq+(h+1)*hd], s.q[i*nq+h*hd:i*nq+(h+1)*hd]
-					attendKV(out, q, &L.k, &L.v, kvl*hd, m.pos+i+1, sc, scale)
-				}
-			}
-		})
-		// Row-parallel output projection and MLP, one allreduce each for the whole batch.
-		if err := m.attnOutAndMLP(li, L, t, nq, nf); err != nil {
-			return err
-		}
-	}
-	m.pos += t
-	rmsnorm(s.last, s.x[(t-1)*dim:t*dim], m.outNorm, c.Eps)
-	if err := s.vecs[0].Load(m.out.Type, s.last); err != nil {
-		return err
-	}
-	quant.MatVec(m.pool, m.out, &s.vecs[0], m.logits)
+	m.pos += len(tokens)
+	m.logits = m.single.scr.logits[:m.Shard.V1-m.Shard.V0]
 	return nil
 }
 
@@ -234,6 +214,8 @@ func attendHalf(out, q []float32, kc, vc []uint16, stride, off, n int, sc []floa
 	quant.AxpyF16Rows(out, sc[:n], vc, stride, off)
 }
 
+func toHalf(dst []uint16, src []float32) { quant.F32ToF16s(dst, src) }
+
 func addTo(dst, src []float32) {
 	src = src[:len(dst)]
 	for i := range dst {
@@ -245,7 +227,7 @@ func addTo(dst, src []float32) {
 func (m *Model) gatherHeads(t int) error {
 	c, sh, s := &m.Cfg, &m.Shard, &m.scratch
 	p := sh.Size
-	hd := c.HeadDim
+	hd := c.VHeadDim
 	counts := make([]int, p)
 	for r := 0; r < p; r++ {
 		counts[r] = t * (c.Heads*(r+1)/p - c.Heads*r/p) * hd

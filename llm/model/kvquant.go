@@ -290,10 +290,13 @@ func attendKV(out, q []float32, k, v *kvBuf, off, n int, sc []float32, scale flo
 }
 
 // KVBytesPerToken is the KV cache memory one token takes on this rank, all layers, keys and
-// values.
+// values (latent attention caches one latent row and no values).
 func (m *Model) KVBytesPerToken() int64 {
-	w := (m.Shard.KV1 - m.Shard.KV0) * m.Cfg.HeadDim
-	return int64(len(m.layers)) * int64(m.kType.rowBytes(w)+m.vType.rowBytes(w))
+	w, wv := m.kvWidth(), m.kvWidth()
+	if m.Cfg.KVLoraRank > 0 {
+		wv = 0
+	}
+	return int64(len(m.layers)) * int64(m.kType.rowBytes(w)+m.vType.rowBytes(wv))
 }
 
 // KVTypes names the key and value cache types.

@@ -1,9 +1,13 @@
-// Package model runs Llama-family transformers (llama incl. TinyStories, mistral, qwen2 with
-// QKV bias, qwen3 with QK-norm) from GGUF files, optionally split across the ranks of a Group
-// in the Megatron style: attention by heads (Q/K/V column-parallel, output projection
-// row-parallel), the MLP by hidden units (gate/up column-parallel, down row-parallel), one
-// allreduce after each row-parallel product, and the classifier by vocabulary rows with a
-// distributed argmax. Each rank maps the file and reads only its shard.
+// Package model runs transformer language models from GGUF files: the architectures of the
+// registry (Architectures; one arch_*.go file each: llama and mistral incl. Mixtral's
+// experts, qwen2, qwen2moe, qwen3, qwen3moe, deepseek2 with latent attention), optionally
+// split across the ranks of a Group in the Megatron style: attention by heads (Q/K/V
+// column-parallel, output projection row-parallel), the MLP by hidden units (gate/up
+// column-parallel, down row-parallel), mixtures of experts by whole experts (expert
+// parallelism over the same ranks), one allreduce after each row-parallel block, and the
+// classifier by vocabulary rows with a distributed argmax. Each rank maps the file and reads
+// only its shard. One forward path serves a single sequence (Forward) and batches of
+// sequences in a multi-slot cache (ForwardBatch).
 package model
 
 import (
@@ -25,6 +29,9 @@ type Options struct {
 	KVType string
 	// VType, when set, is the type of the values, KVType then being the keys' only.
 	VType string
+	// ExpertShares places a mixture of experts' routed experts on the ranks in proportion to
+	// these weights (one per rank, >= 0; ranks with more memory can take more). nil: evenly.
+	ExpertShares []int
 }
 
 // Shard is the part of the model one rank holds.
@@ -32,7 +39,9 @@ type Shard struct {
 	Rank, Size int
 	H0, H1     int // query heads [H0,H1)
 	KV0, KV1   int // KV heads [KV0,KV1) (overlapping between ranks when replicated)
-	F0, F1     int // FFN hidden units [F0,F1)
+	F0, F1     int // dense FFN hidden units [F0,F1)
+	S0, S1     int // shared-expert hidden units [S0,S1)
+	E0, E1     int // routed experts [E0,E1) (expert parallelism: whole experts per rank)
 	V0, V1     int // vocabulary rows [V0,V1)
 	O0, O1     int // columns of attn_output this rank multiplies (block aligned)
 	// OGather: the head split is not aligned to attn_output's blocks, so attention outputs are
@@ -41,12 +50,14 @@ type Shard struct {
 }
 
 type layer struct {
+	block             Block
 	attnNorm, ffnNorm []float32
 	wq, wk, wv, wo    *quant.Matrix
 	bq, bk, bv        []float32
 	qNorm, kNorm      []float32
-	gate, up, down    *quant.Matrix
-	k, v              kvBuf // [ctx][kvLocal*HeadDim]
+	gate, up, down    *quant.Matrix // dense MLP, or the shared expert's slice
+	moe               *moeLayer
+	mla               *mlaLayer
 }
 
 // Model is one rank's part of a loaded model plus its KV cache and scratch buffers.
@@ -65,9 +76,13 @@ type Model struct {
 	pos     int
 	kType   kvType
 	vType   kvType
+	single  *Cache // the one sequence of Forward
+	seq     [1]Seq
 
 	logits  []float32 // local logits of the last token
 	scratch scratch
+
+	expertTokens []int64 // token-expert assignments per routed expert
 }
 
 // blockAlign returns the split of n units into parts, rounded to multiples of unit, for part k.
@@ -76,8 +91,27 @@ func splitRange(n, unit, parts, k int) (int, int) {
 	return nb * k / parts * unit, nb * (k + 1) / parts * unit
 }
 
-// PlanShard computes the shard of rank r of p for cfg and the tensor types of f.
+// PlanShard computes the shard of rank r of p for cfg and the tensor types of f, with the
+// routed experts placed evenly.
 func PlanShard(cfg *Config, f *gguf.File, r, p int) (Shard, error) {
+	return planShard(cfg, f, r, p, nil)
+}
+
+// splitBlocks splits n hidden units, read from tensor name's rows of blocks, over p ranks.
+func splitBlocks(f *gguf.File, name string, n, r, p int) (int, int, error) {
+	t, ok := f.Tensor(name)
+	if !ok {
+		return 0, 0, fmt.Errorf("%s: tensor %s missing", f.Path, name)
+	}
+	fb := t.Type.BlockSize()
+	if n%fb != 0 {
+		return 0, 0, fmt.Errorf("%s: %s: hidden size %d is not a whole number of %s blocks", f.Path, name, n, t.Type)
+	}
+	lo, hi := splitRange(n, fb, p, r)
+	return lo, hi, nil
+}
+
+func planShard(cfg *Config, f *gguf.File, r, p int, shares []int) (Shard, error) {
 	if err := cfg.CheckDegree(p); err != nil {
 		return Shard{}, err
 	}
@@ -85,22 +119,37 @@ func PlanShard(cfg *Config, f *gguf.File, r, p int) (Shard, error) {
 	s.H0, s.H1 = cfg.Heads*r/p, cfg.Heads*(r+1)/p
 	g := cfg.Heads / cfg.KVHeads
 	s.KV0, s.KV1 = s.H0/g, (s.H1-1)/g+1
-	down, ok := f.Tensor("blk.0.ffn_down.weight")
-	if !ok {
-		return Shard{}, fmt.Errorf("%s: tensor blk.0.ffn_down.weight missing", f.Path)
+	var err error
+	for i := 0; i < cfg.Layers; i++ {
+		if cfg.Block(i).MoE == nil {
+			if s.F0, s.F1, err = splitBlocks(f, fmt.Sprintf("blk.%d.ffn_down.weight", i), cfg.FFN, r, p); err != nil {
+				return Shard{}, err
+			}
+			break
+		}
 	}
-	fb := down.Type.BlockSize()
-	if cfg.FFN%fb != 0 {
-		return Shard{}, fmt.Errorf("%s: FFN size %d is not a whole number of %s blocks", f.Path, cfg.FFN, down.Type)
+	if cfg.Experts > 0 {
+		if s.E0, s.E1, err = expertRange(cfg.Experts, r, p, shares); err != nil {
+			return Shard{}, err
+		}
 	}
-	s.F0, s.F1 = splitRange(cfg.FFN, fb, p, r)
+	if cfg.SharedFFN > 0 {
+		for i := 0; i < cfg.Layers; i++ {
+			if b := cfg.Block(i); b.MoE != nil && (b.MoE.SharedGate || b.MoE.Shared) {
+				if s.S0, s.S1, err = splitBlocks(f, fmt.Sprintf("blk.%d.ffn_down_shexp.weight", i), cfg.SharedFFN, r, p); err != nil {
+					return Shard{}, err
+				}
+				break
+			}
+		}
+	}
 	s.V0, s.V1 = cfg.Vocab*r/p, cfg.Vocab*(r+1)/p
 	wo, ok := f.Tensor("blk.0.attn_output.weight")
 	if !ok {
 		return Shard{}, fmt.Errorf("%s: tensor blk.0.attn_output.weight missing", f.Path)
 	}
 	ob := wo.Type.BlockSize()
-	hd := cfg.HeadDim
+	hd := cfg.VHeadDim
 	if (s.H0*hd)%ob == 0 && (s.H1*hd)%ob == 0 {
 		s.O0, s.O1 = s.H0*hd, s.H1*hd
 	} else {
@@ -108,6 +157,31 @@ func PlanShard(cfg *Config, f *gguf.File, r, p int) (Shard, error) {
 		s.O0, s.O1 = splitRange(cfg.Heads*hd, ob, p, r)
 	}
 	return s, nil
+}
+
+// expertRange gives rank r of p its routed experts [e0,e1) of n: in proportion to shares
+// (one weight per rank), or evenly when shares is nil.
+func expertRange(n, r, p int, shares []int) (int, int, error) {
+	if shares == nil {
+		return n * r / p, n * (r + 1) / p, nil
+	}
+	if len(shares) != p {
+		return 0, 0, fmt.Errorf("expert shares %v: want one per rank (%d)", shares, p)
+	}
+	var total, before int
+	for i, w := range shares {
+		if w < 0 || w > 1<<20 {
+			return 0, 0, fmt.Errorf("expert shares %v: weight %d out of [0, 2^20]", shares, w)
+		}
+		total += w
+		if i < r {
+			before += w
+		}
+	}
+	if total == 0 {
+		return 0, 0, fmt.Errorf("expert shares %v: all zero", shares)
+	}
+	return n * before / total, n * (before + shares[r]) / total, nil
 }
 
 // Load reads the rank's shard of the model in f (which must stay open while the model is used).
@@ -120,7 +194,7 @@ func Load(f *gguf.File, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	sh, err := PlanShard(cfg, f, g.Rank(), g.Size())
+	sh, err := planShard(cfg, f, g.Rank(), g.Size(), opt.ExpertShares)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
@@ -140,6 +214,9 @@ func Load(f *gguf.File, opt Options) (*Model, error) {
 		}
 	}
 	for _, t := range []kvType{m.kType, m.vType} {
+		if cfg.KVLoraRank > 0 && t != kvF16 && t != kvF32 {
+			return nil, fmt.Errorf("model: KV cache type %s: %s's latent cache is f16 or f32", t, cfg.Arch)
+		}
 		if err := t.checkWidth((sh.KV1 - sh.KV0) * cfg.HeadDim); err != nil {
 			return nil, err
 		}
@@ -163,7 +240,7 @@ func (m *Model) tensor(name string, dims ...int) (*gguf.TensorInfo, error) {
 			return nil, fmt.Errorf("%s: tensor %s has shape %v, want %v", m.file.Path, name, t.Dims, dims)
 		}
 	}
-	if len(dims) == 2 && !quant.Supported(t.Type) {
+	if len(dims) >= 2 && !quant.Supported(t.Type) {
 		return nil, fmt.Errorf("%s: tensor %s has type %s, which has no kernel here (supported: %s)", m.file.Path, name, t.Type, quant.SupportedNames())
 	}
 	return t, nil
@@ -240,11 +317,46 @@ func (m *Model) cols(name string, cols, rows, c0, c1 int) (*quant.Matrix, error)
 	return quant.NewMatrix(t.Type, rows, c1-c0, buf)
 }
 
+// layerTensors lists layer i's tensors with their full shapes.
+func (c *Config) layerTensors(i int) [][]any {
+	hd := c.HeadDim
+	b := c.Block(i)
+	p := fmt.Sprintf("blk.%d.", i)
+	need := [][]any{{p + "attn_norm.weight", c.Dim}, {p + "ffn_norm.weight", c.Dim}}
+	if b.MLA {
+		need = append(need, c.mlaTensors(p)...)
+	} else {
+		need = append(need, []any{p + "attn_q.weight", c.Dim, c.Heads * hd}, []any{p + "attn_k.weight", c.Dim, c.KVHeads * hd},
+			[]any{p + "attn_v.weight", c.Dim, c.KVHeads * hd}, []any{p + "attn_output.weight", c.Heads * hd, c.Dim})
+	}
+	if b.AttnBias {
+		need = append(need, []any{p + "attn_q.bias", c.Heads * hd}, []any{p + "attn_k.bias", c.KVHeads * hd}, []any{p + "attn_v.bias", c.KVHeads * hd})
+	}
+	if b.QKNorm {
+		need = append(need, []any{p + "attn_q_norm.weight", hd}, []any{p + "attn_k_norm.weight", hd})
+	}
+	if b.MoE == nil {
+		return append(need, []any{p + "ffn_gate.weight", c.Dim, c.FFN}, []any{p + "ffn_up.weight", c.Dim, c.FFN},
+			[]any{p + "ffn_down.weight", c.FFN, c.Dim})
+	}
+	need = append(need, []any{p + "ffn_gate_inp.weight", c.Dim, c.Experts},
+		[]any{p + "ffn_gate_exps.weight", c.Dim, c.ExpertFFN, c.Experts},
+		[]any{p + "ffn_up_exps.weight", c.Dim, c.ExpertFFN, c.Experts},
+		[]any{p + "ffn_down_exps.weight", c.ExpertFFN, c.Dim, c.Experts})
+	if b.MoE.SharedGate {
+		need = append(need, []any{p + "ffn_gate_inp_shexp.weight", c.Dim})
+	}
+	if b.MoE.SharedGate || b.MoE.Shared {
+		need = append(need, []any{p + "ffn_gate_shexp.weight", c.Dim, c.SharedFFN}, []any{p + "ffn_up_shexp.weight", c.Dim, c.SharedFFN},
+			[]any{p + "ffn_down_shexp.weight", c.SharedFFN, c.Dim})
+	}
+	return need
+}
+
 // validate checks every tensor the model needs (presence, shape, a type with kernels) before
 // anything is read or allocated, so a bad file fails fast and identically on every rank.
 func (m *Model) validate() error {
 	c := &m.Cfg
-	hd := c.HeadDim
 	need := [][]any{{"token_embd.weight", c.Dim, c.Vocab}, {"output_norm.weight", c.Dim}}
 	if !c.TiedEmbed {
 		need = append(need, []any{"output.weight", c.Dim, c.Vocab})
@@ -253,18 +365,7 @@ func (m *Model) validate() error {
 		need = append(need, []any{"rope_freqs.weight", c.RopeDim / 2})
 	}
 	for i := 0; i < c.Layers; i++ {
-		p := fmt.Sprintf("blk.%d.", i)
-		need = append(need, []any{p + "attn_norm.weight", c.Dim}, []any{p + "ffn_norm.weight", c.Dim},
-			[]any{p + "attn_q.weight", c.Dim, c.Heads * hd}, []any{p + "attn_k.weight", c.Dim, c.KVHeads * hd},
-			[]any{p + "attn_v.weight", c.Dim, c.KVHeads * hd}, []any{p + "attn_output.weight", c.Heads * hd, c.Dim},
-			[]any{p + "ffn_gate.weight", c.Dim, c.FFN}, []any{p + "ffn_up.weight", c.Dim, c.FFN},
-			[]any{p + "ffn_down.weight", c.FFN, c.Dim})
-		if c.QKVBias {
-			need = append(need, []any{p + "attn_q.bias", c.Heads * hd}, []any{p + "attn_k.bias", c.KVHeads * hd}, []any{p + "attn_v.bias", c.KVHeads * hd})
-		}
-		if c.QKNorm {
-			need = append(need, []any{p + "attn_q_norm.weight", hd}, []any{p + "attn_k_norm.weight", hd})
-		}
+		need = append(need, c.layerTensors(i)...)
 	}
 	for _, n := range need {
 		dims := make([]int, len(n)-1)
@@ -318,10 +419,10 @@ func (m *Model) bind() error {
 			m.freqs[i] /= float64(ff[i])
 		}
 	}
-	nkv := s.KV1 - s.KV0
 	m.layers = make([]layer, c.Layers)
 	for i := range m.layers {
 		L := &m.layers[i]
+		L.block = c.Block(i)
 		p := fmt.Sprintf("blk.%d.", i)
 		if L.attnNorm, err = m.vector(p+"attn_norm.weight", c.Dim, 0, c.Dim); err != nil {
 			return err
@@ -329,19 +430,25 @@ func (m *Model) bind() error {
 		if L.ffnNorm, err = m.vector(p+"ffn_norm.weight", c.Dim, 0, c.Dim); err != nil {
 			return err
 		}
-		if L.wq, err = m.rows(p+"attn_q.weight", c.Dim, c.Heads*hd, s.H0*hd, s.H1*hd); err != nil {
+		if L.block.MLA {
+			if err := m.bindMLA(L, p); err != nil {
+				return err
+			}
+		} else if L.wq, err = m.rows(p+"attn_q.weight", c.Dim, c.Heads*hd, s.H0*hd, s.H1*hd); err != nil {
 			return err
 		}
-		if L.wk, err = m.rows(p+"attn_k.weight", c.Dim, c.KVHeads*hd, s.KV0*hd, s.KV1*hd); err != nil {
+		if !L.block.MLA {
+			if L.wk, err = m.rows(p+"attn_k.weight", c.Dim, c.KVHeads*hd, s.KV0*hd, s.KV1*hd); err != nil {
+				return err
+			}
+			if L.wv, err = m.rows(p+"attn_v.weight", c.Dim, c.KVHeads*hd, s.KV0*hd, s.KV1*hd); err != nil {
+				return err
+			}
+		}
+		if L.wo, err = m.cols(p+"attn_output.weight", c.Heads*c.VHeadDim, c.Dim, s.O0, s.O1); err != nil {
 			return err
 		}
-		if L.wv, err = m.rows(p+"attn_v.weight", c.Dim, c.KVHeads*hd, s.KV0*hd, s.KV1*hd); err != nil {
-			return err
-		}
-		if L.wo, err = m.cols(p+"attn_output.weight", c.Heads*hd, c.Dim, s.O0, s.O1); err != nil {
-			return err
-		}
-		if c.QKVBias {
+		if L.block.AttnBias {
 			if L.bq, err = m.vector(p+"attn_q.bias", c.Heads*hd, s.H0*hd, s.H1*hd); err != nil {
 				return err
 			}
@@ -352,13 +459,19 @@ func (m *Model) bind() error {
 				return err
 			}
 		}
-		if c.QKNorm {
+		if L.block.QKNorm {
 			if L.qNorm, err = m.vector(p+"attn_q_norm.weight", hd, 0, hd); err != nil {
 				return err
 			}
 			if L.kNorm, err = m.vector(p+"attn_k_norm.weight", hd, 0, hd); err != nil {
 				return err
 			}
+		}
+		if L.block.MoE != nil {
+			if err := m.bindMoE(L, p); err != nil {
+				return err
+			}
+			continue
 		}
 		if L.gate, err = m.rows(p+"ffn_gate.weight", c.Dim, c.FFN, s.F0, s.F1); err != nil {
 			return err
@@ -370,13 +483,43 @@ func (m *Model) bind() error {
 			return err
 		}
 	}
-	// The caches come last, so that a bad tensor anywhere fails before they are allocated.
-	for i := range m.layers {
-		L := &m.layers[i]
-		L.k, L.v = newKVBuf(m.kType, m.ctx, nkv*hd), newKVBuf(m.vType, m.ctx, nkv*hd)
+	// The cache comes last, so that a bad tensor anywhere fails before it is allocated.
+	if m.single, err = m.NewCache(1, m.ctx); err != nil {
+		return err
 	}
 	m.logits = make([]float32, s.V1-s.V0)
+	m.expertTokens = make([]int64, c.Experts)
 	return nil
+}
+
+// weights lists the matrices this rank's shard references.
+func (m *Model) weights() []*quant.Matrix {
+	var ms []*quant.Matrix
+	for _, L := range m.layers {
+		for _, w := range []*quant.Matrix{L.wq, L.wk, L.wv, L.wo} {
+			if w != nil {
+				ms = append(ms, w)
+			}
+		}
+		if a := L.mla; a != nil {
+			ms = append(ms, a.wkvA)
+			ms = append(ms, a.kbT...)
+			ms = append(ms, a.vb...)
+			if a.wqA != nil {
+				ms = append(ms, a.wqA)
+			}
+		}
+		if L.gate != nil {
+			ms = append(ms, L.gate, L.up, L.down)
+		}
+		if e := L.moe; e != nil {
+			ms = append(ms, e.router)
+			ms = append(ms, e.gate...)
+			ms = append(ms, e.up...)
+			ms = append(ms, e.down...)
+		}
+	}
+	return append(ms, m.out)
 }
 
 // Context returns the KV cache length.
@@ -391,23 +534,17 @@ func (m *Model) Reset() { m.pos = 0 }
 // ResidentWeightBytes is the number of weight bytes this rank's shard references.
 func (m *Model) ResidentWeightBytes() int64 {
 	var n int64
-	for _, L := range m.layers {
-		for _, w := range []*quant.Matrix{L.wq, L.wk, L.wv, L.wo, L.gate, L.up, L.down} {
-			n += int64(len(w.Data))
-		}
+	for _, w := range m.weights() {
+		n += int64(len(w.Data))
 	}
-	return n + int64(len(m.out.Data))
+	return n
 }
 
 // Touch reads one byte of every page of this rank's weights so that the first tokens do not
 // pay the page faults (and a user sees loading progress); progress, if not nil, is called with
 // the bytes done and the total.
 func (m *Model) Touch(progress func(done, total int64)) byte {
-	var ms []*quant.Matrix
-	for _, L := range m.layers {
-		ms = append(ms, L.wq, L.wk, L.wv, L.wo, L.gate, L.up, L.down)
-	}
-	ms = append(ms, m.out)
+	ms := m.weights()
 	total := m.ResidentWeightBytes()
 	var done int64
 	var sum byte

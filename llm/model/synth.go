@@ -13,9 +13,9 @@ import (
 	"github.com/gorun-hpc/gorun/llm/quant"
 )
 
-// Shape is the size of a synthetic Llama-family model.
+// Shape is the size of a synthetic model.
 type Shape struct {
-	Arch    string // llama, mistral, qwen2 or qwen3
+	Arch    string // a registered architecture (Architectures)
 	Dim     int
 	Layers  int
 	Heads   int
@@ -24,6 +24,20 @@ type Shape struct {
 	FFN     int
 	Vocab   int
 	Context int
+	// Mixture of experts: routed experts, experts per token, their hidden size, and the
+	// shared expert's hidden size (qwen2moe).
+	Experts, ExpertsUsed, ExpertFFN, SharedFFN int
+	// deepseek2: leading dense layers, shared experts (SharedFFN = SharedExperts*ExpertFFN),
+	// sigmoid scores with a score bias, the weights' normalisation and scale, latent
+	// attention ranks and head shapes (HeadDim is the key head: RopeDim rotary values at its
+	// end), YaRN (factor, original context, log multiplier; factor 0: none).
+	LeadingDense, SharedExperts int
+	Sigmoid, WeightsNorm        bool
+	WeightsScale                float64
+	QLoraRank, KVLoraRank       int
+	RopeDim, VHeadDim           int
+	YarnFactor, YarnLogMul      float64
+	YarnOrigContext             int
 }
 
 // Shapes are named benchmark shapes. 349M is the Llama shape of the project's anchors
@@ -32,6 +46,25 @@ var Shapes = map[string]Shape{
 	"349M": {Arch: "llama", Dim: 1024, Layers: 24, Heads: 16, KVHeads: 8, FFN: 2816, Vocab: 32000, Context: 2048},
 	"1B":   {Arch: "llama", Dim: 2048, Layers: 16, Heads: 32, KVHeads: 8, FFN: 8192, Vocab: 32000, Context: 2048},
 	"tiny": {Arch: "llama", Dim: 256, Layers: 2, Heads: 8, KVHeads: 4, FFN: 512, Vocab: 512, Context: 256},
+	// Mixtral-like: 8 experts, top 2.
+	"mixtral-tiny": {Arch: "llama", Dim: 256, Layers: 2, Heads: 8, KVHeads: 4, FFN: 256, Vocab: 512, Context: 256, Experts: 8, ExpertsUsed: 2, ExpertFFN: 256},
+	"mixtral-1B":   {Arch: "llama", Dim: 1024, Layers: 16, Heads: 16, KVHeads: 8, FFN: 2048, Vocab: 32000, Context: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 2048},
+	// Qwen1.5-MoE-like: 8 routed experts, top 2, a shared expert four experts wide.
+	"qwen2moe-tiny": {Arch: "qwen2moe", Dim: 256, Layers: 2, Heads: 8, KVHeads: 4, FFN: 256, Vocab: 512, Context: 256, Experts: 8, ExpertsUsed: 2, ExpertFFN: 256, SharedFFN: 512},
+	"qwen2moe-1B":   {Arch: "qwen2moe", Dim: 1024, Layers: 16, Heads: 16, KVHeads: 8, FFN: 1536, Vocab: 32000, Context: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 1536, SharedFFN: 3072},
+	// Qwen3-MoE-like: 8 experts, top 2, QK norms.
+	"qwen3moe-tiny": {Arch: "qwen3moe", Dim: 256, Layers: 2, Heads: 8, KVHeads: 4, FFN: 256, Vocab: 512, Context: 256, Experts: 8, ExpertsUsed: 2, ExpertFFN: 256},
+	"qwen3moe-1B":   {Arch: "qwen3moe", Dim: 1024, Layers: 16, Heads: 16, KVHeads: 8, FFN: 2048, Vocab: 32000, Context: 2048, Experts: 8, ExpertsUsed: 2, ExpertFFN: 2048},
+	// DeepSeek-V3-like: latent attention with YaRN, one leading dense layer, 8 routed
+	// experts top-2 with sigmoid scores and a score bias, one shared expert.
+	"deepseek2-tiny": {Arch: "deepseek2", Dim: 256, Layers: 3, Heads: 8, KVHeads: 8, HeadDim: 48, VHeadDim: 32, RopeDim: 16,
+		QLoraRank: 96, KVLoraRank: 128, FFN: 512, Vocab: 512, Context: 256, Experts: 8, ExpertsUsed: 2, ExpertFFN: 256,
+		SharedExperts: 1, LeadingDense: 1, Sigmoid: true, WeightsNorm: true, WeightsScale: 2.5,
+		YarnFactor: 4, YarnOrigContext: 64, YarnLogMul: 0.1},
+	"deepseek2-1B": {Arch: "deepseek2", Dim: 1024, Layers: 16, Heads: 16, KVHeads: 16, HeadDim: 192, VHeadDim: 128, RopeDim: 64,
+		QLoraRank: 512, KVLoraRank: 256, FFN: 4096, Vocab: 32000, Context: 4096, Experts: 8, ExpertsUsed: 2, ExpertFFN: 1536,
+		SharedExperts: 1, LeadingDense: 1, Sigmoid: true, WeightsNorm: true, WeightsScale: 2.5,
+		YarnFactor: 4, YarnOrigContext: 1024, YarnLogMul: 0.1},
 }
 
 // ShapeNames lists Shapes' keys.
@@ -44,12 +77,42 @@ func ShapeNames() string {
 	return strings.Join(s, ", ")
 }
 
-// Params returns the number of weights of s.
+// Params returns the number of weights of s (all experts).
 func (s Shape) Params() int64 {
 	hd := s.headDim()
-	attn := int64(s.Dim) * int64(2*s.Heads*hd+2*s.KVHeads*hd)
-	mlp := 3 * int64(s.Dim) * int64(s.FFN)
-	return int64(s.Layers)*(attn+mlp+2*int64(s.Dim)) + 2*int64(s.Vocab)*int64(s.Dim) + int64(s.Dim)
+	d := int64(s.Dim)
+	attn := d * int64(2*s.Heads*hd+2*s.KVHeads*hd)
+	if s.KVLoraRank > 0 {
+		q := d * int64(s.Heads*hd)
+		if s.QLoraRank > 0 {
+			q = d*int64(s.QLoraRank) + int64(s.QLoraRank*s.Heads*hd)
+		}
+		attn = q + d*int64(s.KVLoraRank+s.RopeDim) + int64(s.KVLoraRank*s.Heads*(hd-s.RopeDim+s.VHeadDim)) + int64(s.Heads*s.VHeadDim)*d
+	}
+	dense := 3 * d * int64(s.FFN)
+	mlp := dense
+	if s.Experts > 0 {
+		mlp = 3*d*int64(s.ExpertFFN)*int64(s.Experts) + d*int64(s.Experts) + 3*d*int64(s.SharedExpertFFN())
+	}
+	return int64(s.Layers)*(attn+2*d) + int64(s.LeadingDense)*dense + int64(s.Layers-s.LeadingDense)*mlp + 2*int64(s.Vocab)*d + d
+}
+
+// SharedExpertFFN is the hidden size of the shared expert(s) (0: none).
+func (s Shape) SharedExpertFFN() int {
+	if s.SharedExperts > 0 {
+		return s.SharedExperts * s.ExpertFFN
+	}
+	return s.SharedFFN
+}
+
+// ActiveParams returns the number of weights one token uses (its ExpertsUsed experts).
+func (s Shape) ActiveParams() int64 {
+	if s.Experts == 0 {
+		return s.Params()
+	}
+	a := s
+	a.Experts = s.ExpertsUsed
+	return a.Params()
 }
 
 func (s Shape) headDim() int {
@@ -112,8 +175,22 @@ func VocabFrom(f *gguf.File) (Vocabulary, error) {
 // gives the same file. A vocab with len(Tokens) == s.Vocab is embedded (nil: SyntheticVocab).
 func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Vocabulary) error {
 	hd := s.headDim()
-	if _, ok := archs[s.Arch]; !ok {
-		return fmt.Errorf("model: unknown architecture %q", s.Arch)
+	arch, ok := registry[s.Arch]
+	if !ok {
+		return fmt.Errorf("model: unsupported architecture %q (supported: %s)", s.Arch, strings.Join(Architectures(), ", "))
+	}
+	cfg := Config{Arch: s.Arch, Layers: s.Layers, FFN: s.FFN, Experts: s.Experts, ExpertsUsed: s.ExpertsUsed,
+		ExpertFFN: s.ExpertFFN, SharedFFN: s.SharedExpertFFN(), LeadingDense: s.LeadingDense, ExpertSigmoid: s.Sigmoid,
+		ExpertWeightsNorm: s.WeightsNorm, ExpertWeightsScale: s.WeightsScale, arch: arch}
+	if arch.MLA != (s.KVLoraRank > 0) || s.KVLoraRank > 0 && (s.RopeDim <= 0 || s.RopeDim >= hd || s.VHeadDim <= 0 || s.KVHeads != s.Heads) {
+		return fmt.Errorf("model: %s with latent rank %d, rope dimension %d, value heads %d", s.Arch, s.KVLoraRank, s.RopeDim, s.VHeadDim)
+	}
+	rdim, vdim := hd, hd
+	if s.KVLoraRank > 0 {
+		rdim, vdim = s.RopeDim, s.VHeadDim
+	}
+	if s.Experts < 0 || s.Experts > 0 && (s.ExpertsUsed < 1 || s.ExpertsUsed > s.Experts || s.ExpertFFN <= 0) {
+		return fmt.Errorf("model: %d experts, %d used, hidden size %d", s.Experts, s.ExpertsUsed, s.ExpertFFN)
 	}
 	if s.Heads <= 0 || s.KVHeads <= 0 || s.Heads%s.KVHeads != 0 || hd%2 != 0 {
 		return fmt.Errorf("model: bad shape %+v", s)
@@ -142,8 +219,8 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 		{a + ".context_length", uint32(s.Context)}, {a + ".embedding_length", uint32(s.Dim)},
 		{a + ".block_count", uint32(s.Layers)}, {a + ".feed_forward_length", uint32(s.FFN)},
 		{a + ".attention.head_count", uint32(s.Heads)}, {a + ".attention.head_count_kv", uint32(s.KVHeads)},
-		{a + ".attention.key_length", uint32(hd)}, {a + ".attention.value_length", uint32(hd)},
-		{a + ".rope.dimension_count", uint32(hd)}, {a + ".rope.freq_base", float32(10000)},
+		{a + ".attention.key_length", uint32(hd)}, {a + ".attention.value_length", uint32(vdim)},
+		{a + ".rope.dimension_count", uint32(rdim)}, {a + ".rope.freq_base", float32(10000)},
 		{a + ".attention.layer_norm_rms_epsilon", float32(1e-5)},
 		{"tokenizer.ggml.model", vocab.Model}, {"tokenizer.ggml.tokens", vocab.Tokens},
 		{"tokenizer.ggml.scores", vocab.Scores}, {"tokenizer.ggml.token_type", vocab.Types},
@@ -152,6 +229,51 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 	} {
 		if err := gw.Set(kv.k, kv.v); err != nil {
 			return err
+		}
+	}
+	if s.Experts > 0 {
+		for _, kv := range []struct {
+			k string
+			v uint32
+		}{{".expert_count", uint32(s.Experts)}, {".expert_used_count", uint32(s.ExpertsUsed)},
+			{".expert_feed_forward_length", uint32(s.ExpertFFN)}, {".expert_shared_feed_forward_length", uint32(s.SharedFFN)}} {
+			if kv.v == 0 {
+				continue
+			}
+			if err := gw.Set(a+kv.k, kv.v); err != nil {
+				return err
+			}
+		}
+	}
+	if arch.MLA {
+		gating := uint32(1)
+		if s.Sigmoid {
+			gating = 2
+		}
+		kvs := []struct {
+			k string
+			v any
+		}{{".leading_dense_block_count", uint32(s.LeadingDense)}, {".attention.kv_lora_rank", uint32(s.KVLoraRank)},
+			{".expert_shared_count", uint32(s.SharedExperts)}, {".expert_weights_scale", float32(s.WeightsScale)},
+			{".expert_weights_norm", s.WeightsNorm}, {".expert_gating_func", gating}}
+		if s.QLoraRank > 0 {
+			kvs = append(kvs, struct {
+				k string
+				v any
+			}{".attention.q_lora_rank", uint32(s.QLoraRank)})
+		}
+		if s.YarnFactor > 0 {
+			kvs = append(kvs, []struct {
+				k string
+				v any
+			}{{".rope.scaling.type", "yarn"}, {".rope.scaling.factor", float32(s.YarnFactor)},
+				{".rope.scaling.original_context_length", uint32(s.YarnOrigContext)},
+				{".rope.scaling.yarn_log_multiplier", float32(s.YarnLogMul)}}...)
+		}
+		for _, kv := range kvs {
+			if err := gw.Set(a+kv.k, kv.v); err != nil {
+				return err
+			}
 		}
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x6c6c6d))
@@ -171,6 +293,13 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 			return writeRandomMatrix(out, t, cols, rows, sd)
 		})
 	}
+	// A stack of n matrices (the experts' 3-D tensors), each scaled by 1/sqrt(cols).
+	mat3 := func(name string, cols, rows, n int, t gguf.Type) error {
+		sd := next()
+		return gw.AddTensorFunc(name, t, []int64{int64(cols), int64(rows), int64(n)}, func(out io.Writer) error {
+			return writeRandomMatrix(out, t, cols, rows*n, sd)
+		})
+	}
 	if err := mat("token_embd.weight", s.Dim, s.Vocab, typ); err != nil {
 		return err
 	}
@@ -182,21 +311,57 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 	}
 	for l := 0; l < s.Layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
-		steps := []error{
-			norm(p+"attn_norm.weight", s.Dim, 1),
-			mat(p+"attn_q.weight", s.Dim, s.Heads*hd, typ),
-			mat(p+"attn_k.weight", s.Dim, s.KVHeads*hd, typ),
-			mat(p+"attn_v.weight", s.Dim, s.KVHeads*hd, typ),
-			mat(p+"attn_output.weight", s.Heads*hd, s.Dim, typ),
-			norm(p+"ffn_norm.weight", s.Dim, 1),
-			mat(p+"ffn_gate.weight", s.Dim, s.FFN, typ),
-			mat(p+"ffn_up.weight", s.Dim, s.FFN, typ),
-			mat(p+"ffn_down.weight", s.FFN, s.Dim, typ),
+		b := cfg.Block(l)
+		var steps []error
+		if b.MLA {
+			steps = append(steps, norm(p+"attn_norm.weight", s.Dim, 1))
+			if s.QLoraRank > 0 {
+				steps = append(steps, mat(p+"attn_q_a.weight", s.Dim, s.QLoraRank, typ), norm(p+"attn_q_a_norm.weight", s.QLoraRank, 1),
+					mat(p+"attn_q_b.weight", s.QLoraRank, s.Heads*hd, typ))
+			} else {
+				steps = append(steps, mat(p+"attn_q.weight", s.Dim, s.Heads*hd, typ))
+			}
+			steps = append(steps, mat(p+"attn_kv_a_mqa.weight", s.Dim, s.KVLoraRank+s.RopeDim, typ),
+				norm(p+"attn_kv_a_norm.weight", s.KVLoraRank, 1),
+				mat(p+"attn_kv_b.weight", s.KVLoraRank, s.Heads*(hd-s.RopeDim+s.VHeadDim), typ),
+				mat(p+"attn_output.weight", s.Heads*s.VHeadDim, s.Dim, typ),
+				norm(p+"ffn_norm.weight", s.Dim, 1))
+		} else {
+			steps = []error{
+				norm(p+"attn_norm.weight", s.Dim, 1),
+				mat(p+"attn_q.weight", s.Dim, s.Heads*hd, typ),
+				mat(p+"attn_k.weight", s.Dim, s.KVHeads*hd, typ),
+				mat(p+"attn_v.weight", s.Dim, s.KVHeads*hd, typ),
+				mat(p+"attn_output.weight", s.Heads*hd, s.Dim, typ),
+				norm(p+"ffn_norm.weight", s.Dim, 1),
+			}
 		}
-		if a == "qwen2" {
+		if b.MoE == nil {
+			steps = append(steps, mat(p+"ffn_gate.weight", s.Dim, s.FFN, typ),
+				mat(p+"ffn_up.weight", s.Dim, s.FFN, typ),
+				mat(p+"ffn_down.weight", s.FFN, s.Dim, typ))
+		} else {
+			// The router stays F32, as llama-quantize leaves it.
+			steps = append(steps, mat(p+"ffn_gate_inp.weight", s.Dim, s.Experts, gguf.F32),
+				mat3(p+"ffn_gate_exps.weight", s.Dim, s.ExpertFFN, s.Experts, typ),
+				mat3(p+"ffn_up_exps.weight", s.Dim, s.ExpertFFN, s.Experts, typ),
+				mat3(p+"ffn_down_exps.weight", s.ExpertFFN, s.Dim, s.Experts, typ))
+			if b.MoE.Sigmoid {
+				steps = append(steps, norm(p+"exp_probs_b.bias", s.Experts, 0))
+			}
+			if b.MoE.SharedGate {
+				steps = append(steps, norm(p+"ffn_gate_inp_shexp.weight", s.Dim, 0))
+			}
+			if sf := s.SharedExpertFFN(); b.MoE.SharedGate || b.MoE.Shared {
+				steps = append(steps, mat(p+"ffn_gate_shexp.weight", s.Dim, sf, typ),
+					mat(p+"ffn_up_shexp.weight", s.Dim, sf, typ),
+					mat(p+"ffn_down_shexp.weight", sf, s.Dim, typ))
+			}
+		}
+		if b.AttnBias {
 			steps = append(steps, norm(p+"attn_q.bias", s.Heads*hd, 0), norm(p+"attn_k.bias", s.KVHeads*hd, 0), norm(p+"attn_v.bias", s.KVHeads*hd, 0))
 		}
-		if a == "qwen3" {
+		if b.QKNorm {
 			steps = append(steps, norm(p+"attn_q_norm.weight", hd, 1), norm(p+"attn_k_norm.weight", hd, 1))
 		}
 		for _, err := range steps {

@@ -81,6 +81,9 @@ func ShardNeeds(f *gguf.File, r, p int) (Needs, error) {
 // needsFor is ShardNeeds for shard s restricted to layers [l0,l1), with or without the
 // embedding (first pipeline stage) and the classifier (last).
 func needsFor(f *gguf.File, c *model.Config, s model.Shard, l0, l1 int, embed, head bool) (Needs, error) {
+	if c.Experts > 0 || c.KVLoraRank > 0 {
+		return nil, fmt.Errorf("%s: %s with experts or latent attention: per-rank byte ranges (llm plan, llm stage) are not computed for it yet", f.Path, c.Arch)
+	}
 	n := Needs{}
 	var err error
 	tensor := func(name string) (*gguf.TensorInfo, bool) {
@@ -154,12 +157,13 @@ func needsFor(f *gguf.File, c *model.Config, s model.Shard, l0, l1 int, embed, h
 		rows(p+"attn_k.weight", s.KV0*hd, s.KV1*hd)
 		rows(p+"attn_v.weight", s.KV0*hd, s.KV1*hd)
 		cols(p+"attn_output.weight", s.O0, s.O1)
-		if c.QKVBias {
+		blk := c.Block(i)
+		if blk.AttnBias {
 			elems(p+"attn_q.bias", s.H0*hd, s.H1*hd)
 			elems(p+"attn_k.bias", s.KV0*hd, s.KV1*hd)
 			elems(p+"attn_v.bias", s.KV0*hd, s.KV1*hd)
 		}
-		if c.QKNorm {
+		if blk.QKNorm {
 			whole(p + "attn_q_norm.weight")
 			whole(p + "attn_k_norm.weight")
 		}

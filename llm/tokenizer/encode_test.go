@@ -559,11 +559,8 @@ func TestStreamDecoder(t *testing.T) {
 }
 
 func TestVocabFromMetadata(t *testing.T) {
-	meta, err := readGGUFMeta(testfiles.Path(t, "llm", "stories260K.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := VocabFromMetadata(testMeta(meta), errTestNotFound)
+	meta := tokenizerMeta(t, testfiles.Path(t, "llm", "stories260K.gguf"))
+	v, err := VocabFromMetadata(meta, errTestNotFound)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,7 +572,7 @@ func TestVocabFromMetadata(t *testing.T) {
 		t.Errorf("vocab: model %q, %d/%d/%d tokens/scores/types, BOS %d EOS %d UNK %d PAD %d EOT %d, add BOS %v EOS %v space %v",
 			v.Model, len(v.Tokens), len(v.Scores), len(v.Types), v.BOS, v.EOS, v.UNK, v.PAD, v.EOT, v.AddBOS, v.AddEOS, v.AddSpacePrefix)
 	}
-	if _, err := FromMetadata(testMeta(meta), errTestNotFound); err != nil {
+	if _, err := FromMetadata(meta, errTestNotFound); err != nil {
 		t.Fatal(err)
 	}
 	// Wrong types and missing required keys are errors; absent optional keys are not.

@@ -1,234 +1,15 @@
 package tokenizer
 
 import (
-	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"math"
-	"os"
 	"testing"
+
+	"github.com/gorun-hpc/gorun/llm/gguf"
 )
 
-// This file is a deliberately small, test-only GGUF metadata reader: the tokenizer package must
-// not import llm/gguf (built in parallel), yet the tests need the real vocabularies stored in
-// GGUF files. It reads the header and the key/value section only and stops before tensor infos.
-
-const (
-	ggufU8 = iota
-	ggufI8
-	ggufU16
-	ggufI16
-	ggufU32
-	ggufI32
-	ggufF32
-	ggufBool
-	ggufString
-	ggufArray
-	ggufU64
-	ggufI64
-	ggufF64
-)
-
-type ggufReader struct {
-	r   *bufio.Reader
-	off int64
-}
-
-func (g *ggufReader) read(n int) ([]byte, error) {
-	b := make([]byte, n)
-	if _, err := io.ReadFull(g.r, b); err != nil {
-		return nil, fmt.Errorf("offset %d: %w", g.off, err)
-	}
-	g.off += int64(n)
-	return b, nil
-}
-
-func (g *ggufReader) u32() (uint32, error) {
-	b, err := g.read(4)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint32(b), nil
-}
-
-func (g *ggufReader) u64() (uint64, error) {
-	b, err := g.read(8)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint64(b), nil
-}
-
-func (g *ggufReader) str() (string, error) {
-	n, err := g.u64()
-	if err != nil {
-		return "", err
-	}
-	if n > 1<<24 {
-		return "", fmt.Errorf("offset %d: string length %d too large", g.off, n)
-	}
-	b, err := g.read(int(n))
-	return string(b), err
-}
-
-func (g *ggufReader) value(typ uint32) (any, error) {
-	switch typ {
-	case ggufU8, ggufI8, ggufBool:
-		b, err := g.read(1)
-		if err != nil {
-			return nil, err
-		}
-		switch typ {
-		case ggufU8:
-			return b[0], nil
-		case ggufI8:
-			return int8(b[0]), nil
-		}
-		return b[0] != 0, nil
-	case ggufU16, ggufI16:
-		b, err := g.read(2)
-		if err != nil {
-			return nil, err
-		}
-		v := binary.LittleEndian.Uint16(b)
-		if typ == ggufI16 {
-			return int16(v), nil
-		}
-		return v, nil
-	case ggufU32, ggufI32, ggufF32:
-		v, err := g.u32()
-		if err != nil {
-			return nil, err
-		}
-		switch typ {
-		case ggufI32:
-			return int32(v), nil
-		case ggufF32:
-			return math.Float32frombits(v), nil
-		}
-		return v, nil
-	case ggufU64, ggufI64, ggufF64:
-		v, err := g.u64()
-		if err != nil {
-			return nil, err
-		}
-		switch typ {
-		case ggufI64:
-			return int64(v), nil
-		case ggufF64:
-			return math.Float64frombits(v), nil
-		}
-		return v, nil
-	case ggufString:
-		return g.str()
-	case ggufArray:
-		et, err := g.u32()
-		if err != nil {
-			return nil, err
-		}
-		n, err := g.u64()
-		if err != nil {
-			return nil, err
-		}
-		if n > 1<<24 {
-			return nil, fmt.Errorf("offset %d: array length %d too large", g.off, n)
-		}
-		switch et {
-		case ggufString:
-			out := make([]string, n)
-			for i := range out {
-				if out[i], err = g.str(); err != nil {
-					return nil, err
-				}
-			}
-			return out, nil
-		case ggufF32:
-			out := make([]float32, n)
-			for i := range out {
-				v, err := g.u32()
-				if err != nil {
-					return nil, err
-				}
-				out[i] = math.Float32frombits(v)
-			}
-			return out, nil
-		case ggufI32:
-			out := make([]int32, n)
-			for i := range out {
-				v, err := g.u32()
-				if err != nil {
-					return nil, err
-				}
-				out[i] = int32(v)
-			}
-			return out, nil
-		default:
-			out := make([]any, n)
-			for i := range out {
-				if out[i], err = g.value(et); err != nil {
-					return nil, err
-				}
-			}
-			return out, nil
-		}
-	}
-	return nil, fmt.Errorf("offset %d: unknown GGUF value type %d", g.off, typ)
-}
-
-// readGGUFMeta returns the key/value metadata of a GGUF v2/v3 file.
-func readGGUFMeta(path string) (map[string]any, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	g := &ggufReader{r: bufio.NewReaderSize(f, 1<<16)}
-	magic, err := g.read(4)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if string(magic) != "GGUF" {
-		return nil, fmt.Errorf("%s: not a GGUF file (magic %q)", path, magic)
-	}
-	ver, err := g.u32()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if ver != 2 && ver != 3 {
-		return nil, fmt.Errorf("%s: unsupported GGUF version %d", path, ver)
-	}
-	if _, err := g.u64(); err != nil { // tensor count
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	nkv, err := g.u64()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if nkv > 1<<20 {
-		return nil, fmt.Errorf("%s: %d metadata entries is implausible", path, nkv)
-	}
-	meta := make(map[string]any, nkv)
-	for range nkv {
-		key, err := g.str()
-		if err != nil {
-			return nil, fmt.Errorf("%s: key: %w", path, err)
-		}
-		typ, err := g.u32()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, key, err)
-		}
-		v, err := g.value(typ)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, key, err)
-		}
-		meta[key] = v
-	}
-	return meta, nil
-}
-
-// testMeta serves readGGUFMeta's map through the Metadata interface, as llm/gguf's *File does.
+// testMeta serves a map of typed metadata through the Metadata interface, as llm/gguf's
+// *File does, so that tests can remove keys or give them wrong types.
 type testMeta map[string]any
 
 var errTestNotFound = errors.New("key not found")
@@ -268,13 +49,56 @@ func (m testMeta) Uint(key string) (uint64, error) {
 // vocabFromGGUF builds a Vocab from a GGUF file the way a model loader does.
 func vocabFromGGUF(tb testing.TB, path string) Vocab {
 	tb.Helper()
-	meta, err := readGGUFMeta(path)
+	f, err := gguf.Open(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	v, err := VocabFromMetadata(testMeta(meta), errTestNotFound)
+	defer f.Close()
+	v, err := VocabFromMetadata(f, gguf.ErrNotFound)
 	if err != nil {
 		tb.Fatalf("%s: %v", path, err)
 	}
 	return v
+}
+
+// tokenizerMeta reads the tokenizer keys of a GGUF file, typed as the Metadata getters
+// return them, into a testMeta.
+func tokenizerMeta(tb testing.TB, path string) testMeta {
+	tb.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	m := testMeta{}
+	keep := func(key string, v any, err error) {
+		if errors.Is(err, gguf.ErrNotFound) {
+			return
+		}
+		if err != nil {
+			tb.Fatalf("%s: %v", path, err)
+		}
+		m[key] = v
+	}
+	for _, k := range []string{KeyModel, KeyPre} {
+		v, err := f.String(k)
+		keep(k, v, err)
+	}
+	for _, k := range []string{KeyTokens, KeyMerges} {
+		v, err := f.Strings(k)
+		keep(k, v, err)
+	}
+	scores, err := f.Float32s(KeyScores)
+	keep(KeyScores, scores, err)
+	types, err := f.Int32s(KeyTokenType)
+	keep(KeyTokenType, types, err)
+	for _, k := range []string{KeyBOS, KeyEOS, KeyUNK, KeyPAD, KeyEOT} {
+		v, err := f.Uint(k)
+		keep(k, uint32(v), err)
+	}
+	for _, k := range []string{KeyAddBOS, KeyAddEOS, KeyAddSpacePrefix} {
+		v, err := f.Bool(k)
+		keep(k, v, err)
+	}
+	return m
 }

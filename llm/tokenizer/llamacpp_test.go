@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gorun-hpc/gorun/internal/testfiles"
+	"github.com/gorun-hpc/gorun/llm/gguf"
 )
 
 // TestAgainstLlamaCpp tokenizes random text with llama.cpp itself and compares ids. It runs
@@ -131,7 +132,7 @@ func setGGUFString(file []byte, key, old, val string) ([]byte, error) {
 		b := binary.LittleEndian.AppendUint64(nil, uint64(len(s)))
 		return append(b, s...)
 	}
-	pat := append(enc(key), binary.LittleEndian.AppendUint32(nil, ggufString)...)
+	pat := append(enc(key), binary.LittleEndian.AppendUint32(nil, uint32(gguf.TypeString))...)
 	i := bytes.Index(file, append(pat, enc(old)...))
 	if i < 0 {
 		return nil, fmt.Errorf("%s = %q not found", key, old)

@@ -1,0 +1,359 @@
+package model_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gorun-hpc/gorun/comm"
+	"github.com/gorun-hpc/gorun/llm/gguf"
+	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/tp"
+)
+
+// moeRef is testdata/moe-reference.json (testdata/moeref/make_reference.py).
+type moeRef struct {
+	Runs []struct {
+		Model       string    `json:"model"`
+		SHA256      string    `json:"sha256"`
+		IDs         []int32   `json:"ids"`
+		Margins     []float32 `json:"margins"`
+		FirstLogits []float32 `json:"first_logits"`
+	} `json:"runs"`
+}
+
+// writeShape writes `llm mkmodel --shape shape --type typ --seed 1` to dir and returns its path
+// and the SHA-256 of its bytes.
+func writeShape(t *testing.T, dir, shape, typ string) (string, string) {
+	t.Helper()
+	s, ok := model.Shapes[shape]
+	if !ok {
+		t.Fatalf("no shape %q", shape)
+	}
+	ty, err := gguf.ParseType(typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := model.WriteSynthetic(&b, s, ty, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, shape+"-"+typ+".gguf")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b.Bytes())
+	return path, hex.EncodeToString(sum[:])
+}
+
+// greedyRun decodes n tokens after prompt (one prefill, then one token at a time) and
+// returns them with the full logits of the first generated position.
+func greedyRun(m *model.Model, prompt []int32, n int) ([]int32, []float32, error) {
+	m.Reset()
+	if err := m.Forward(prompt); err != nil {
+		return nil, nil, err
+	}
+	first, err := m.Logits()
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []int32
+	for len(out) < n {
+		id, err := m.Argmax()
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, id)
+		if len(out) < n {
+			if err := m.Forward([]int32{id}); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return out, first, nil
+}
+
+// Mixtral-style (llama with experts), qwen2moe and deepseek2 (latent attention, YaRN, a dense
+// first layer, sigmoid routing with a score bias, a shared expert) models written by mkmodel,
+// with the experts split over 1, 2 and 4 ranks (attention tensor-parallel over the same
+// ranks), against llama.cpp on the same files. F32 weights: the greedy tokens of all 64 steps
+// are llama.cpp's and the first logits within 1e-3 (the order of float sums differs; ~2e-4
+// measured), 5e-3 for deepseek2 (llama.cpp caches full keys and values in F16, gorun the F16
+// latent; 2.3e-3 measured). Q8_0 weights: the first logits within 0.03 (0.15 for deepseek2)
+// and the tokens llama.cpp's up to its first step whose margin between the two best logits
+// is under 0.05 (exclusive). With 5 or 8 experts and 1 < top-k < 8, Q8_0 logits differ from
+// llama.cpp's by ~0.02 per MoE layer (not understood: with top-1, with all experts, with 3, 4
+// or 16 experts top-2, with F32 weights, and for every dense Q8_0 model they agree to ~1e-5);
+// the same distance separates either from a float64 forward without activation rounding.
+func TestMoEMatchesLlamaCpp(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "moe-reference.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref moeRef
+	if err := json.Unmarshal(b, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Runs) == 0 {
+		t.Fatal("no runs in the reference")
+	}
+	dir := t.TempDir()
+	for _, run := range ref.Runs {
+		cut := strings.LastIndex(run.Model, "-")
+		path, sum := writeShape(t, dir, run.Model[:cut], run.Model[cut+1:])
+		if sum != run.SHA256 {
+			t.Fatalf("%s: mkmodel wrote other bytes than the file llama.cpp ran on", run.Model)
+		}
+		for _, p := range []int{1, 2, 4} {
+			ids := make([][]int32, p)
+			logits := make([][]float32, p)
+			err := comm.Run(p, func(cm *comm.Comm) error {
+				f, err := gguf.Open(path)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				m, err := model.Load(f, model.Options{Group: tp.New(cm), Context: 128})
+				if err != nil {
+					return err
+				}
+				tok, err := model.LoadTokenizer(f)
+				if err != nil {
+					return err
+				}
+				prompt, err := tok.Encode("Once upon a time", true, true)
+				if err != nil {
+					return err
+				}
+				ids[cm.Rank()], logits[cm.Rank()], err = greedyRun(m, prompt, len(run.IDs))
+				return err
+			})
+			if err != nil {
+				t.Fatalf("%s EP=%d: %v", run.Model, p, err)
+			}
+			want, tol := run.IDs, 1e-3
+			deepseek := strings.HasPrefix(run.Model, "deepseek2")
+			if deepseek {
+				tol = 5e-3
+			}
+			if !strings.HasSuffix(run.Model, "-f32") {
+				tol = 0.03
+				if deepseek {
+					tol = 0.15
+				}
+				for i, m := range run.Margins {
+					if m < 0.05 {
+						want = want[:i]
+						break
+					}
+				}
+			}
+			for r := 0; r < p; r++ {
+				if !slices.Equal(ids[r][:len(want)], want) {
+					t.Errorf("%s EP=%d rank %d: greedy tokens\n got  %v\n want %v", run.Model, p, r, ids[r], want)
+				}
+			}
+			var d float64
+			for i, v := range run.FirstLogits {
+				d = max(d, math.Abs(float64(v-logits[0][i])))
+			}
+			t.Logf("%s EP=%d: %d tokens agree; first logits max |diff| %.2g", run.Model, p, len(want), d)
+			if d > tol {
+				t.Errorf("%s EP=%d: first logits differ from llama.cpp's by up to %g", run.Model, p, d)
+			}
+		}
+	}
+}
+
+// qwen3moe (which llama.cpp c392e50 does not know) against the float64 forward of
+// naive_test.go, written from the published equations (QK-norm before NeoX RoPE, softmax
+// routing with the top-k probabilities renormalised, no shared expert), on an F32 file with an
+// F32 KV cache: the logits of every step within 1e-4 (~3e-6 measured) and the same greedy tokens
+// over 64 steps,
+// with the experts over 1, 2 and 4 ranks. A second file places the experts unevenly (3:1).
+func TestQwen3MoEMatchesNaive(t *testing.T) {
+	dir := t.TempDir()
+	path, _ := writeShape(t, dir, "qwen3moe-tiny", "f32")
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	nv, err := newNaive(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := []int32{1, 300, 17, 42, 99, 7}
+	const steps = 64
+	var want []int32
+	var wantLogits [][]float64
+	var l []float64
+	for i, id := range prompt {
+		if l, err = nv.step(id, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	minMargin := math.Inf(1)
+	for len(want) < steps {
+		best, second := 0, -1
+		for i := range l {
+			if l[i] > l[best] {
+				best = i
+			}
+		}
+		for i := range l {
+			if i != best && (second < 0 || l[i] > l[second]) {
+				second = i
+			}
+		}
+		minMargin = min(minMargin, l[best]-l[second])
+		want, wantLogits = append(want, int32(best)), append(wantLogits, l)
+		if l, err = nv.step(int32(best), len(prompt)+len(want)-1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("float64 forward: smallest margin between the two best logits %.3g", minMargin)
+	for _, c := range []struct {
+		p      int
+		shares []int
+	}{{1, nil}, {2, nil}, {4, nil}, {2, []int{3, 1}}} {
+		var d float64
+		got := make([][]int32, c.p)
+		err := comm.Run(c.p, func(cm *comm.Comm) error {
+			f, err := gguf.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			m, err := model.Load(f, model.Options{Group: tp.New(cm), Context: 128, KVType: "f32", ExpertShares: c.shares})
+			if err != nil {
+				return err
+			}
+			if err := m.Forward(prompt); err != nil {
+				return err
+			}
+			for s := 0; s < steps; s++ {
+				logits, err := m.Logits()
+				if err != nil {
+					return err
+				}
+				if cm.Rank() == 0 {
+					for i, v := range logits {
+						d = max(d, math.Abs(float64(v)-wantLogits[s][i]))
+					}
+				}
+				id, err := m.Argmax()
+				if err != nil {
+					return err
+				}
+				got[cm.Rank()] = append(got[cm.Rank()], id)
+				if err := m.Forward([]int32{id}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("EP=%d %v: %v", c.p, c.shares, err)
+		}
+		t.Logf("EP=%d shares %v: logits max |diff| %.2g over %d steps", c.p, c.shares, d, steps)
+		if d > 1e-4 {
+			t.Errorf("EP=%d shares %v: logits differ from the float64 forward by up to %g", c.p, c.shares, d)
+		}
+		for r := range got {
+			if !slices.Equal(got[r], want) {
+				t.Errorf("EP=%d shares %v rank %d: greedy tokens\n got  %v\n want %v", c.p, c.shares, r, got[r], want)
+			}
+		}
+	}
+}
+
+// What deepseek2 files can carry and is not implemented (group-limited routing) is refused
+// by name when the file is opened, before anything is allocated.
+func TestDeepseek2GroupRoutingRefused(t *testing.T) {
+	var b bytes.Buffer
+	if err := model.WriteSynthetic(&b, model.Shapes["deepseek2-tiny"], gguf.F32, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	src, err := gguf.Parse(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := gguf.NewWriter()
+	for _, kv := range src.KV {
+		if err := w.Set(kv.Key, kv.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Set("deepseek2.expert_group_count", uint32(4)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range src.Tensors {
+		ti := &src.Tensors[i]
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, src.TensorData(ti)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "ds.gguf")
+	var out bytes.Buffer
+	if _, err := w.WriteTo(&out); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = model.Load(f, model.Options{})
+	if err == nil || !strings.Contains(err.Error(), "deepseek2 expert_group_count = 4: group-limited routing is not supported") {
+		t.Errorf("error %v, want one naming group-limited routing", err)
+	}
+}
+
+// Serving's path: sequences batched together, joining at different steps, decode the tokens
+// each decodes alone, for every mixture-of-experts family (tokens grouped by expert across
+// sequences), at EP = 1 and 2.
+func TestMoEForwardBatchMatchesForward(t *testing.T) {
+	dir := t.TempDir()
+	for _, shape := range []string{"mixtral-tiny", "qwen2moe-tiny", "qwen3moe-tiny", "deepseek2-tiny"} {
+		path, _ := writeShape(t, dir, shape, "q8_0")
+		m, done := loadModel(t, path, nil, "f16")
+		var want [][]int32
+		for _, p := range batchPrompts {
+			ids, _ := single(t, m, p, 8)
+			want = append(want, ids)
+		}
+		done()
+		for _, p := range []int{1, 2} {
+			res := make([][][]int32, p)
+			err := comm.Run(p, func(cm *comm.Comm) error {
+				m, done := loadModel(t, path, tp.New(cm), "f16")
+				defer done()
+				c, err := m.NewCache(5, 32)
+				if err != nil {
+					return err
+				}
+				res[cm.Rank()], _, err = staggered(m, c, batchPrompts, 8)
+				return err
+			})
+			if err != nil {
+				t.Fatalf("%s EP=%d: %v", shape, p, err)
+			}
+			for i := range want {
+				if !slices.Equal(res[0][i], want[i]) {
+					t.Errorf("%s EP=%d: sequence %d: batched %v, alone %v", shape, p, i, res[0][i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,271 @@
+package model_test
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/gorun-hpc/gorun/llm/gguf"
+	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/quant"
+)
+
+// naive is a float64 forward pass written from the architectures' published equations,
+// independent of the model package's kernels: every weight dequantized to float64, a float64
+// KV cache, no activation rounding, loops only.
+type naive struct {
+	f   *gguf.File
+	cfg *model.Config
+	k   [][][]float64 // [layer][pos] keys (KVHeads*HeadDim)
+	v   [][][]float64
+	ws  map[string][]float64
+}
+
+func newNaive(f *gguf.File) (*naive, error) {
+	cfg, err := model.ReadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	return &naive{f: f, cfg: cfg, k: make([][][]float64, cfg.Layers), v: make([][][]float64, cfg.Layers), ws: map[string][]float64{}}, nil
+}
+
+// w returns tensor name dequantized, as rows of its first dimension.
+func (n *naive) w(name string) ([]float64, error) {
+	if w, ok := n.ws[name]; ok {
+		return w, nil
+	}
+	t, ok := n.f.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("tensor %s missing", name)
+	}
+	out := make([]float32, t.Elements())
+	if err := quant.Dequantize(t.Type, n.f.TensorData(t), out); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	d := make([]float64, len(out))
+	for i, v := range out {
+		d[i] = float64(v)
+	}
+	n.ws[name] = d
+	return d, nil
+}
+
+// matvec returns W·x for W of rows rows of len(x) (offset off rows into w).
+func matvec(w []float64, rows int, x []float64) []float64 {
+	c := len(x)
+	y := make([]float64, rows)
+	for r := range y {
+		var s float64
+		for j, xv := range x {
+			s += w[r*c+j] * xv
+		}
+		y[r] = s
+	}
+	return y
+}
+
+func rmsnorm64(x, w []float64, eps float64) []float64 {
+	var ss float64
+	for _, v := range x {
+		ss += v * v
+	}
+	sc := 1 / math.Sqrt(ss/float64(len(x))+eps)
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = v * sc * w[i]
+	}
+	return y
+}
+
+func silu(x float64) float64 { return x / (1 + math.Exp(-x)) }
+
+func (n *naive) rope(v []float64, pos int) {
+	c := n.cfg
+	half := c.RopeDim / 2
+	for i := 0; i < half; i++ {
+		th := float64(pos) / c.RopeScale * math.Pow(c.RopeBase, -float64(2*i)/float64(c.RopeDim))
+		cs, sn := math.Cos(th), math.Sin(th)
+		a, b := 2*i, 2*i+1
+		if c.RopeStyle == model.RopeNeox {
+			a, b = i, i+half
+		}
+		x0, x1 := v[a], v[b]
+		v[a], v[b] = x0*cs-x1*sn, x0*sn+x1*cs
+	}
+}
+
+// swiglu computes down·(silu(gate·x) * (up·x)) for matrices of hidden size h starting at
+// expert e of the stacked tensors (e = 0 for plain matrices).
+func swiglu(gate, up, down []float64, h, e int, x []float64) []float64 {
+	d := len(x)
+	g := matvec(gate[e*h*d:(e+1)*h*d], h, x)
+	u := matvec(up[e*h*d:(e+1)*h*d], h, x)
+	for i := range g {
+		g[i] = silu(g[i]) * u[i]
+	}
+	return matvec(down[e*d*h:(e+1)*d*h], d, g)
+}
+
+// step runs one token at position pos and returns its logits.
+func (n *naive) step(tok int32, pos int) ([]float64, error) {
+	c := n.cfg
+	get := func(names ...string) ([][]float64, error) {
+		var out [][]float64
+		for _, nm := range names {
+			w, err := n.w(nm)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, w)
+		}
+		return out, nil
+	}
+	emb, err := n.w("token_embd.weight")
+	if err != nil {
+		return nil, err
+	}
+	d, hd, eps := c.Dim, c.HeadDim, float64(c.Eps)
+	if tok < 0 || int(tok) >= c.Vocab {
+		return nil, fmt.Errorf("token %d", tok)
+	}
+	x := append([]float64(nil), emb[int(tok)*d:(int(tok)+1)*d]...)
+	for l := 0; l < c.Layers; l++ {
+		b := c.Block(l)
+		p := fmt.Sprintf("blk.%d.", l)
+		ws, err := get(p+"attn_norm.weight", p+"attn_q.weight", p+"attn_k.weight", p+"attn_v.weight", p+"attn_output.weight", p+"ffn_norm.weight")
+		if err != nil {
+			return nil, err
+		}
+		xn := rmsnorm64(x, ws[0], eps)
+		q, k, v := matvec(ws[1], c.Heads*hd, xn), matvec(ws[2], c.KVHeads*hd, xn), matvec(ws[3], c.KVHeads*hd, xn)
+		if b.AttnBias {
+			bs, err := get(p+"attn_q.bias", p+"attn_k.bias", p+"attn_v.bias")
+			if err != nil {
+				return nil, err
+			}
+			for i, vec := range [][]float64{q, k, v} {
+				for j := range vec {
+					vec[j] += bs[i][j]
+				}
+			}
+		}
+		for _, qk := range []struct {
+			v    []float64
+			norm string
+		}{{q, "attn_q_norm.weight"}, {k, "attn_k_norm.weight"}} {
+			var nw []float64
+			if b.QKNorm {
+				if nw, err = n.w(p + qk.norm); err != nil {
+					return nil, err
+				}
+			}
+			for h := 0; h < len(qk.v)/hd; h++ {
+				head := qk.v[h*hd : (h+1)*hd]
+				if nw != nil {
+					copy(head, rmsnorm64(head, nw, eps))
+				}
+				n.rope(head, pos)
+			}
+		}
+		n.k[l], n.v[l] = append(n.k[l], k), append(n.v[l], v)
+		att := make([]float64, c.Heads*hd)
+		for h := 0; h < c.Heads; h++ {
+			kh := h / (c.Heads / c.KVHeads)
+			qh := q[h*hd : (h+1)*hd]
+			sc := make([]float64, pos+1)
+			mx := math.Inf(-1)
+			for t := 0; t <= pos; t++ {
+				var s float64
+				for j, qv := range qh {
+					s += qv * n.k[l][t][kh*hd+j]
+				}
+				sc[t] = s / math.Sqrt(float64(hd))
+				mx = math.Max(mx, sc[t])
+			}
+			var sum float64
+			for t := range sc {
+				sc[t] = math.Exp(sc[t] - mx)
+				sum += sc[t]
+			}
+			for t := range sc {
+				for j := 0; j < hd; j++ {
+					att[h*hd+j] += sc[t] / sum * n.v[l][t][kh*hd+j]
+				}
+			}
+		}
+		o := matvec(ws[4], d, att)
+		for i := range x {
+			x[i] += o[i]
+		}
+		xn = rmsnorm64(x, ws[5], eps)
+		var ff []float64
+		if b.MoE == nil {
+			m, err := get(p+"ffn_gate.weight", p+"ffn_up.weight", p+"ffn_down.weight")
+			if err != nil {
+				return nil, err
+			}
+			ff = swiglu(m[0], m[1], m[2], c.FFN, 0, xn)
+		} else {
+			m, err := get(p+"ffn_gate_inp.weight", p+"ffn_gate_exps.weight", p+"ffn_up_exps.weight", p+"ffn_down_exps.weight")
+			if err != nil {
+				return nil, err
+			}
+			logit := matvec(m[0], c.Experts, xn)
+			mx := math.Inf(-1)
+			for _, v := range logit {
+				mx = math.Max(mx, v)
+			}
+			var sum float64
+			prob := make([]float64, len(logit))
+			for i, v := range logit {
+				prob[i] = math.Exp(v - mx)
+				sum += prob[i]
+			}
+			idx := make([]int, len(prob))
+			for i := range idx {
+				prob[i] /= sum
+				idx[i] = i
+			}
+			sort.SliceStable(idx, func(a, b int) bool { return prob[idx[a]] > prob[idx[b]] })
+			top := idx[:c.ExpertsUsed]
+			var wsum float64
+			for _, e := range top {
+				wsum += prob[e]
+			}
+			ff = make([]float64, d)
+			for _, e := range top {
+				w := prob[e]
+				if b.MoE.NormTopK {
+					w /= wsum
+				}
+				y := swiglu(m[1], m[2], m[3], c.ExpertFFN, e, xn)
+				for i := range ff {
+					ff[i] += w * y[i]
+				}
+			}
+			if b.MoE.SharedGate {
+				s, err := get(p+"ffn_gate_inp_shexp.weight", p+"ffn_gate_shexp.weight", p+"ffn_up_shexp.weight", p+"ffn_down_shexp.weight")
+				if err != nil {
+					return nil, err
+				}
+				var gd float64
+				for i, v := range xn {
+					gd += s[0][i] * v
+				}
+				g := 1 / (1 + math.Exp(-gd))
+				y := swiglu(s[1], s[2], s[3], c.SharedFFN, 0, xn)
+				for i := range ff {
+					ff[i] += g * y[i]
+				}
+			}
+		}
+		for i := range x {
+			x[i] += ff[i]
+		}
+	}
+	ws, err := get("output_norm.weight", "output.weight")
+	if err != nil {
+		return nil, err
+	}
+	return matvec(ws[1], c.Vocab, rmsnorm64(x, ws[0], eps)), nil
+}
