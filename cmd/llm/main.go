@@ -1,4 +1,5 @@
-// Command llm runs Llama-family GGUF models, tensor-parallel across gorun ranks:
+// Command llm runs GGUF models (Llama-family and mixtures of experts), tensor- and
+// expert-parallel across gorun ranks:
 //
 //	llm generate -m model.gguf -p "Once upon a time" -n 64      # one rank
 //	gorun -n 2 llm generate -m model.gguf -p "Once upon a time"  # two ranks share the weights
