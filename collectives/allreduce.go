@@ -15,7 +15,10 @@ import (
 // pipelined ring for large ones; non-commutative ops always use recursive doubling, which
 // combines in rank order. Every rank gets bitwise the same result.
 func Allreduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) error {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Allreduce", c, err)
+	}
 	return wrap("Allreduce", c, allreduce(cc, tag, send, recv, op))
 }
 
@@ -23,7 +26,10 @@ func Allreduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) error {
 // request completes. Non-blocking collectives on one communicator must be started in the same
 // order on every rank (as in MPI); they may overlap each other and point-to-point traffic.
 func Iallreduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) *comm.Request {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return failed("Iallreduce", c, err)
+	}
 	return comm.Go(func() error { return wrap("Iallreduce", c, allreduce(cc, tag, send, recv, op)) })
 }
 

@@ -14,13 +14,19 @@ import (
 // recursive halving and the blocks gathered at root (Rabenseifner's reduce). Non-commutative
 // ops are combined in rank order.
 func Reduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T], root int) error {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Reduce", c, err)
+	}
 	return wrap("Reduce", c, reduce(cc, tag, send, recv, op, root))
 }
 
 // Ireduce starts a Reduce.
 func Ireduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T], root int) *comm.Request {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return failed("Ireduce", c, err)
+	}
 	return comm.Go(func() error { return wrap("Ireduce", c, reduce(cc, tag, send, recv, op, root)) })
 }
 
