@@ -89,7 +89,7 @@ func Allgatherv[T comm.Elem](c *comm.Comm, send, recv []T, counts, displs []int)
 	if err != nil {
 		return wrap("Allgatherv", c, err)
 	}
-	return wrap("Allgatherv", c, allgatherv(cc, tag, send, recv, counts, displs))
+	return wrap("Allgatherv", c, allgatherv(cc, tag, send, recv, counts, displs, current()))
 }
 
 // checkCounts validates counts/displs against a buffer of length n and returns the
@@ -116,9 +116,8 @@ func checkCounts(what string, counts, displs []int, p, n int) ([]int, error) {
 	return displs, nil
 }
 
-func allgatherv[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, counts, displs []int) error {
+func allgatherv[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, counts, displs []int, t *Tuning) error {
 	p, r := cc.Size(), cc.Rank()
-	t := current()
 	d, lerr := checkCounts("counts", counts, displs, p, len(recv))
 	if lerr == nil && send != nil && len(send) != counts[r] {
 		lerr = fmt.Errorf("len(send) = %d but counts[%d] = %d", len(send), r, counts[r])

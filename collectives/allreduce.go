@@ -19,7 +19,7 @@ func Allreduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) error {
 	if err != nil {
 		return wrap("Allreduce", c, err)
 	}
-	return wrap("Allreduce", c, allreduce(cc, tag, send, recv, op))
+	return wrap("Allreduce", c, allreduce(cc, tag, send, recv, op, current()))
 }
 
 // Iallreduce starts an Allreduce and returns at once; the buffers must not be touched until the
@@ -30,7 +30,7 @@ func Iallreduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) *comm.Reque
 	if err != nil {
 		return failed("Iallreduce", c, err)
 	}
-	return comm.Go(func() error { return wrap("Iallreduce", c, allreduce(cc, tag, send, recv, op)) })
+	return comm.Go(func() error { return wrap("Iallreduce", c, allreduce(cc, tag, send, recv, op, current())) })
 }
 
 func wrap(name string, c *comm.Comm, err error) error {
@@ -40,7 +40,7 @@ func wrap(name string, c *comm.Comm, err error) error {
 	return fmt.Errorf("collectives: %s (rank %d of %d): %w", name, c.Rank(), c.Size(), err)
 }
 
-func allreduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T]) error {
+func allreduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T], t *Tuning) error {
 	n := len(recv)
 	lerr := op.Err()
 	switch {
@@ -53,7 +53,6 @@ func allreduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T]) er
 	if lerr == nil && send != nil && !sameSlice(send, recv) {
 		copy(recv, send)
 	}
-	t := current()
 	p := cc.Size()
 	nbytes := n * elemSize[T]()
 	alg := t.allreduceAlg(nbytes, p, op.commute, layoutOf(cc).shape)

@@ -17,7 +17,7 @@ func Bcast[T comm.Elem](c *comm.Comm, buf []T, root int) error {
 	if err != nil {
 		return wrap("Bcast", c, err)
 	}
-	return wrap("Bcast", c, bcast(cc, tag, buf, root))
+	return wrap("Bcast", c, bcast(cc, tag, buf, root, current()))
 }
 
 // Ibcast starts a Bcast; buf must not be touched until the request completes.
@@ -26,7 +26,7 @@ func Ibcast[T comm.Elem](c *comm.Comm, buf []T, root int) *comm.Request {
 	if err != nil {
 		return failed("Ibcast", c, err)
 	}
-	return comm.Go(func() error { return wrap("Ibcast", c, bcast(cc, tag, buf, root)) })
+	return comm.Go(func() error { return wrap("Ibcast", c, bcast(cc, tag, buf, root, current())) })
 }
 
 func checkRoot(root, p int) error {
@@ -36,9 +36,8 @@ func checkRoot(root, p int) error {
 	return nil
 }
 
-func bcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int) error {
+func bcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int, t *Tuning) error {
 	p := cc.Size()
-	t := current()
 	lerr := checkRoot(root, p)
 	s := sig{coll: "bcast", n: len(buf), typ: typeName[T](), root: root}
 	alg := t.bcastAlg(len(buf)*elemSize[T](), p, layoutOf(cc).shape)

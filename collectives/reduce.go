@@ -18,7 +18,7 @@ func Reduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T], root int) error
 	if err != nil {
 		return wrap("Reduce", c, err)
 	}
-	return wrap("Reduce", c, reduce(cc, tag, send, recv, op, root))
+	return wrap("Reduce", c, reduce(cc, tag, send, recv, op, root, current()))
 }
 
 // Ireduce starts a Reduce.
@@ -27,12 +27,11 @@ func Ireduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T], root int) *com
 	if err != nil {
 		return failed("Ireduce", c, err)
 	}
-	return comm.Go(func() error { return wrap("Ireduce", c, reduce(cc, tag, send, recv, op, root)) })
+	return comm.Go(func() error { return wrap("Ireduce", c, reduce(cc, tag, send, recv, op, root, current())) })
 }
 
-func reduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T], root int) error {
+func reduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T], root int, t *Tuning) error {
 	p, r := cc.Size(), cc.Rank()
-	t := current()
 	n := len(send)
 	inPlace := r == root && (send == nil || sameSlice(send, recv))
 	if inPlace {
