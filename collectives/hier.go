@@ -69,6 +69,9 @@ var hostIDOf = func(c *comm.Comm, r int) string { return c.HostID(r) }
 var layouts sync.Map // *comm.Comm -> *hostLayout
 
 func layoutOf(cc *comm.Comm) *hostLayout {
+	if sp := last.Load(); sp != nil && sp.cc == cc {
+		return sp.layout
+	}
 	l, _ := layouts.Load(cc)
 	return l.(*hostLayout)
 }
