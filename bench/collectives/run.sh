@@ -6,18 +6,20 @@
 # the best of its rounds (lowest latency, highest bandwidth). Writes the table into the
 # "collectives" section of BENCHMARKS.md (unless --no-update) and prints it.
 #
-# usage: bench/collectives/run.sh [--rounds N] [--no-update] [--quick]
+# usage: bench/collectives/run.sh [--rounds N] [--no-update] [--quick] [--only REGEX]
 #   --quick: fewer iterations (a smoke run of the script itself, not for the record)
+#   --only: run only the cases whose "transport test np min" matches the extended REGEX
 # needs: go, mpicc and mpirun (apt-get install openmpi-bin libopenmpi-dev), python3
 set -euo pipefail
 
-rounds=3 update=1 quick=0
+rounds=3 update=1 quick=0 only=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--rounds) rounds="$2"; shift 2 ;;
 	--no-update) update=0; shift ;;
 	--quick) quick=1; shift ;;
-	*) echo "usage: $0 [--rounds N] [--no-update] [--quick]" >&2; exit 2 ;;
+	--only) only="$2"; shift 2 ;;
+	*) echo "usage: $0 [--rounds N] [--no-update] [--quick] [--only REGEX]" >&2; exit 2 ;;
 	esac
 done
 
@@ -61,6 +63,7 @@ cases=(
 	"tcp bcast 4 16777216 16777216 1000 20 200 3"
 	"shm allreduce 2 8 8 1000 100 200 10"
 	"shm allreduce 2 16777216 16777216 1000 20 200 3"
+	"shm allreduce 4 8 8 1000 100 200 10"
 	"shm allreduce 4 16777216 16777216 1000 20 200 3"
 )
 : >"$tmp/ours.csv"
@@ -68,6 +71,7 @@ cases=(
 for ((r = 1; r <= rounds; r++)); do
 	for c in "${cases[@]}"; do
 		read -r tr test np min max it itl wu wul env <<<"$c"
+		if [ -n "$only" ] && ! grep -Eq -- "$only" <<<"$tr $test $np $min"; then continue; fi
 		if [ "$quick" = 1 ]; then it=20 itl=3 wu=2 wul=1; fi
 		label="$tr:$test"
 		[ -n "$env" ] && label="$tr:$test ($env)"
@@ -103,7 +107,8 @@ def human(n):
 
 # (transport, test, np, size) -> (kind, ratio); issue 3 for tcp, issue 4 for shm
 targets = {("tcp", "allreduce", 8): ("latency", 1.5), ("tcp", "allreduce", 16 << 20): ("bandwidth", 1.0),
-           ("tcp", "allreduce", 64 << 20): ("bandwidth", 1.0), ("shm", "allreduce", 16 << 20, 2): ("bandwidth", 1.0)}
+           ("tcp", "allreduce", 64 << 20): ("bandwidth", 1.0), ("shm", "allreduce", 8): ("latency", 1.5),
+           ("shm", "allreduce", 16 << 20): ("bandwidth", 1.0)}
 rows = []
 for key in sorted(o, key=lambda k: (k[0].split(":")[0] != "tcp", not k[0].split(":")[1].startswith("allreduce"), k[0], k[1], k[2])):
     if key not in m:
