@@ -69,7 +69,7 @@ var hostIDOf = func(c *comm.Comm, r int) string { return c.HostID(r) }
 var layouts sync.Map // *comm.Comm -> *hostLayout
 
 func layoutOf(cc *comm.Comm) *hostLayout {
-	if sp := last.Load(); sp != nil && sp.cc == cc {
+	if sp := recent.byPriv[slot(cc)].Load(); sp != nil && sp.cc == cc {
 		return sp.layout
 	}
 	l, _ := layouts.Load(cc)

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 	"weak"
 
 	"github.com/gorun-hpc/gorun/comm"
@@ -39,17 +40,21 @@ type space struct {
 
 var (
 	spaces sync.Map // weak.Pointer[comm.Comm] (the user's) -> *space
-	// last is the most recently used space: a program calling collectives on one
-	// communicator finds it without a map lookup.
-	last atomic.Pointer[space]
+	// recent holds recently used spaces, direct-mapped by the user communicator's address
+	// (byUser) and by the private one's (byPriv), so that a program that calls collectives on
+	// a few communicators in turn (HPL: the grid, its rows and its columns) finds their state
+	// without building a weak pointer and looking up the map on every call.
+	recent struct{ byUser, byPriv [64]atomic.Pointer[space] }
 )
+
+func slot(c *comm.Comm) int { return int(uintptr(unsafe.Pointer(c))>>6) & 63 }
 
 // spaceOf returns c's collective state, creating it (a collective step: every rank of c
 // calls it at the same point) on the first call. Racing first calls on one handle create one
 // duplicate; creation holds no lock shared between communicators, since ranks that are
 // goroutines of one process create theirs at the same time and wait for each other.
 func spaceOf(c *comm.Comm) *space {
-	if sp := last.Load(); sp != nil && sp.user.Value() == c {
+	if sp := recent.byUser[slot(c)].Load(); sp != nil && sp.user.Value() == c {
 		return sp
 	}
 	key := weak.Make(c)
@@ -62,7 +67,10 @@ func spaceOf(c *comm.Comm) *space {
 	}
 	sp := v.(*space)
 	sp.once.Do(func() { sp.init(c) })
-	last.Store(sp)
+	recent.byUser[slot(c)].Store(sp)
+	if sp.cc != nil {
+		recent.byPriv[slot(sp.cc)].Store(sp)
+	}
 	return sp
 }
 
@@ -88,7 +96,10 @@ func dropSpace(key weak.Pointer[comm.Comm]) {
 		if sp.cc != nil {
 			layouts.Delete(sp.cc)
 		}
-		last.CompareAndSwap(sp, nil)
+		for i := range recent.byUser { // the user's address is gone: look everywhere
+			recent.byUser[i].CompareAndSwap(sp, nil)
+			recent.byPriv[i].CompareAndSwap(sp, nil)
+		}
 	}
 }
 
