@@ -13,6 +13,9 @@
 set -euo pipefail
 
 rounds=3 update=1 quick=0 only=
+# CASE_TIMEOUT bounds each command (seconds): an oversubscribed Open MPI run on a loaded
+# machine can take many minutes for 1000 small operations; such a figure is left out.
+CASE_TIMEOUT=${CASE_TIMEOUT:-900}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--rounds) rounds="$2"; shift 2 ;;
@@ -40,13 +43,13 @@ mpi() { # transport yield np test min max iters iters_large warmup warmup_large
 	shift 3
 	local over=()
 	[ "$np" -gt "$ncpu" ] && over=(--oversubscribe)
-	mpirun --allow-run-as-root --mca pml ob1 --mca btl "$btl" --mca mpi_yield_when_idle "$yield" \
+	timeout "$CASE_TIMEOUT" mpirun --allow-run-as-root --mca pml ob1 --mca btl "$btl" --mca mpi_yield_when_idle "$yield" \
 		"${over[@]}" -np "$np" -x MALLOC_MMAP_THRESHOLD_=1073741824 -x MALLOC_TRIM_THRESHOLD_=4294967296 \
 		./mpibench "$@" | grep -v '^test,'
 }
 ours() { # label transport env np test min max iters iters_large warmup warmup_large
 	local label=$1 transport=$2 env=$3 np=$4 test=$5
-	./gorun -n "$np" -x GORUN_TRANSPORT="$transport" -x "$env" ./commbench "$test" --csv -m "$6" -M "$7" \
+	timeout "$CASE_TIMEOUT" ./gorun -n "$np" -x GORUN_TRANSPORT="$transport" -x "$env" ./commbench "$test" --csv -m "$6" -M "$7" \
 		-i "$8" -I "$9" -x "${10}" -X "${11}" | grep -v '^test,' | sed "s/^$test,/$label,/"
 }
 
@@ -76,9 +79,11 @@ for ((r = 1; r <= rounds; r++)); do
 		label="$tr:$test"
 		[ -n "$env" ] && label="$tr:$test ($env)"
 		echo "round $r/$rounds: $label np=$np $min..$max bytes" >&2
-		ours "$label" "$tr" "${env:-GORUN_COLL_CHECK=1}" "$np" "$test" "$min" "$max" "$it" "$itl" "$wu" "$wul" >>"$tmp/ours.csv"
+		ours "$label" "$tr" "${env:-GORUN_COLL_CHECK=1}" "$np" "$test" "$min" "$max" "$it" "$itl" "$wu" "$wul" >>"$tmp/ours.csv" ||
+			echo "ours: $label np=$np failed or ran past ${CASE_TIMEOUT}s" >&2
 		for y in 0 1; do
-			mpi "$tr" "$y" "$np" "$test" "$min" "$max" "$it" "$itl" "$wu" "$wul" | sed "s/^$test,/$label,/" >>"$tmp/mpi.csv"
+			mpi "$tr" "$y" "$np" "$test" "$min" "$max" "$it" "$itl" "$wu" "$wul" | sed "s/^$test,/$label,/" >>"$tmp/mpi.csv" ||
+				echo "Open MPI (yield $y): $label np=$np failed or ran past ${CASE_TIMEOUT}s" >&2
 		done
 	done
 done
