@@ -11,13 +11,19 @@ import (
 // len(recv) = p*n. send == nil is the in-place form: this rank's block is already in recv.
 // Recursive doubling (power-of-two rank counts, small results) or a ring.
 func Allgather[T comm.Elem](c *comm.Comm, send, recv []T) error {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Allgather", c, err)
+	}
 	return wrap("Allgather", c, allgather(cc, tag, send, recv))
 }
 
 // Iallgather starts an Allgather.
 func Iallgather[T comm.Elem](c *comm.Comm, send, recv []T) *comm.Request {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return failed("Iallgather", c, err)
+	}
 	return comm.Go(func() error { return wrap("Iallgather", c, allgather(cc, tag, send, recv)) })
 }
 
@@ -79,8 +85,11 @@ func ringAllgather[T comm.Elem](cc *comm.Comm, tag int, recv []T, off []int) err
 // at recv[displs[i]:]. counts must be the same on every rank; displs nil means packed in rank
 // order. send == nil is the in-place form. Ring algorithm.
 func Allgatherv[T comm.Elem](c *comm.Comm, send, recv []T, counts, displs []int) error {
-	cc, tag := begin(c)
-	return wrap("Allgatherv", c, allgatherv(cc, tag, send, recv, counts, displs))
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Allgatherv", c, err)
+	}
+	return wrap("Allgatherv", c, allgatherv(cc, tag, send, recv, counts, displs, current()))
 }
 
 // checkCounts validates counts/displs against a buffer of length n and returns the
@@ -107,9 +116,8 @@ func checkCounts(what string, counts, displs []int, p, n int) ([]int, error) {
 	return displs, nil
 }
 
-func allgatherv[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, counts, displs []int) error {
+func allgatherv[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, counts, displs []int, t *Tuning) error {
 	p, r := cc.Size(), cc.Rank()
-	t := current()
 	d, lerr := checkCounts("counts", counts, displs, p, len(recv))
 	if lerr == nil && send != nil && len(send) != counts[r] {
 		lerr = fmt.Errorf("len(send) = %d but counts[%d] = %d", len(send), r, counts[r])

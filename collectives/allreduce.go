@@ -15,16 +15,22 @@ import (
 // pipelined ring for large ones; non-commutative ops always use recursive doubling, which
 // combines in rank order. Every rank gets bitwise the same result.
 func Allreduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) error {
-	cc, tag := begin(c)
-	return wrap("Allreduce", c, allreduce(cc, tag, send, recv, op))
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Allreduce", c, err)
+	}
+	return wrap("Allreduce", c, allreduce(cc, tag, send, recv, op, current()))
 }
 
 // Iallreduce starts an Allreduce and returns at once; the buffers must not be touched until the
 // request completes. Non-blocking collectives on one communicator must be started in the same
 // order on every rank (as in MPI); they may overlap each other and point-to-point traffic.
 func Iallreduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) *comm.Request {
-	cc, tag := begin(c)
-	return comm.Go(func() error { return wrap("Iallreduce", c, allreduce(cc, tag, send, recv, op)) })
+	cc, tag, err := begin(c)
+	if err != nil {
+		return failed("Iallreduce", c, err)
+	}
+	return comm.Go(func() error { return wrap("Iallreduce", c, allreduce(cc, tag, send, recv, op, current())) })
 }
 
 func wrap(name string, c *comm.Comm, err error) error {
@@ -34,7 +40,7 @@ func wrap(name string, c *comm.Comm, err error) error {
 	return fmt.Errorf("collectives: %s (rank %d of %d): %w", name, c.Rank(), c.Size(), err)
 }
 
-func allreduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T]) error {
+func allreduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T], t *Tuning) error {
 	n := len(recv)
 	lerr := op.Err()
 	switch {
@@ -47,12 +53,13 @@ func allreduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T]) er
 	if lerr == nil && send != nil && !sameSlice(send, recv) {
 		copy(recv, send)
 	}
-	t := current()
 	p := cc.Size()
 	nbytes := n * elemSize[T]()
 	alg := t.allreduceAlg(nbytes, p, op.commute, layoutOf(cc).shape)
 	s := sig{coll: "allreduce", n: n, typ: typeName[T](), op: op.id}
-	if alg == AlgRecursiveDoubling && nbytes <= t.fuseLimit() && (t.Check || lerr == nil) {
+	// With the check on, a small vector rides in the check's exchange; with it off, the plain
+	// recursive doubling below moves only the data.
+	if alg == AlgRecursiveDoubling && nbytes <= t.fuseLimit() && t.Check {
 		return rdCheck(cc, tag, recv, op.fn, op.commute, -1, s, lerr, t.fuseLimit())
 	}
 	if err := agreeOrLocal(t, cc, tag, s, lerr); err != nil {

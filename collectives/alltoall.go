@@ -11,7 +11,10 @@ import (
 // every rank. send == nil is the in-place form (recv holds the blocks to send). Pairwise
 // exchange: at step s rank r sends to r+s and receives from r-s.
 func Alltoall[T comm.Elem](c *comm.Comm, send, recv []T) error {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Alltoall", c, err)
+	}
 	return wrap("Alltoall", c, alltoall(cc, tag, send, recv))
 }
 
@@ -49,7 +52,10 @@ func alltoall[T comm.Elem](cc *comm.Comm, tag int, send, recv []T) error {
 // recv[rdispls[r]:][:recvcounts[r]] (MPI_Alltoallv). sendcounts[j] on rank r must equal
 // recvcounts[r] on rank j; if not, every rank returns an error. nil displacements mean packed.
 func Alltoallv[T comm.Elem](c *comm.Comm, send []T, sendcounts, sdispls []int, recv []T, recvcounts, rdispls []int) error {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Alltoallv", c, err)
+	}
 	return wrap("Alltoallv", c, alltoallv(cc, tag, send, sendcounts, sdispls, recv, recvcounts, rdispls))
 }
 

@@ -13,14 +13,20 @@ import (
 // with a ring allgather (van de Geijn), so the root sends each byte about once instead of
 // log2(p) times.
 func Bcast[T comm.Elem](c *comm.Comm, buf []T, root int) error {
-	cc, tag := begin(c)
-	return wrap("Bcast", c, bcast(cc, tag, buf, root))
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Bcast", c, err)
+	}
+	return wrap("Bcast", c, bcast(cc, tag, buf, root, current()))
 }
 
 // Ibcast starts a Bcast; buf must not be touched until the request completes.
 func Ibcast[T comm.Elem](c *comm.Comm, buf []T, root int) *comm.Request {
-	cc, tag := begin(c)
-	return comm.Go(func() error { return wrap("Ibcast", c, bcast(cc, tag, buf, root)) })
+	cc, tag, err := begin(c)
+	if err != nil {
+		return failed("Ibcast", c, err)
+	}
+	return comm.Go(func() error { return wrap("Ibcast", c, bcast(cc, tag, buf, root, current())) })
 }
 
 func checkRoot(root, p int) error {
@@ -30,9 +36,8 @@ func checkRoot(root, p int) error {
 	return nil
 }
 
-func bcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int) error {
+func bcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int, t *Tuning) error {
 	p := cc.Size()
-	t := current()
 	lerr := checkRoot(root, p)
 	s := sig{coll: "bcast", n: len(buf), typ: typeName[T](), root: root}
 	alg := t.bcastAlg(len(buf)*elemSize[T](), p, layoutOf(cc).shape)
@@ -131,13 +136,19 @@ func scatterAllgatherBcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root in
 // dissemination algorithm: in round k each rank signals rank+2^k and waits for rank-2^k, so
 // ceil(log2 p) rounds suffice for any p.
 func Barrier(c *comm.Comm) error {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Barrier", c, err)
+	}
 	return wrap("Barrier", c, barrier(cc, tag))
 }
 
 // Ibarrier starts a Barrier.
 func Ibarrier(c *comm.Comm) *comm.Request {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return failed("Ibarrier", c, err)
+	}
 	return comm.Go(func() error { return wrap("Ibarrier", c, barrier(cc, tag)) })
 }
 

@@ -112,17 +112,32 @@ type sig struct {
 	extra uint64 // e.g. a hash of the counts array
 }
 
+// fingerprint is FNV-1a over the collective's name, a zero byte, the type's name and the
+// four numbers in little-endian order (inline: it runs in every collective call).
 func (s sig) fingerprint() uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	h.Write([]byte(s.coll))
-	h.Write([]byte{0})
-	h.Write([]byte(s.typ))
-	for _, v := range []uint64{uint64(s.n), s.op, uint64(s.root), s.extra} {
-		binary.LittleEndian.PutUint64(b[:], v)
-		h.Write(b[:])
+	h := fnvString(fnvOffset, s.coll)
+	h = fnvByte(h, 0)
+	h = fnvString(h, s.typ)
+	for _, v := range [...]uint64{uint64(s.n), s.op, uint64(s.root), s.extra} {
+		for i := 0; i < 8; i++ {
+			h = fnvByte(h, byte(v>>(8*i)))
+		}
 	}
-	return h.Sum64()
+	return h
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = fnvByte(h, s[i])
+	}
+	return h
 }
 
 func typeName[T comm.Elem]() string { return reflect.TypeFor[T]().String() }
@@ -198,8 +213,7 @@ func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []
 	unpack := func(st comm.Status, err error) ([]T, error) {
 		// A longer message than expected (a peer with more data) is truncated, but its header
 		// is whole: merge it, so the error can name the ranks and counts that differ.
-		var te *comm.TruncateError
-		trunc := errors.As(err, &te)
+		trunc := isTruncation(err)
 		if err != nil && !trunc {
 			return nil, err
 		}
@@ -269,8 +283,7 @@ func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []
 			}
 		} else {
 			st, err := comm.Recv(cc, in, r+1, tag)
-			var te *comm.TruncateError
-			trunc := errors.As(err, &te)
+			trunc := isTruncation(err)
 			if err != nil && !trunc {
 				return err
 			}
@@ -298,6 +311,16 @@ func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []
 	}
 	copy(data, mine)
 	return nil
+}
+
+// isTruncation reports whether err is a receive truncated to the buffer. The target lives
+// only on this error path: errors.As moves it to the heap.
+func isTruncation(err error) bool {
+	if err == nil {
+		return false
+	}
+	var te *comm.TruncateError
+	return errors.As(err, &te)
 }
 
 // castBytes views b as a []T (b is 8-byte aligned scratch); like is only a type witness.

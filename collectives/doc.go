@@ -16,8 +16,9 @@
 // same slice as send and recv is in-place too. Arguments read only at the root (Gather's recv,
 // Scatter's send, the counts of Gatherv/Scatterv) may be nil elsewhere.
 //
-// Collective traffic goes over c.Coll(), a message space of its own, with one tag per operation
-// from c.NextCollTag(), so collectives never match user point-to-point messages and overlapping
+// Collective traffic goes over a private duplicate of c, made on c's first collective call (see
+// the Message space notes in space.go), with one tag per operation from that duplicate's own
+// sequence, so collectives never match user point-to-point messages and overlapping
 // non-blocking collectives never match each other.
 //
 // # Ops and types

@@ -11,7 +11,10 @@ import (
 // len(send) = n must be the same everywhere; root's len(recv) = p*n (recv is ignored
 // elsewhere). On root send == nil is the in-place form. Root receives from all ranks at once.
 func Gather[T comm.Elem](c *comm.Comm, send, recv []T, root int) error {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Gather", c, err)
+	}
 	return wrap("Gather", c, gather(cc, tag, send, recv, root))
 }
 
@@ -75,7 +78,10 @@ func gatherRecv[T comm.Elem](cc *comm.Comm, tag int, recv []T, counts, displs []
 // elsewhere. A rank whose len(send) differs from root's counts entry makes every rank return an
 // error.
 func Gatherv[T comm.Elem](c *comm.Comm, send, recv []T, counts, displs []int, root int) error {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Gatherv", c, err)
+	}
 	return wrap("Gatherv", c, gatherv(cc, tag, send, recv, counts, displs, root))
 }
 
@@ -121,7 +127,10 @@ func postCheck(t *Tuning, cc *comm.Comm, tag int, s sig, derr error) error {
 // len(recv) = n must be the same everywhere; root's len(send) = p*n (send is ignored
 // elsewhere). On root recv == nil is the in-place form (root's block stays in send).
 func Scatter[T comm.Elem](c *comm.Comm, send, recv []T, root int) error {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Scatter", c, err)
+	}
 	return wrap("Scatter", c, scatter(cc, tag, send, recv, root))
 }
 
@@ -172,7 +181,10 @@ func scatterSend[T comm.Elem](cc *comm.Comm, tag int, send []T, counts, displs [
 // rank i, whose len(recv) must equal counts[i]. counts, displs and send are read on root only;
 // on root recv == nil is the in-place form.
 func Scatterv[T comm.Elem](c *comm.Comm, send []T, counts, displs []int, recv []T, root int) error {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Scatterv", c, err)
+	}
 	return wrap("Scatterv", c, scatterv(cc, tag, send, counts, displs, recv, root))
 }
 

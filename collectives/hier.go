@@ -2,9 +2,7 @@ package collectives
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
-	"weak"
 
 	"github.com/gorun-hpc/gorun/comm"
 )
@@ -66,28 +64,16 @@ func (l *hostLayout) localRank(r int) int {
 // goroutine ranks.
 var hostIDOf = func(c *comm.Comm, r int) string { return c.HostID(r) }
 
-var layouts sync.Map // weak.Pointer[comm.Comm] -> *hostLayout
-
-// begin is how every collective starts: the layout of cc (its collective twin) is ready, then
-// the operation's tag. On a hierarchical layout the first call splits the communicator (twice);
-// doing it here, in the caller's goroutine and in every collective, keeps the ranks' sequence of
-// communicator operations identical even when they call different collectives by mistake or
-// start non-blocking ones.
-func begin(c *comm.Comm) (*comm.Comm, int) {
-	cc := c.Coll()
-	layoutOf(cc)
-	return cc, c.NextCollTag()
-}
+// layouts maps each private communicator (see space) to its layout; the space's clean-up
+// removes the entry.
+var layouts sync.Map // *comm.Comm -> *hostLayout
 
 func layoutOf(cc *comm.Comm) *hostLayout {
-	key := weak.Make(cc)
-	if l, ok := layouts.Load(key); ok {
-		return l.(*hostLayout)
+	if sp := recent.byPriv[slot(cc)].Load(); sp != nil && sp.cc == cc {
+		return sp.layout
 	}
-	l := newLayout(cc)
-	layouts.Store(key, l)
-	runtime.AddCleanup(cc, func(k weak.Pointer[comm.Comm]) { layouts.Delete(k) }, key)
-	return l
+	l, _ := layouts.Load(cc)
+	return l.(*hostLayout)
 }
 
 func newLayout(cc *comm.Comm) *hostLayout {
@@ -142,7 +128,7 @@ func hierAllreduce[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T], t *T
 	nbytes := len(data) * elemSize[T]()
 	lo, lead := l.localComm(cc), l.leaderComm(cc)
 	if lo != nil && lo.Size() > 1 {
-		local := lo.Coll()
+		local := lo
 		var err error
 		if t.reduceAlg(nbytes, true) == AlgReduceScatterGath && len(data) >= newFold(local.Size()).pof2*op.unit {
 			err = reduceScatterGather(local, tag, data, op, 0)
@@ -154,13 +140,13 @@ func hierAllreduce[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T], t *T
 		}
 	}
 	if lead != nil && lead.Size() > 1 {
-		lc := lead.Coll()
+		lc := lead
 		if err := allreduceWith(lc, tag, data, op, t.innerAllreduceAlg(nbytes, lc.Size()), t); err != nil {
 			return fmt.Errorf("among host leaders: %w", err)
 		}
 	}
 	if lo != nil && lo.Size() > 1 {
-		if err := bcastWith(lo.Coll(), tag, data, 0, t.innerBcastAlg(nbytes, lo.Size())); err != nil {
+		if err := bcastWith(lo, tag, data, 0, t.innerBcastAlg(nbytes, lo.Size())); err != nil {
 			return fmt.Errorf("inside the host: %w", err)
 		}
 	}
@@ -180,7 +166,7 @@ func hierBcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int, t *Tuning
 	rootLeader := l.leaderOf[rootHost]
 	lo, lead := l.localComm(cc), l.leaderComm(cc)
 	if root != rootLeader && l.hostOf[r] == rootHost {
-		local := lo.Coll()
+		local := lo
 		switch r {
 		case root:
 			if err := sendTo(local, buf, 0, tag); err != nil {
@@ -193,12 +179,12 @@ func hierBcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root int, t *Tuning
 		}
 	}
 	if lead != nil && lead.Size() > 1 {
-		if err := bcastWith(lead.Coll(), tag, buf, rootHost, t.innerBcastAlg(nbytes, lead.Size())); err != nil {
+		if err := bcastWith(lead, tag, buf, rootHost, t.innerBcastAlg(nbytes, lead.Size())); err != nil {
 			return fmt.Errorf("among host leaders: %w", err)
 		}
 	}
 	if lo != nil && lo.Size() > 1 {
-		if err := bcastWith(lo.Coll(), tag, buf, 0, t.innerBcastAlg(nbytes, lo.Size())); err != nil {
+		if err := bcastWith(lo, tag, buf, 0, t.innerBcastAlg(nbytes, lo.Size())); err != nil {
 			return fmt.Errorf("inside the host: %w", err)
 		}
 	}

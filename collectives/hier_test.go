@@ -63,8 +63,9 @@ func TestHostLayout(t *testing.T) {
 		p := len(tc.hosts)
 		withFakeHosts(t, p, func(r, p int) int { return tc.hosts[r] })
 		run(t, p, func(c *comm.Comm) error {
-			cc := c.Coll()
-			l := layoutOf(cc)
+			sp := spaceOf(c)
+			cc := sp.cc
+			l := sp.layout
 			r := c.Rank()
 			local, leaders := l.localComm(cc), l.leaderComm(cc)
 			size := func(c *comm.Comm) int {
@@ -76,7 +77,7 @@ func TestHostLayout(t *testing.T) {
 			if l.err != nil || l.shape != tc.shape || size(local) != tc.local[r] || size(leaders) != tc.leaders[r] {
 				return fmt.Errorf("hosts %v rank %d: shape %v, local %d, leaders %d, err %v; want %v %d %d", tc.hosts, r, l.shape, size(local), size(leaders), l.err, tc.shape, tc.local[r], tc.leaders[r])
 			}
-			if layoutOf(c.Coll()) != l {
+			if spaceOf(c) != sp || layoutOf(cc) != l {
 				return fmt.Errorf("layout not cached")
 			}
 			// A leader is the lowest rank of its host, its local rank 0.
@@ -182,6 +183,7 @@ func TestLayoutCacheReleases(t *testing.T) {
 	count := func() int {
 		n := 0
 		layouts.Range(func(_, _ any) bool { n++; return true })
+		spaces.Range(func(_, _ any) bool { n++; return true })
 		return n
 	}
 	before := count()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
+	"sync"
 	"unsafe"
 
 	"github.com/gorun-hpc/gorun/collectives/internal/kern"
@@ -135,7 +136,26 @@ func NewOp[T comm.Elem](name string, commutative bool, fn func(in, inout []T)) O
 	return o
 }
 
+// builtinOps caches the built-in ops by element type and kind, so that Sum[T]() and the others
+// cost a lookup instead of building kernels (closures) on every call.
+var builtinOps sync.Map // opKey -> Op[T]
+
+type opKey struct {
+	t reflect.Type
+	k opKind
+}
+
 func builtin[T comm.Elem](k opKind) Op[T] {
+	key := opKey{reflect.TypeFor[T](), k}
+	if v, ok := builtinOps.Load(key); ok {
+		return v.(Op[T])
+	}
+	o := newBuiltin[T](k)
+	builtinOps.Store(key, o)
+	return o
+}
+
+func newBuiltin[T comm.Elem](k opKind) Op[T] {
 	o := Op[T]{name: opNames[k], commute: true, unit: 1, id: uint64(k)}
 	if k == opMaxLoc || k == opMinLoc {
 		o.unit = 2

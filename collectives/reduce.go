@@ -14,19 +14,24 @@ import (
 // recursive halving and the blocks gathered at root (Rabenseifner's reduce). Non-commutative
 // ops are combined in rank order.
 func Reduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T], root int) error {
-	cc, tag := begin(c)
-	return wrap("Reduce", c, reduce(cc, tag, send, recv, op, root))
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Reduce", c, err)
+	}
+	return wrap("Reduce", c, reduce(cc, tag, send, recv, op, root, current()))
 }
 
 // Ireduce starts a Reduce.
 func Ireduce[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T], root int) *comm.Request {
-	cc, tag := begin(c)
-	return comm.Go(func() error { return wrap("Ireduce", c, reduce(cc, tag, send, recv, op, root)) })
+	cc, tag, err := begin(c)
+	if err != nil {
+		return failed("Ireduce", c, err)
+	}
+	return comm.Go(func() error { return wrap("Ireduce", c, reduce(cc, tag, send, recv, op, root, current())) })
 }
 
-func reduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T], root int) error {
+func reduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T], root int, t *Tuning) error {
 	p, r := cc.Size(), cc.Rank()
-	t := current()
 	n := len(send)
 	inPlace := r == root && (send == nil || sameSlice(send, recv))
 	if inPlace {

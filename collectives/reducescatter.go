@@ -15,7 +15,10 @@ import (
 // passes) or pairwise exchange (each rank sends every other rank its contribution to that
 // rank's block); non-commutative ops reduce in rank order to rank 0 and scatter.
 func ReduceScatter[T comm.Elem](c *comm.Comm, send, recv []T, counts []int, op Op[T]) error {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("ReduceScatter", c, err)
+	}
 	return wrap("ReduceScatter", c, reduceScatter(cc, tag, send, recv, counts, op))
 }
 
@@ -32,7 +35,10 @@ func ReduceScatterBlock[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) err
 	for i := range counts {
 		counts[i] = n
 	}
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("ReduceScatterBlock", c, err)
+	}
 	return wrap("ReduceScatterBlock", c, reduceScatter(cc, tag, send, recv, counts, op))
 }
 

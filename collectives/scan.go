@@ -10,14 +10,20 @@ import (
 // (MPI_Scan, an inclusive prefix reduction). Lengths must match everywhere; send == nil is the
 // in-place form. Recursive doubling: ceil(log2 p) exchanges.
 func Scan[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) error {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Scan", c, err)
+	}
 	return wrap("Scan", c, scan(cc, tag, send, recv, op, false))
 }
 
 // Exscan is the exclusive prefix reduction (MPI_Exscan): rank r > 0 gets the reduction over
 // ranks 0..r-1; rank 0's recv is left unchanged.
 func Exscan[T comm.Elem](c *comm.Comm, send, recv []T, op Op[T]) error {
-	cc, tag := begin(c)
+	cc, tag, err := begin(c)
+	if err != nil {
+		return wrap("Exscan", c, err)
+	}
 	return wrap("Exscan", c, scan(cc, tag, send, recv, op, true))
 }
 

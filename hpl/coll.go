@@ -2,25 +2,38 @@ package hpl
 
 import (
 	"fmt"
-	"math"
 
+	"github.com/gorun-hpc/gorun/collectives"
 	"github.com/gorun-hpc/gorun/comm"
 )
 
-// HPL does its own communication on point-to-point messages, as netlib's does: the panel
-// broadcasts, the pivot search and the row swaps have patterns of their own. These are the
-// small building blocks, each over one communicator (a process row or column).
+// HPL does its own communication for what is HPL's own, as netlib's does: the panel
+// broadcasts (ring, two-ring and spread-roll topologies) and the row swaps have patterns of
+// their own, built here on point-to-point messages. Everything else (the pivot search, the
+// diagonal block's broadcast, the solve's reductions, the checks) calls package collectives.
 
-// Tags of the message kinds; the panel number is added to those that can overlap.
+// Tags of HPL's point-to-point message kinds; the panel number is added to those that can
+// overlap. Collectives use a message space of their own and take no tag.
 const (
-	tagPivot  = 1 << 10 // pivot search (MaxLoc with the pivot row)
-	tagDiag   = 2 << 10 // the panel's diagonal block, down the process column
 	tagSwapUp = 3 << 10 // rows of U to the diagonal process row
 	tagSwapDn = 4 << 10 // displaced rows from the diagonal process row
 	tagU      = 5 << 10 // U down the process column
-	tagSolve  = 6 << 10 // back substitution
-	tagCheck  = 7 << 10 // residual check reductions
 	tagPanel  = 1 << 20 // panel broadcast along the process row, + panel number
+)
+
+// hot is for the collectives on the factorization's and solve's critical path (the pivot
+// search once per column, the diagonal block once per panel): their arguments agree on every
+// rank by construction (sizes follow from N, NB and the grid), so the argument check is skipped.
+var hot = collectives.Options{NoCheck: true}
+
+var (
+	sumOp = collectives.Sum[float64]()
+	maxOp = collectives.Max[float64]()
+	// pivotOp keeps the candidate with the larger magnitude, the lower global row on a tie
+	// (see maxLoc); commutative, and every rank ends with the same candidate.
+	pivotOp = collectives.NewOp("hpl.pivot", true, func(in, inout []float64) { maxLoc(inout, in) })
+	// firstFailureOp keeps the entry whose first element is larger.
+	firstFailureOp = collectives.NewOp("hpl.firstFailure", true, func(in, inout []float64) { firstFailure(inout, in) })
 )
 
 func wrap(c *comm.Comm, what string, err error) error {
@@ -30,133 +43,25 @@ func wrap(c *comm.Comm, what string, err error) error {
 	return fmt.Errorf("hpl: %s (rank %d of %d): %w", what, c.Rank(), c.Size(), err)
 }
 
-// bcastTree broadcasts buf from root with a binomial tree.
-func bcastTree(c *comm.Comm, buf []float64, root, tag int) error {
-	n := c.Size()
-	if n == 1 {
-		return nil
-	}
-	rel := (c.Rank() - root + n) % n
-	mask := 1
-	for mask < n {
-		if rel&mask != 0 {
-			src := (rel - mask + root) % n
-			if _, err := comm.Recv(c, buf, src, tag); err != nil {
-				return wrap(c, "tree broadcast", err)
-			}
-			break
-		}
-		mask <<= 1
-	}
-	mask >>= 1
-	for ; mask > 0; mask >>= 1 {
-		if rel+mask < n {
-			if err := comm.Send(c, buf, (rel+mask+root)%n, tag); err != nil {
-				return wrap(c, "tree broadcast", err)
-			}
-		}
-	}
-	return nil
-}
-
-// allreduce combines buf over c with op (commutative, and deterministic for a given pair, so
-// that every rank ends with the same bits) by recursive doubling; a non-power-of-two count
-// folds the extra ranks in first. scratch has len(buf).
-func allreduce(c *comm.Comm, buf, scratch []float64, tag int, op func(acc, in []float64)) error {
-	n, me := c.Size(), c.Rank()
-	if n == 1 {
-		return nil
-	}
-	pof2 := 1
-	for pof2*2 <= n {
-		pof2 *= 2
-	}
-	rem := n - pof2
-	newRank := me - rem
-	if me < 2*rem {
-		if me%2 == 0 {
-			if err := comm.Send(c, buf, me+1, tag); err != nil {
-				return wrap(c, "allreduce", err)
-			}
-			newRank = -1
-		} else {
-			if _, err := comm.Recv(c, scratch, me-1, tag); err != nil {
-				return wrap(c, "allreduce", err)
-			}
-			op(buf, scratch)
-			newRank = me / 2
-		}
-	}
-	if newRank >= 0 {
-		for mask := 1; mask < pof2; mask <<= 1 {
-			pn := newRank ^ mask
-			peer := pn + rem
-			if pn < rem {
-				peer = pn*2 + 1
-			}
-			if _, err := comm.Sendrecv(c, buf, peer, tag, scratch, peer, tag); err != nil {
-				return wrap(c, "allreduce", err)
-			}
-			op(buf, scratch)
-		}
-	}
-	if me < 2*rem {
-		if me%2 == 1 {
-			if err := comm.Send(c, buf, me-1, tag); err != nil {
-				return wrap(c, "allreduce", err)
-			}
-		} else if _, err := comm.Recv(c, buf, me+1, tag); err != nil {
-			return wrap(c, "allreduce", err)
-		}
-	}
-	return nil
-}
-
-func opSum(acc, in []float64) {
-	for i, v := range in {
-		acc[i] += v
-	}
-}
-
-func opMax(acc, in []float64) {
-	for i, v := range in {
-		acc[i] = math.Max(acc[i], v)
-	}
-}
-
-// allSum and allMax reduce one value over c.
-func allSum(c *comm.Comm, v float64, tag int) (float64, error) {
-	b, s := []float64{v}, []float64{0}
-	err := allreduce(c, b, s, tag, opSum)
+// allMax and allSum reduce one value over c.
+func allMax(c *comm.Comm, v float64) (float64, error) {
+	b := []float64{v}
+	err := collectives.Allreduce(c, nil, b, maxOp)
 	return b[0], err
 }
 
-func allMax(c *comm.Comm, v float64, tag int) (float64, error) {
-	b, s := []float64{v}, []float64{0}
-	err := allreduce(c, b, s, tag, opMax)
+func allSum(c *comm.Comm, v float64) (float64, error) {
+	b := []float64{v}
+	err := collectives.Allreduce(c, nil, b, sumOp)
 	return b[0], err
 }
 
-// reduceSum sums buf onto root with a binomial tree; scratch has len(buf). Only root's buf
-// holds the sum afterwards.
-func reduceSum(c *comm.Comm, buf, scratch []float64, root, tag int) error {
-	n := c.Size()
-	if n == 1 {
-		return nil
+// reduceSumTo sums buf onto root (in place there; buf is left as it was elsewhere).
+func reduceSumTo(c *comm.Comm, buf []float64, root int, o collectives.Options) error {
+	if c.Rank() == root {
+		return collectives.ReduceWith(c, nil, buf, sumOp, root, o)
 	}
-	rel := (c.Rank() - root + n) % n
-	for mask := 1; mask < n; mask <<= 1 {
-		if rel&mask != 0 {
-			return wrap(c, "reduce", comm.Send(c, buf, (rel-mask+root)%n, tag))
-		}
-		if rel+mask < n {
-			if _, err := comm.Recv(c, scratch, (rel+mask+root)%n, tag); err != nil {
-				return wrap(c, "reduce", err)
-			}
-			opSum(buf, scratch)
-		}
-	}
-	return nil
+	return collectives.ReduceWith(c, buf, nil, sumOp, root, o)
 }
 
 // ring passes buf along ranks (ranks[0] holds it) in order, each forwarding to the next.

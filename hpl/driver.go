@@ -6,14 +6,14 @@ import (
 	"io"
 	"math"
 
+	"github.com/gorun-hpc/gorun/collectives"
 	"github.com/gorun-hpc/gorun/comm"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // ErrIllegalInput is returned (on every rank) when the run cannot start: too few ranks for
 // the grids, or a malformed HPL.dat on rank 0. Netlib exits with status 1 then.
 var ErrIllegalInput = errors.New("hpl: illegal input in HPL.dat")
-
-const tagParams = 1 << 12
 
 // paramsMsg carries rank 0's parsed HPL.dat (or its error) to the other ranks.
 type paramsMsg struct {
@@ -21,22 +21,45 @@ type paramsMsg struct {
 	Err string
 }
 
+// maxParamsBytes bounds the encoded parameters a rank accepts (an HPL.dat is a few hundred
+// bytes; its lists hold at most a few dozen entries).
+const maxParamsBytes = 1 << 20
+
 // ShareParams makes rank 0's parameters every rank's (netlib reads HPL.dat on process 0 and
 // broadcasts it): rank 0 passes what it parsed, or the parse error; every rank gets the
-// parameters, or an error wrapping ErrIllegalInput.
+// parameters, or an error wrapping ErrIllegalInput. Collective over world.
 func ShareParams(world *comm.Comm, p *Params, perr error) (*Params, error) {
 	msg := paramsMsg{P: p}
 	if perr != nil {
 		msg = paramsMsg{Err: perr.Error()}
 	}
+	var enc []byte
+	size := []int64{0}
 	if world.Rank() == 0 {
-		for r := 1; r < world.Size(); r++ {
-			if err := world.SendValue(msg, r, tagParams); err != nil {
-				return nil, fmt.Errorf("hpl: sending HPL.dat to rank %d: %w", r, err)
-			}
+		var err error
+		if enc, err = msgpack.Marshal(msg); err != nil {
+			// Still take part in the broadcasts, so that no rank is left waiting.
+			enc, _ = msgpack.Marshal(paramsMsg{Err: "encoding the parameters: " + err.Error()})
 		}
-	} else if _, err := world.RecvValue(&msg, 0, tagParams); err != nil {
-		return nil, fmt.Errorf("hpl: receiving HPL.dat from rank 0: %w", err)
+		size[0] = int64(len(enc))
+	}
+	if err := collectives.Bcast(world, size, 0); err != nil {
+		return nil, fmt.Errorf("hpl: sharing HPL.dat: %w", err)
+	}
+	if size[0] < 0 || size[0] > maxParamsBytes {
+		return nil, fmt.Errorf("hpl: sharing HPL.dat: rank 0 announced %d bytes (limit %d)", size[0], maxParamsBytes)
+	}
+	if world.Rank() != 0 {
+		enc = make([]byte, size[0])
+	}
+	if err := collectives.Bcast(world, enc, 0); err != nil {
+		return nil, fmt.Errorf("hpl: sharing HPL.dat: %w", err)
+	}
+	if world.Rank() != 0 {
+		msg = paramsMsg{}
+		if err := msgpack.Unmarshal(enc, &msg); err != nil {
+			return nil, fmt.Errorf("hpl: decoding HPL.dat from rank 0: %w", err)
+		}
 	}
 	if msg.Err != "" {
 		return nil, fmt.Errorf("%w: %s", ErrIllegalInput, msg.Err)

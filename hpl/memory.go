@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime/debug"
 
+	"github.com/gorun-hpc/gorun/collectives"
 	"github.com/gorun-hpc/gorun/linalg"
 )
 
@@ -100,7 +101,7 @@ func checkMemory(g *Grid, n, nb int, algo Algo) (memoryVerdict, error) {
 	size, me := all.Size(), all.Rank()
 	needs := make([]float64, size)
 	needs[me] = testNeed(n, nb, g.P, g.Q, g.MyRow, g.MyCol, algo)
-	if err := allreduce(all, needs, make([]float64, size), tagCheck, opSum); err != nil {
+	if err := collectives.Allreduce(all, nil, needs, sumOp); err != nil {
 		return memoryVerdict{}, err
 	}
 	host := all.HostID(me)
@@ -123,7 +124,7 @@ func checkMemory(g *Grid, n, nb int, algo Algo) (memoryVerdict, error) {
 	if tooLarge {
 		v[0], v[1], v[2] = float64(size-me), onHost, float64(has)
 	}
-	if err := allreduce(all, v, make([]float64, 3), tagCheck, firstFailure); err != nil {
+	if err := collectives.Allreduce(all, nil, v, firstFailureOp); err != nil {
 		return memoryVerdict{}, err
 	}
 	if v[0] == 0 {

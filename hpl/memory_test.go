@@ -137,7 +137,7 @@ func TestNeedBoundsAllocations(t *testing.T) {
 									return err
 								}
 								used := cap(m.A) + cap(m.X) + cap(s.factorBuf) + cap(s.ubuf) + cap(s.rowBuf) +
-									cap(s.diagBuf) + cap(s.pivBuf) + cap(s.pivScratch)
+									cap(s.diagBuf) + cap(s.pivBuf)
 								for _, b := range s.panelBufs {
 									used += cap(b)
 								}

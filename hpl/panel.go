@@ -3,6 +3,7 @@ package hpl
 import (
 	"math"
 
+	"github.com/gorun-hpc/gorun/collectives"
 	"github.com/gorun-hpc/gorun/linalg"
 )
 
@@ -101,7 +102,7 @@ func (s *solver) factor(p *panel) error {
 			copy(diag[j*p.jb:(j+1)*p.jb], s.a[lr+(lc+j)*ld:lr+(lc+j)*ld+p.jb])
 		}
 	}
-	if err := bcastTree(g.Col, diag, prow, tagDiag); err != nil {
+	if err := collectives.BcastWith(g.Col, diag, prow, hot); err != nil {
 		return err
 	}
 	for j := range p.jb {
@@ -281,14 +282,14 @@ func (s *solver) pivot(p *panel, c int) error {
 	col := w[c+c*ldw : (c+1)*ldw]
 	r := c + linalg.Idamax(len(col), col, 1)
 	// msg: |value|, global row, then the candidate row (jb entries).
-	msg, scratch := s.pivBuf[:2+jb], s.pivScratch[:2+jb]
+	msg := s.pivBuf[:2+jb]
 	msg[0] = math.Abs(w[r+c*ldw])
 	msg[1] = float64(s.globalRow(p, r))
 	for j := range jb {
 		msg[2+j] = w[r+j*ldw]
 	}
 	stop := s.timed(&s.timing.MxSwp)
-	err := allreduce(s.g.Col, msg, scratch, tagPivot, maxLoc)
+	err := collectives.AllreduceWith(s.g.Col, nil, msg, pivotOp, hot)
 	stop()
 	if err != nil {
 		return err

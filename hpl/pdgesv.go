@@ -3,6 +3,7 @@ package hpl
 import (
 	"time"
 
+	"github.com/gorun-hpc/gorun/collectives"
 	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/linalg"
 )
@@ -53,7 +54,6 @@ type solver struct {
 	packL2       bool
 	diagBuf      []float64
 	pivBuf       []float64
-	pivScratch   []float64
 	ubuf, rowBuf []float64
 	progress     func(done, total int)
 	timing       Timing
@@ -100,7 +100,6 @@ func newSolver(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) (*
 	jb := min(m.NB, m.N)
 	growBuf(&s.diagBuf, jb*jb)
 	s.pivBuf = make([]float64, 2+jb)
-	s.pivScratch = make([]float64, 2+jb)
 	var err error
 	if s.packL2, err = agreePacking(g.All, panelLayout(g.All.Rank(), m.NB)); err != nil {
 		return nil, err
@@ -163,7 +162,7 @@ var panelLayout = func(rank, nb int) int {
 // in the same layout: ranks on hosts with different CPUs may not.
 func agreePacking(all *comm.Comm, layout int) (bool, error) {
 	v := []float64{float64(layout), -float64(layout)}
-	if err := allreduce(all, v, make([]float64, 2), tagCheck, opMax); err != nil {
+	if err := collectives.Allreduce(all, nil, v, maxOp); err != nil {
 		return false, err
 	}
 	return layout > 0 && v[0] == -v[1], nil // the largest layout is also the smallest
@@ -254,7 +253,7 @@ func (s *solver) factorAll() (int, error) {
 		}
 	}
 	// Every process learns the first zero pivot.
-	v, err := allMax(g.All, infoKey(info), tagCheck)
+	v, err := allMax(g.All, infoKey(info))
 	if err != nil {
 		return 0, err
 	}
@@ -739,7 +738,6 @@ func (s *solver) backSolve(x []float64) error {
 		copy(w, s.a[lc*ld:lc*ld+s.mp])
 	}
 	xk := make([]float64, min(nb, s.n))
-	scratch := make([]float64, min(nb, s.n))
 	for k := nblk - 1; k >= 0; k-- {
 		kk := k * nb
 		kb := min(nb, s.n-kk)
@@ -748,7 +746,7 @@ func (s *solver) backSolve(x []float64) error {
 		if g.MyRow == prow {
 			lr := g2l(kk, nb, g.P)
 			part := w[lr : lr+kb]
-			if err := reduceSum(g.Row, part, scratch[:kb], pcol, tagSolve); err != nil {
+			if err := reduceSumTo(g.Row, part, pcol, hot); err != nil {
 				return err
 			}
 			if g.MyCol == pcol {
@@ -759,7 +757,7 @@ func (s *solver) backSolve(x []float64) error {
 			}
 		}
 		if g.MyCol == pcol {
-			if err := bcastTree(g.Col, xb, prow, tagSolve); err != nil {
+			if err := collectives.BcastWith(g.Col, xb, prow, hot); err != nil {
 				return err
 			}
 			lc := g2l(kk, nb, g.Q)

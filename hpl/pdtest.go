@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/gorun-hpc/gorun/comm"
+	"github.com/gorun-hpc/gorun/collectives"
 	"github.com/gorun-hpc/gorun/linalg"
 )
 
@@ -57,7 +57,7 @@ func RunTest(g *Grid, algo Algo, n, nb int, thresh float64, opt Options) (*Resul
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := barrier(g.All); err != nil {
+	if err := collectives.Barrier(g.All); err != nil {
 		return nil, nil, err
 	}
 	r.Start = time.Now()
@@ -67,7 +67,7 @@ func RunTest(g *Grid, algo Algo, n, nb int, thresh float64, opt Options) (*Resul
 	}
 	elapsed := time.Since(t0).Seconds()
 	r.End = time.Now()
-	wt, err := allMax(g.All, elapsed, tagCheck)
+	wt, err := allMax(g.All, elapsed)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,14 +75,14 @@ func RunTest(g *Grid, algo Algo, n, nb int, thresh float64, opt Options) (*Resul
 	r.Gflops = Gflops(n, wt)
 	// Every process reports rank 0's clock, as netlib prints process 0's.
 	se := []float64{float64(r.Start.UnixNano()), float64(r.End.UnixNano())}
-	if err := bcastTree(g.All, se, 0, tagCheck); err != nil {
+	if err := collectives.Bcast(g.All, se, 0); err != nil {
 		return nil, nil, err
 	}
 	r.Start, r.End = time.Unix(0, int64(se[0])), time.Unix(0, int64(se[1]))
 	if opt.DetailedTiming {
 		t := m.Timing
 		v := []float64{t.RFact, t.PFact, t.MxSwp, t.Update, t.LaSwp, t.UpTrSv}
-		if err := allreduce(g.All, v, make([]float64, len(v)), tagCheck, opMax); err != nil {
+		if err := collectives.Allreduce(g.All, nil, v, maxOp); err != nil {
 			return nil, nil, err
 		}
 		r.Detail = &Timing{RFact: v[0], PFact: v[1], MxSwp: v[2], Update: v[3], LaSwp: v[4], UpTrSv: v[5]}
@@ -104,12 +104,6 @@ func RunTest(g *Grid, algo Algo, n, nb int, thresh float64, opt Options) (*Resul
 	return r, m, nil
 }
 
-// barrier synchronizes the grid (an allreduce of nothing much).
-func barrier(c *comm.Comm) error {
-	_, err := allMax(c, 0, tagCheck)
-	return err
-}
-
 // residual computes ||Ax-b||_oo / (eps * (||A||_oo * ||x||_oo + ||b||_oo) * N) with the
 // regenerated A and b, and the norms netlib prints on failure.
 func residual(g *Grid, m *Matrix, r *Result) error {
@@ -127,10 +121,10 @@ func residual(g *Grid, m *Matrix, r *Result) error {
 			cols[j] += a
 		}
 	}
-	if err := allreduce(g.Row, rows[:mp], make([]float64, mp), tagCheck, opSum); err != nil {
+	if err := collectives.Allreduce(g.Row, nil, rows[:mp], sumOp); err != nil {
 		return err
 	}
-	if err := allreduce(g.Col, cols[:nq], make([]float64, nq), tagCheck, opSum); err != nil {
+	if err := collectives.Allreduce(g.Col, nil, cols[:nq], sumOp); err != nil {
 		return err
 	}
 	normI, norm1 := 0.0, 0.0
@@ -141,10 +135,10 @@ func residual(g *Grid, m *Matrix, r *Result) error {
 		norm1 = math.Max(norm1, v)
 	}
 	var err error
-	if r.AnormI, err = allMax(g.All, normI, tagCheck); err != nil {
+	if r.AnormI, err = allMax(g.All, normI); err != nil {
 		return err
 	}
-	if r.Anorm1, err = allMax(g.All, norm1, tagCheck); err != nil {
+	if r.Anorm1, err = allMax(g.All, norm1); err != nil {
 		return err
 	}
 	// ||x||: x is replicated down process columns, so reduce along a process row.
@@ -153,10 +147,10 @@ func residual(g *Grid, m *Matrix, r *Result) error {
 		xi = math.Max(xi, math.Abs(v))
 		x1 += math.Abs(v)
 	}
-	if r.XnormI, err = allMax(g.Row, xi, tagCheck); err != nil {
+	if r.XnormI, err = allMax(g.Row, xi); err != nil {
 		return err
 	}
-	if r.Xnorm1, err = allSum(g.Row, x1, tagCheck); err != nil {
+	if r.Xnorm1, err = allSum(g.Row, x1); err != nil {
 		return err
 	}
 	// ||b||_oo, and r = b - A x summed onto process column 0.
@@ -168,7 +162,7 @@ func residual(g *Grid, m *Matrix, r *Result) error {
 			bi = math.Max(bi, math.Abs(v))
 		}
 	}
-	if r.BnormI, err = allMax(g.All, bi, tagCheck); err != nil {
+	if r.BnormI, err = allMax(g.All, bi); err != nil {
 		return err
 	}
 	res := make([]float64, max(mp, 1))
@@ -179,7 +173,7 @@ func residual(g *Grid, m *Matrix, r *Result) error {
 		linalg.Dgemm(linalg.NoTrans, linalg.NoTrans, mp, 1, nq, -1, m.A, ld, m.X, max(nq, 1), 1, res, max(mp, 1))
 	}
 	if mp > 0 {
-		if err := reduceSum(g.Row, res[:mp], make([]float64, mp), 0, tagCheck); err != nil {
+		if err := reduceSumTo(g.Row, res[:mp], 0, collectives.Options{}); err != nil {
 			return err
 		}
 	}
@@ -189,7 +183,7 @@ func residual(g *Grid, m *Matrix, r *Result) error {
 			ri = math.Max(ri, math.Abs(v))
 		}
 	}
-	if r.Resid0, err = allMax(g.All, ri, tagCheck); err != nil {
+	if r.Resid0, err = allMax(g.All, ri); err != nil {
 		return err
 	}
 	if n > 0 {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gorun-hpc/gorun/collectives"
 	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/hpl"
 	"github.com/gorun-hpc/gorun/linalg"
@@ -239,13 +240,7 @@ func agree(world *comm.Comm, ok bool) (bool, error) {
 	if ok {
 		v[0] = 1
 	}
-	if world.Rank() == 0 {
-		for r := 1; r < world.Size(); r++ {
-			if err := comm.Send(world, v, r, 1<<13); err != nil {
-				return false, err
-			}
-		}
-	} else if _, err := comm.Recv(world, v, 0, 1<<13); err != nil {
+	if err := collectives.Bcast(world, v, 0); err != nil {
 		return false, err
 	}
 	return v[0] == 1, nil
