@@ -3,16 +3,18 @@
 # (bench/collectives/mpibench.c, Debian's openmpi-bin) on the same sizes and rank counts, over
 # TCP (ours: GORUN_TRANSPORT=tcp; Open MPI: --mca btl tcp,self) and shared memory (ours:
 # GORUN_TRANSPORT=shm; Open MPI: --mca btl self,vader). Runs alternate between the two, --rounds times; each figure is
-# the best of its rounds (lowest latency, highest bandwidth). Writes the table into the
-# "collectives" section of BENCHMARKS.md (unless --no-update) and prints it.
+# the best of its rounds (lowest latency, highest bandwidth). Prints the table; --record also
+# appends it to bench/results/DATE-collectives.md (BENCHMARKS.md's table is updated by hand
+# from a run worth keeping).
 #
-# usage: bench/collectives/run.sh [--rounds N] [--no-update] [--quick] [--only REGEX]
+# usage: bench/collectives/run.sh [--rounds N] [--record] [--no-update] [--quick] [--only REGEX]
+#   --no-update: accepted for older callers; printing only is the default
 #   --quick: fewer iterations (a smoke run of the script itself, not for the record)
 #   --only: run only the cases whose "transport test np min" matches the extended REGEX
 # needs: go, mpicc and mpirun (apt-get install openmpi-bin libopenmpi-dev), python3
 set -euo pipefail
 
-rounds=3 update=1 quick=0 only=
+rounds=3 update=0 quick=0 only=
 # CASE_TIMEOUT bounds each command (seconds): an oversubscribed Open MPI run on a loaded
 # machine can take many minutes for 1000 small operations; such a figure is left out.
 CASE_TIMEOUT=${CASE_TIMEOUT:-900}
@@ -20,9 +22,10 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--rounds) rounds="$2"; shift 2 ;;
 	--no-update) update=0; shift ;;
+	--record) update=1; shift ;;
 	--quick) quick=1; shift ;;
 	--only) only="$2"; shift 2 ;;
-	*) echo "usage: $0 [--rounds N] [--no-update] [--quick] [--only REGEX]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--rounds N] [--record] [--no-update] [--quick] [--only REGEX]" >&2; exit 2 ;;
 	esac
 done
 
@@ -88,7 +91,7 @@ for ((r = 1; r <= rounds; r++)); do
 	done
 done
 
-python3 - "$tmp/ours.csv" "$tmp/mpi.csv" "$root/BENCHMARKS.md" "$update" "$rounds" "$quick" <<'PY'
+python3 - "$tmp/ours.csv" "$tmp/mpi.csv" "$root/bench/results/$(date -u +%Y-%m-%d)-collectives.md" "$update" "$rounds" "$quick" <<'PY'
 import csv, datetime, subprocess, sys
 ours_f, mpi_f, md, update, rounds, quick = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1", sys.argv[5], sys.argv[6] == "1"
 
@@ -180,12 +183,7 @@ alternating runs.
 """
 print(body)
 if update:
-    text = open(md).read()
-    head = "## collectives and commbench vs Open MPI"
-    i = text.index(head) + len(head)
-    j = text.find("\n## ", i)
-    j = len(text) if j < 0 else j + 1
-    text = text[:i] + "\n\n" + body + "\n" + text[j:]
-    open(md, "w").write(text)
-    print(f"updated {md}", file=sys.stderr)
+    with open(md, "a") as f:
+        f.write("\n" + body + "\n")
+    print(f"appended to {md}", file=sys.stderr)
 PY
