@@ -8,9 +8,9 @@ import (
 	"github.com/gorun-hpc/gorun/comm"
 )
 
-// Scratch buffers are kept per power-of-two size class and reused across calls: on the target
-// machines the first touch of fresh pages runs at ~0.35 GB/s, 50x slower than a copy, so a
-// collective that allocated its temporaries per call would run at page-fault speed.
+// Scratch buffers are kept per power-of-two size class and reused across calls: a page fault per
+// fresh page is far dearer than the copy itself, so a collective that allocated its
+// temporaries per call would run at page-fault speed.
 type scratchPool struct {
 	mu   sync.Mutex
 	free [64][][]uint64

@@ -73,7 +73,7 @@ type Tuning struct {
 }
 
 // DefaultTuning is the table before environment overrides. The thresholds follow Open MPI's
-// measured crossovers on the reference machine (ANCHORS.md): recursive doubling until the
+// tuned decision rules: recursive doubling until the
 // message is bandwidth-bound, then the bandwidth-optimal algorithms.
 func DefaultTuning() Tuning {
 	return Tuning{

@@ -23,9 +23,8 @@ func adviseHuge(a []float64) {
 // prefault maps in the pages under a with one system call (MADV_POPULATE_WRITE, Linux 5.14;
 // older kernels refuse it and nothing changes) instead of a page fault per page at first
 // touch. The contents stay as they are. A fault on memory the process never touched is dear
-// on a VM (the host may back the page only then): page faults were ~18% of an N=2000 1x1
-// solve's samples, most in the first panels' copies, and prefaulting the panel buffers
-// raised its median from 44.9 to 46.6 Gflops (12 alternating runs).
+// on a VM (the host may back the page only then), and the first panels' copies would take
+// those faults inside the timed region.
 func prefault(a []float64) {
 	madviseWhole(a, 4096, unix.MADV_POPULATE_WRITE)
 }

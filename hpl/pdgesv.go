@@ -88,7 +88,7 @@ func Solve(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) error 
 // newSolver sets up a solve of m on this process (collective over the grid: the ranks agree
 // on the panels' layout) with its workspace allocated and touched, linalg's packing buffers
 // too (linalg.Reserve), so that a timed solve does not pay for fresh pages: on a VM the first
-// touch of memory can cost more than a millisecond per MiB. rocHPL likewise allocates its
+// touch of a page may be when the host backs it. rocHPL likewise allocates its
 // panels with the matrix, before the timer; netlib allocates them inside HPL_pdgesv.
 func newSolver(g *Grid, algo Algo, m *Matrix, progress func(done, total int)) (*solver, error) {
 	s := &solver{g: g, algo: algo, n: m.N, nb: m.NB, mp: m.Mp, ld: m.LD, a: m.A,

@@ -40,8 +40,8 @@ type Shape struct {
 	YarnOrigContext             int
 }
 
-// Shapes are named benchmark shapes. 349M is the Llama shape of the project's anchors
-// (../shared/ANCHORS.md).
+// Shapes are named benchmark shapes. 349M is the Llama shape of BENCHMARKS.md's llm
+// figures.
 var Shapes = map[string]Shape{
 	"349M": {Arch: "llama", Dim: 1024, Layers: 24, Heads: 16, KVHeads: 8, FFN: 2816, Vocab: 32000, Context: 2048},
 	"1B":   {Arch: "llama", Dim: 2048, Layers: 16, Heads: 32, KVHeads: 8, FFN: 8192, Vocab: 32000, Context: 2048},
