@@ -61,8 +61,8 @@ type Command struct {
 	Srun          bool
 }
 
-// Transports lists the values --transport accepts (a transport package adds its own name).
-var Transports = []string{"tcp", "shm", "verbs", "auto"}
+// Transports lists the values --transport accepts: comm's transport names (jobenv).
+var Transports = jobenv.Transports
 
 const usageHead = `gorun starts an SPMD program as N ranks, as mpirun does: on this host, on the
 hosts of a hostfile (over ssh), or as a Slurm job step inside an allocation.
