@@ -99,89 +99,30 @@ func initTCP(id identity) (*Comm, error) {
 	}
 	defer dataLn.Close()
 
-	w := &world{rank: id.rank, size: id.size, eng: newEngine(id.rank), host: host, abort: processAbort}
-	for _, info := range table {
-		w.hostIDs = append(w.hostIDs, info.HostID)
+	hostIDs := make([]string, len(table))
+	for r, info := range table {
+		hostIDs[r] = info.HostID
 	}
+	w := newWorld(id.rank, id.size, host, hostIDs)
+	w.abort = processAbort
 	t := &tcpTransport{w: w, peers: make([]*tcpPeer, id.size), timeout: id.peerTimeout}
 	t.oversubscribed = id.oversubscribed || countHost(table, table[id.rank].HostID) > runtime.NumCPU()
 	t.live = newLiveness(id.peerTimeout, table, id.rank)
-	w.tr = t
-	if err := buildMesh(t, dataLn, id, jobHash, table, deadline); err != nil {
+	err = buildMesh(t, dataLn, id, jobHash, table, deadline)
+	if err == nil {
 		for _, p := range t.peers {
 			if p != nil {
-				p.closeFD()
+				p.start()
 			}
 		}
-		return nil, err
-	}
-	for _, p := range t.peers {
-		if p != nil {
-			p.start()
-		}
-	}
-	t.startPolling()
-	if err := useShm(w, t, id, table, jobHash); err != nil {
-		for _, p := range t.peers {
-			if p != nil {
-				p.fail(err)
-			}
-		}
-		t.stopPolling()
-		for _, p := range t.peers {
-			if p != nil {
-				p.closeFD()
-			}
-		}
-		return nil, err
-	}
-	// Waiters poll the links that carry data: with RDMA none; with shared memory the links to
-	// other hosts, alongside the rings.
-	sh := t.shm.Load()
-	if t.verbs.Load() == nil {
-		for r, p := range t.peers {
-			if p != nil && (sh == nil || sh.peers[r] == nil) {
-				t.dataPeers = append(t.dataPeers, p)
-			}
-		}
-	}
-	switch {
-	case w.prog == nil:
-		w.prog = t
-	case sh != nil && len(t.dataPeers) > 0:
-		w.prog = mixedProgress{shm: sh, tcp: t}
-	}
-	return newComm(w, worldCtx, nil), nil
-}
-
-// useShm switches the peers on this rank's host to shared memory, as GORUN_TRANSPORT asks:
-// "tcp" never, "shm" for every peer (all must share the host), "auto" or unset where they do.
-func useShm(w *world, t *tcpTransport, id identity, table []rankInfo, jobHash uint64) error {
-	switch id.transport {
-	case "tcp":
-		return nil
-	case "shm":
-		for r, info := range table {
-			if info.HostID != table[w.rank].HostID {
-				return fmt.Errorf("comm: rank %d: %s=shm, but rank %d runs on another host (%s)", w.rank, jobenv.Transport, r, info.Host)
-			}
-		}
-	case "verbs":
-		return useVerbs(w, t, id)
-	case "", "auto":
-	default:
-		return fmt.Errorf("comm: %s=%q: want tcp, shm, verbs or auto", jobenv.Transport, id.transport)
-	}
-	sh, err := setupShm(w, id, table, jobHash)
-	if errors.Is(err, errNoShm) {
-		return nil
+		t.startPolling()
+		err = useTransports(&meshBootstrap{w: w, mesh: t, id: id, table: table, jobHash: jobHash})
 	}
 	if err != nil {
-		return err
+		t.closeAll(err)
+		return nil, err
 	}
-	t.shm.Store(sh)
-	w.prog = sh
-	return nil
+	return newComm(w, worldCtx, nil), nil
 }
 
 // hostID identifies the machine, so that ranks can tell which peers share it.

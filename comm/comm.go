@@ -23,26 +23,65 @@ const (
 	worldCtx    = uint64(0x676f72756e000000) // "gorun", low bit clear: p2p space of the world
 )
 
-// A transport moves messages between the world's ranks. Receiving goes through the rank's
-// engine; sending is the transport's own.
+// A transport moves messages between the world's ranks (route.go has the layers, the
+// registry of transports and the route table). Receiving goes through the rank's engine;
+// sending is the transport's own.
 type transport interface {
 	// send transmits payload to world rank dst and completes req once payload may be reused.
 	send(dst int, ctx uint64, tag int, payload []byte, req *Request)
-	// finalize closes the transport after the world's final barrier.
+	// peerLost is the world's liveness reporting world rank rank gone (once per rank): the
+	// transport fails what it has pending with that peer and takes no more for it.
+	peerLost(rank int, cause error)
+	// finalize closes the transport after the world's final barrier, letting what is in
+	// flight arrive.
 	finalize() error
+	// abandon closes the transport at once, as the process's exit would: peers see the
+	// links end with cause.
+	abandon(cause error)
 }
 
-// world is one rank's view of the job: its engine, its transport and how to abort.
+// world is one rank's view of the job: its engine, its transports, the route to each peer and
+// how to abort.
 type world struct {
 	rank, size int
 	eng        *engine
-	tr         transport
+	// trs: every transport of this rank, in registration order (route.go). Atomic: the
+	// transports' own goroutines report lost peers (to all of them) while the set-up adds some.
+	trs        atomic.Pointer[[]transport]
+	routes     []route // by world rank: what carries messages to it (zero for this rank)
 	host       string
 	hostIDs    []string // by world rank: equal ids share a machine (bootstrap table)
 	abort      func(rank, code int)
 	closed     atomic.Bool
 	finalizeMu sync.Mutex
-	prog       progressor // set when a transport needs waiters to drive progress
+	prog       progressor    // set when a transport needs waiters to drive progress
+	lost       []atomic.Bool // by world rank: the peer's loss was reported (liveness.go)
+}
+
+// newWorld makes rank's world of size ranks with no transports yet: every route empty.
+func newWorld(rank, size int, host string, hostIDs []string) *world {
+	return &world{rank: rank, size: size, eng: newEngine(rank), host: host, hostIDs: hostIDs,
+		routes: make([]route, size), lost: make([]atomic.Bool, size)}
+}
+
+// useOnly routes every peer through tr, the world's only transport.
+func (w *world) useOnly(tr transport) {
+	w.setTransports([]transport{tr})
+	for r := range w.routes {
+		if r != w.rank {
+			w.routes[r].tr = tr
+		}
+	}
+}
+
+func (w *world) setTransports(trs []transport) { w.trs.Store(&trs) }
+
+// transports returns the world's transports (none before the set-up).
+func (w *world) transports() []transport {
+	if p := w.trs.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Comm is a communicator: a group of ranks with a message space of its own. Messages sent on one
@@ -253,7 +292,7 @@ func (c *Comm) Finalize() error {
 	}
 	err := c.barrier()
 	c.w.closed.Store(true)
-	if ferr := c.w.tr.finalize(); err == nil {
+	if ferr := c.w.finalizeTransports(); err == nil {
 		err = ferr
 	}
 	c.w.eng.shutdown(ErrClosed)

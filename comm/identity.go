@@ -378,17 +378,11 @@ func Init() (*Comm, error) {
 
 // singleton is a world of one rank: every message is to itself.
 func singleton() *Comm {
-	w := &world{rank: 0, size: 1, eng: newEngine(0), tr: selfOnly{}, host: hostname(), hostIDs: []string{hostID()}}
+	// The only rank: no transport (a send to itself goes to its own engine).
+	w := newWorld(0, 1, hostname(), []string{hostID()})
 	w.abort = processAbort
 	return newComm(w, worldCtx, nil)
 }
-
-type selfOnly struct{}
-
-func (selfOnly) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
-	req.complete(Status{}, fmt.Errorf("comm: no transport to rank %d in a singleton world", dst))
-}
-func (selfOnly) finalize() error { return nil }
 
 // processAbort ends this process; the launcher sees the exit code and stops the other ranks.
 func processAbort(rank, code int) {

@@ -6,8 +6,23 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
+
+	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
+
+// runNetTransports are the GORUN_RUN_TRANSPORT values: every transport name but auto.
+func runNetTransports() []string {
+	var names []string
+	for _, t := range jobenv.Transports {
+		if t != jobenv.TransportAuto {
+			names = append(names, t)
+		}
+	}
+	return names
+}
 
 // inprocTransport connects goroutine ranks of one process: a send goes straight to the
 // destination's engine.
@@ -20,7 +35,10 @@ func (t *inprocTransport) send(dst int, ctx uint64, tag int, payload []byte, req
 	deliverLocal(t.engines[dst], t.self, ctx, tag, payload, req)
 }
 
-func (t *inprocTransport) finalize() error { return nil }
+// Goroutine ranks fail and end together under Run, which reports their losses itself.
+func (t *inprocTransport) peerLost(rank int, cause error) {}
+func (t *inprocTransport) finalize() error                { return nil }
+func (t *inprocTransport) abandon(cause error)            {}
 
 // errReturned is the cause other ranks see when a goroutine rank's function returned.
 var errReturned = errors.New("rank's function returned")
@@ -31,28 +49,31 @@ var errReturned = errors.New("rank's function returned")
 // (or fails), the other ranks' operations that need it fail with a *PeerError instead of
 // hanging.
 //
-// With the environment variable GORUN_RUN_TRANSPORT set to "tcp", "shm" or "verbs" (RunTransportVar),
+// With the environment variable GORUN_RUN_TRANSPORT (RunTransportVar) set to a transport's name
+// (jobenv.Transports: "tcp", "shm" or "verbs"),
 // the ranks are connected through that network transport instead, each with its own sockets
 // and segments, and a rank that returns waits (Finalize) for the others.
 func Run(n int, fn func(c *Comm) error) error {
 	if n < 1 {
 		return fmt.Errorf("comm: Run needs at least 1 rank, got %d", n)
 	}
-	switch t := os.Getenv(RunTransportVar); t {
-	case "":
-	case "tcp", "shm", "verbs":
+	switch t := os.Getenv(RunTransportVar); {
+	case t == "":
+	case t != jobenv.TransportAuto && slices.Contains(jobenv.Transports, t):
 		return runNet(n, t, fn)
 	default:
-		return fmt.Errorf("comm: %s=%q: want tcp, shm or verbs", RunTransportVar, t)
-	}
-	engines := make([]*engine, n)
-	for r := range engines {
-		engines[r] = newEngine(r)
+		return fmt.Errorf("comm: %s=%q: want %s", RunTransportVar, t, strings.Join(runNetTransports(), ", "))
 	}
 	host := hostname()
 	hostIDs := make([]string, n) // goroutine ranks share the process's machine
 	for r := range hostIDs {
 		hostIDs[r] = hostID()
+	}
+	worlds := make([]*world, n)
+	engines := make([]*engine, n)
+	for r := range worlds {
+		worlds[r] = newWorld(r, n, host, hostIDs)
+		engines[r] = worlds[r].eng
 	}
 	var (
 		mu      sync.Mutex
@@ -68,15 +89,16 @@ func Run(n int, fn func(c *Comm) error) error {
 	}
 	var wg sync.WaitGroup
 	for r := 0; r < n; r++ {
-		w := &world{rank: r, size: n, eng: engines[r], tr: &inprocTransport{self: r, engines: engines}, host: host, hostIDs: hostIDs}
+		w := worlds[r]
+		w.useOnly(&inprocTransport{self: r, engines: engines})
 		w.abort = func(rank, code int) {
 			mu.Lock()
 			aborted[rank] = true
 			mu.Unlock()
 			err := &AbortError{Rank: rank, Code: code}
 			record(err)
-			for _, e := range engines {
-				e.peerFailed(rank, err)
+			for _, w := range worlds {
+				w.lose(rank, err)
 			}
 			runtime.Goexit()
 		}
@@ -99,9 +121,9 @@ func Run(n int, fn func(c *Comm) error) error {
 					record(fmt.Errorf("rank %d: %w", r, err))
 					cause = err
 				}
-				for i, e := range engines {
+				for i, w := range worlds {
 					if i != r {
-						e.peerFailed(r, cause)
+						w.lose(r, cause)
 					}
 				}
 				engines[r].shutdown(fmt.Errorf("rank %d: %w", r, cause))

@@ -6,6 +6,21 @@ import (
 	"time"
 )
 
+// lose reports world rank rank lost, for the first cause found (a link that ended, a silent
+// peer, a protocol error, a failed goroutine rank): every transport fails what it has pending
+// with the peer and takes no more for it, and the engine fails the receives that need it.
+// Later reports of the same rank do nothing, so a transport that found the loss itself may
+// report it after failing its own link, and is told again harmlessly.
+func (w *world) lose(rank int, cause error) {
+	if w.lost[rank].Swap(true) {
+		return
+	}
+	for _, tr := range w.transports() {
+		tr.peerLost(rank, cause)
+	}
+	w.eng.peerFailed(rank, cause)
+}
+
 // liveness decides when a silent peer is lost, for every transport: one that has sent nothing
 // (not even a heartbeat), or taken nothing, for the peer timeout. A peer on this host whose
 // process still exists and is not stopped is never declared lost on silence alone: on an

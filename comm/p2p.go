@@ -136,7 +136,7 @@ func (c *Comm) isend(b []byte, dst, tag int) *Request {
 		req.complete(Status{}, err)
 		return req
 	}
-	c.w.tr.send(w, c.ctx, tag, b, req)
+	c.w.routes[w].tr.send(w, c.ctx, tag, b, req)
 	return req
 }
 
@@ -151,6 +151,33 @@ func (c *Comm) irecv(b []byte, src, tag int, alloc bool) *recvOp {
 	r.src = ws
 	c.w.eng.post(r)
 	return r
+}
+
+// sendDirect is a blocking Send through the route's direct link (route.go), where there is one
+// and the arguments are valid: it reports false, having done nothing, where the general path
+// (which also produces every error) must take the message.
+func (c *Comm) sendDirect(b []byte, dst, tag int) (bool, error) {
+	if dst < 0 || dst >= c.Size() || tag < 0 || tag >= MaxTag || c.w.closed.Load() || c.w.eng.ndead.Load() != 0 {
+		return false, nil
+	}
+	d := c.w.routes[c.WorldRank(dst)].direct
+	if d == nil {
+		return false, nil
+	}
+	return d.sendDirect(c, b, tag)
+}
+
+// recvDirect is a blocking Recv from one peer through its route's direct link, as sendDirect.
+func (c *Comm) recvDirect(b []byte, src, tag int) (bool, Status, error) {
+	if src < 0 || src >= c.Size() || tag < 0 || tag >= MaxTag || c.w.closed.Load() {
+		return false, Status{}, nil
+	}
+	ws := c.WorldRank(src)
+	d := c.w.routes[ws].direct
+	if d == nil {
+		return false, Status{}, nil
+	}
+	return d.recvDirect(c, b, ws, tag)
 }
 
 // localEagerLimit: messages within one process up to this size are copied into a queue

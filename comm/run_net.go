@@ -81,20 +81,6 @@ func runNet(n int, transport string, fn func(c *Comm) error) error {
 
 // closeLinks breaks every link of a failed goroutine rank, as its process's exit would.
 func closeLinks(c *Comm, cause error) {
-	t, ok := c.w.tr.(*tcpTransport)
-	if !ok {
-		return
-	}
-	if sh := t.shm.Load(); sh != nil {
-		sh.shutdown()
-	}
-	if vb := t.verbs.Load(); vb != nil {
-		vb.shutdown(false)
-	}
-	for _, p := range t.peers {
-		if p != nil {
-			p.fail(fmt.Errorf("rank %d failed: %w", c.w.rank, cause))
-		}
-	}
+	c.w.abandonTransports(fmt.Errorf("rank %d failed: %w", c.w.rank, cause))
 	c.w.eng.shutdown(cause)
 }

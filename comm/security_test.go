@@ -330,7 +330,8 @@ func newMeshTarget(t *testing.T, rank, size int, secret string) *meshTarget {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	id := identity{rank: rank, size: size, secret: []byte(secret), jobID: "mesh"}
-	w := &world{rank: rank, size: size, eng: newEngine(rank), abort: processAbort}
+	w := newWorld(rank, size, "", nil)
+	w.abort = processAbort
 	m := &meshTarget{t: &tcpTransport{w: w, peers: make([]*tcpPeer, size)}, ln: ln, addr: ln.Addr().String(),
 		jobHash: fnv64([]byte(id.jobID)), done: make(chan error, 1)}
 	table := make([]rankInfo, size)

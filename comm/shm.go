@@ -485,8 +485,9 @@ func (p *shmPeer) protocolError(err error) {
 	p.fail(fmt.Errorf("protocol error: %w", err))
 }
 
-// fail ends the shared-memory link once, failing what was pending with the peer. The TCP
-// liveness link calls it when the peer dies.
+// fail ends the shared-memory link once, failing what was pending with the peer, and reports
+// the peer lost to the world (which tells the TCP liveness link, and calls fail again when the
+// loss was found elsewhere: a no-op).
 func (p *shmPeer) fail(cause error) {
 	p.drain()
 	p.mu.Lock()
@@ -502,7 +503,26 @@ func (p *shmPeer) fail(cause error) {
 	for _, s := range pushes {
 		s.send.req.complete(Status{}, &PeerError{Rank: p.rank, Err: cause})
 	}
-	p.t.w.eng.peerFailed(p.rank, cause)
+	p.t.w.lose(p.rank, cause)
+}
+
+// peerLost ends the link to a peer the world found lost (liveness.go).
+func (t *shmTransport) peerLost(rank int, cause error) {
+	if p := t.peers[rank]; p != nil {
+		p.fail(cause)
+	}
+}
+
+// finalize and abandon unmap the segments; what peers wrote before is drained as they fail.
+func (t *shmTransport) finalize() error { t.shutdown(); return nil }
+func (t *shmTransport) abandon(error)   { t.shutdown() }
+
+// directTo is the link to rank for blocking messages without a Request (shm_fast.go).
+func (t *shmTransport) directTo(rank int) directLink {
+	if p := t.peers[rank]; p != nil {
+		return p
+	}
+	return nil
 }
 
 // drain takes every whole record the peer left in our ring: messages it sent before it

@@ -33,23 +33,18 @@ type tcpTransport struct {
 	meshMu  sync.Mutex // guards peers while the mesh is built
 	timeout time.Duration
 	live    *liveness // decides when a silent peer is lost
-	// Peers on this host exchange data through shared memory; their TCP link stays as the
-	// liveness channel.
-	// Set once, after the shared-memory setup, while the links' readers already run.
-	shm atomic.Pointer[shmTransport]
-	// With GORUN_TRANSPORT=verbs every peer's data goes over RDMA (verbs.go); TCP stays the
-	// liveness channel.
-	verbs atomic.Pointer[verbsTransport]
 
 	// oversubscribed: this host runs more ranks than it has cores, so a waiter yields the core
 	// between polls and gives up polling sooner (the core may be the one its peer needs).
 	oversubscribed bool
-	dataPeers      []*tcpPeer    // the links that carry data (not only heartbeats): what waiters poll
-	waiters        atomic.Int32  // goroutines polling in Wait now
-	waits          atomic.Uint32 // polling waits begun, ever: the background goroutine's sign of activity
-	stop           chan struct{} // closed by finalize: the background goroutine ends
-	pollDone       chan struct{}
-	idle           linkWaiter // how the background goroutine sleeps on the links
+	// dataPeers: the links that carry data, by the route table (route.go): what waiters poll.
+	// The others carry only heartbeats, their peers' data going through another transport.
+	dataPeers []*tcpPeer
+	waiters   atomic.Int32  // goroutines polling in Wait now
+	waits     atomic.Uint32 // polling waits begun, ever: the background goroutine's sign of activity
+	stop      chan struct{} // closed by finalize: the background goroutine ends
+	pollDone  chan struct{}
+	idle      linkWaiter // how the background goroutine sleeps on the links
 }
 
 type tcpPeer struct {
@@ -162,14 +157,6 @@ func (p *tcpPeer) start() {
 }
 
 func (t *tcpTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
-	if vb := t.verbs.Load(); vb != nil {
-		vb.send(dst, ctx, tag, payload, req)
-		return
-	}
-	if sh := t.shm.Load(); sh != nil && sh.peers[dst] != nil {
-		sh.send(dst, ctx, tag, payload, req)
-		return
-	}
 	p := t.peers[dst]
 	n := uint64(len(payload))
 	if n <= eagerLimit {
@@ -693,7 +680,8 @@ func (p *tcpPeer) protocolError(err error) {
 	p.fail(fmt.Errorf("protocol error: %w", err))
 }
 
-// fail breaks the link once: every pending operation with this peer ends with the cause.
+// fail breaks the link once: every pending operation with this peer ends with the cause, and
+// the peer is reported lost to the world (liveness.go), which tells the other transports.
 func (p *tcpPeer) fail(cause error) {
 	p.mu.Lock()
 	sends, recvs, first := p.markFailed(cause)
@@ -719,13 +707,36 @@ func (p *tcpPeer) fail(cause error) {
 			f.send.req.complete(Status{}, &PeerError{Rank: p.rank, Err: cause})
 		}
 	}
-	if sh := p.t.shm.Load(); sh != nil && sh.peers[p.rank] != nil {
-		sh.peers[p.rank].fail(cause)
+	p.t.w.lose(p.rank, cause)
+}
+
+// peerLost ends the link to a peer the world found lost (liveness.go); the link that found the
+// loss itself has failed already.
+func (t *tcpTransport) peerLost(rank int, cause error) {
+	if p := t.peers[rank]; p != nil {
+		p.fail(cause)
 	}
-	if vb := p.t.verbs.Load(); vb != nil {
-		vb.peerFailed(p.rank, cause)
+}
+
+// abandon breaks every link, as the process's exit would.
+func (t *tcpTransport) abandon(cause error) {
+	for _, p := range t.peers {
+		if p != nil {
+			p.fail(cause)
+		}
 	}
-	p.t.w.eng.peerFailed(p.rank, cause)
+}
+
+// closeAll fails every link with cause, stops the background goroutine and closes the sockets:
+// the end of a mesh whose set-up failed.
+func (t *tcpTransport) closeAll(cause error) {
+	t.abandon(cause)
+	t.stopPolling()
+	for _, p := range t.peers {
+		if p != nil {
+			p.closeFD()
+		}
+	}
 }
 
 // shutdownFD ends both directions of the socket: blocked polls return, later reads see the
@@ -748,14 +759,9 @@ func (p *tcpPeer) closeFD() {
 }
 
 // finalize tells every peer nothing more will come, then waits (bounded) for each peer to say
-// the same, so that no message still in flight is cut off by a reset.
+// the same, so that no message still in flight is cut off by a reset. The data transports
+// finalized first (route.go): their peers' links end here.
 func (t *tcpTransport) finalize() error {
-	if sh := t.shm.Load(); sh != nil {
-		sh.shutdown()
-	}
-	if vb := t.verbs.Load(); vb != nil {
-		vb.shutdown(true)
-	}
 	for _, p := range t.peers {
 		if p == nil {
 			continue

@@ -256,12 +256,13 @@ func (t *tcpTransport) spunOut(idle int, idleSince *time.Time) bool {
 	return time.Since(*idleSince) >= tcpSpinTime
 }
 
-// mixedProgress drives a rank that reaches the peers on its host through shared memory and
-// the others through TCP: a waiter polls both for a while, then sleeps as shared memory's
-// waiters do (a TCP completion by the background goroutine wakes it through kick).
+// mixedProgress drives a rank that reaches some peers through a data transport (shared memory
+// for the peers on its host) and the others through TCP: a waiter polls both for a while, then
+// sleeps as the data transport's waiters do (a TCP completion by the background goroutine wakes
+// it through kick).
 type mixedProgress struct {
-	shm *shmTransport
-	tcp *tcpTransport
+	data progressSource
+	tcp  *tcpTransport
 }
 
 func (m mixedProgress) poll(r *Request) {
@@ -271,7 +272,7 @@ func (m mixedProgress) poll(r *Request) {
 	idle := 0
 	var idleSince time.Time
 	for !r.finished() {
-		if m.shm.pollOnce() || t.progressAll(false, true) {
+		if m.data.pollOnce() || t.progressAll(false, true) {
 			idle = 0
 			continue
 		}
@@ -282,11 +283,11 @@ func (m mixedProgress) poll(r *Request) {
 	}
 	t.waiters.Add(-1)
 	if !r.finished() {
-		m.shm.poll(r)
+		m.data.poll(r)
 	}
 }
 
-func (m mixedProgress) kick() { m.shm.kick() }
+func (m mixedProgress) kick() { m.data.kick() }
 
 // kick: a waiter that stopped polling blocks on its request's channel, which completion closes.
 func (t *tcpTransport) kick() {}

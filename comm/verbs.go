@@ -640,8 +640,8 @@ func (p *verbsPeer) linkFailed(cause error) {
 	p.fail(cause)
 }
 
-// fail ends the link once: pending operations with the peer fail, and the TCP link closes so
-// the peer learns too. It takes no transport lock (the TCP side calls it when the peer dies);
+// fail ends the link once: pending operations with the peer fail, and the peer is reported
+// lost to the world (liveness.go), which closes the TCP link so the peer learns too. It takes no transport lock (the TCP side calls it when the peer dies);
 // the poller then abandons what was queued.
 func (p *verbsPeer) fail(cause error) {
 	p.mu.Lock()
@@ -651,10 +651,7 @@ func (p *verbsPeer) fail(cause error) {
 		return
 	}
 	p.failPending(cause, sends, recvs)
-	p.t.w.eng.peerFailed(p.rank, cause)
-	if tp := p.t.tcp.peers[p.rank]; tp != nil {
-		tp.fail(cause)
-	}
+	p.t.w.lose(p.rank, cause)
 	p.t.nudge()
 }
 
@@ -692,9 +689,9 @@ func (p *verbsPeer) abandon(cause error) {
 	clear(p.zcRegs)
 }
 
-// peerFailed is the TCP liveness link reporting the peer gone. What the peer sent before it
+// peerLost is the world reporting the peer gone (liveness.go). What the peer sent before it
 // went is taken first (it may sit in the completion queue), as the other transports do.
-func (t *verbsTransport) peerFailed(rank int, cause error) {
+func (t *verbsTransport) peerLost(rank int, cause error) {
 	p := t.peers[rank]
 	if p == nil || p.failure() != nil {
 		return // this side failed the link first (and closed the TCP link itself)
@@ -799,6 +796,10 @@ func (t *verbsTransport) idle() bool {
 	}
 	return true
 }
+
+// finalize closes the transport once what was posted completed; abandon at once.
+func (t *verbsTransport) finalize() error { t.shutdown(true); return nil }
+func (t *verbsTransport) abandon(error)   { t.shutdown(false) }
 
 // shutdown closes the transport. Graceful (Finalize): first everything posted completes (on RC
 // the peer's adapter has it), within the peer timeout.

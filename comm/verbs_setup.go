@@ -40,13 +40,22 @@ type verbsGID struct {
 // verbsSetupCtx is the message space of the verbs setup, apart from every user's.
 const verbsSetupCtx = worldCtx ^ 0x5642 // "VB"
 
-// useVerbs connects every pair of ranks with a queue pair, exchanging what each needs over the
-// TCP mesh, and makes the verbs transport the data plane of every peer.
-func useVerbs(w *world, t *tcpTransport, id identity) (err error) {
+// verbsSetup is the verbs transport's set-up for the route table: it reaches every peer.
+func verbsSetup(b *meshBootstrap) (transport, func(int) bool, error) {
+	vt, err := setupVerbs(b.w, b.mesh, b.id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return vt, func(int) bool { return true }, nil
+}
+
+// setupVerbs connects every pair of ranks with a queue pair, exchanging what each needs over
+// the TCP mesh, which stays the liveness channel.
+func setupVerbs(w *world, t *tcpTransport, id identity) (_ *verbsTransport, err error) {
 	spec := os.Getenv(jobenv.RDMADevice)
 	names, err := verbsDeviceNames(spec, w.rank, w.size)
 	if err != nil {
-		return fmt.Errorf("comm: rank %d: %s=%s: %w", w.rank, jobenv.RDMADevice, spec, err)
+		return nil, fmt.Errorf("comm: rank %d: %s=%s: %w", w.rank, jobenv.RDMADevice, spec, err)
 	}
 	vt := &verbsTransport{w: w, tcp: t, timeout: id.peerTimeout, peers: make([]*verbsPeer, w.size),
 		wcs: make([]ibv.WC, 64), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
@@ -69,7 +78,7 @@ func useVerbs(w *world, t *tcpTransport, id identity) (err error) {
 		d := byName[name]
 		if d == nil {
 			if d, err = vt.openDev(name); err != nil {
-				return err
+				return nil, err
 			}
 			byName[name] = d
 		}
@@ -78,14 +87,14 @@ func useVerbs(w *world, t *tcpTransport, id identity) (err error) {
 	}
 	for _, d := range vt.devs {
 		if err := d.setup(vt); err != nil {
-			return fmt.Errorf("%s: %w", d.dev.Name(), err)
+			return nil, fmt.Errorf("%s: %w", d.dev.Name(), err)
 		}
 	}
 
 	// Queue pair type, the same for the whole job: RC where every rank's devices offer it.
 	typ, err := verbsQPType(w, vt)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	vt.typ = typ
 
@@ -102,12 +111,12 @@ func useVerbs(w *world, t *tcpTransport, id identity) (err error) {
 				// Seen on Thunderbolt RDMA: about ten queue pairs per device (ml-explore/mlx #4209).
 				err = fmt.Errorf("%w; the device's queue pairs are exhausted: fewer ranks per device, or other jobs using it", err)
 			}
-			return fmt.Errorf("%v queue pair on %s for rank %d: %w", typ, d.dev.Name(), r, err)
+			return nil, fmt.Errorf("%v queue pair on %s for rank %d: %w", typ, d.dev.Name(), r, err)
 		}
 		vt.peers[r] = p
 		vt.active = append(vt.active, p)
 		if err := p.qp.ToInit(d.port, ibv.AccessLocalWrite|ibv.AccessRemoteWrite); err != nil {
-			return fmt.Errorf("queue pair for rank %d: %w", r, err)
+			return nil, fmt.Errorf("queue pair for rank %d: %w", r, err)
 		}
 		for i := uint32(0); i < verbsStaging; i++ {
 			p.freeSlots = append(p.freeSlots, i)
@@ -115,7 +124,7 @@ func useVerbs(w *world, t *tcpTransport, id identity) (err error) {
 		for i := uint32(0); i < verbsCredits; i++ {
 			wr := ibv.RecvWR{WRID: wrID(wrRecv, r, i), SGE: ibv.SGE{Addr: d.recvMR.Addr() + uint64(r*verbsCredits+int(i))*verbsSlot, Length: verbsSlot, LKey: d.recvMR.LKey()}}
 			if err := p.qp.PostRecv(&wr); err != nil {
-				return fmt.Errorf("posting receives for rank %d: %w", r, err)
+				return nil, fmt.Errorf("posting receives for rank %d: %w", r, err)
 			}
 		}
 		gids := make([]verbsGID, 0, len(d.gids))
@@ -130,23 +139,21 @@ func useVerbs(w *world, t *tcpTransport, id identity) (err error) {
 	for _, p := range vt.active {
 		var info verbsInfo
 		if _, err := setup.RecvValue(&info, p.rank, 1); err != nil {
-			return fmt.Errorf("exchanging queue pair attributes with rank %d: %w", p.rank, err)
+			return nil, fmt.Errorf("exchanging queue pair attributes with rank %d: %w", p.rank, err)
 		}
 		if err := p.connect(info); err != nil {
-			return fmt.Errorf("connecting %s port %d to rank %d (%s port %d, QP %d): %w", p.d.dev.Name(), p.d.port, p.rank, info.Device, info.Port, info.QPN, err)
+			return nil, fmt.Errorf("connecting %s port %d to rank %d (%s port %d, QP %d): %w", p.d.dev.Name(), p.d.port, p.rank, info.Device, info.Port, info.QPN, err)
 		}
 	}
 	if err := WaitAll(reqs...); err != nil {
-		return err
+		return nil, err
 	}
 	// Every queue pair is ready to receive before anyone sends: UC drops what arrives earlier.
 	if _, err := setup.allgatherPair(0, 0, collTag(2)); err != nil {
-		return err
+		return nil, err
 	}
-	t.verbs.Store(vt)
-	w.prog = vt
 	go vt.loop()
-	return nil
+	return vt, nil
 }
 
 // openDev opens a device and finds its active port and GID table.

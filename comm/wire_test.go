@@ -187,7 +187,7 @@ func TestProtocolViolation(t *testing.T) {
 	require.NotNil(t, c0)
 	require.NotNil(t, c1)
 	// Write a forged oversized eager header on rank 1's link to rank 0.
-	p := c1.w.tr.(*tcpTransport).peers[0]
+	p := c1.w.transports()[0].(*tcpTransport).peers[0] // the mesh comes first
 	var hb [headerSize]byte
 	(&header{typ: frameEager, length: eagerLimit + 1}).put(hb[:])
 	p.wmu.Lock()

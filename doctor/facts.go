@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/cpu"
 
-	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
+	"github.com/gorun-hpc/gorun/comm/rdmadev"
 	"github.com/gorun-hpc/gorun/linalg"
 )
 
@@ -47,10 +47,10 @@ type Facts struct {
 	ClockOffsetUs float64 `json:"clock_offset_us"`
 	ClockRTTUs    float64 `json:"clock_rtt_us"`
 
-	Shm       string            `json:"shm"` // where shared-memory segments go, or why there is none
-	Verbs     bool              `json:"verbs_built_in"`
-	RDMA      []comm.RDMADevice `json:"rdma,omitempty"`
-	RDMAError string            `json:"rdma_error,omitempty"`
+	Shm       string           `json:"shm"` // where shared-memory segments go, or why there is none
+	Verbs     bool             `json:"verbs_built_in"`
+	RDMA      []rdmadev.Device `json:"rdma,omitempty"`
+	RDMAError string           `json:"rdma_error,omitempty"`
 
 	Iface     string `json:"iface"`      // interface of the address peers reach this rank at
 	IfaceAddr string `json:"iface_addr"` // that address
@@ -165,7 +165,7 @@ func collectFacts(rank int, host string) Facts {
 	platformFacts(&f)
 	f.Shm = shmState()
 	var err error
-	f.Verbs, f.RDMA, err = comm.RDMADevices()
+	f.Verbs, f.RDMA, err = rdmadev.Devices()
 	if err != nil {
 		f.RDMAError = err.Error()
 	}

@@ -51,7 +51,7 @@ type Job struct {
 	TagOutput   bool          // prefix each output line with TagFor(rank)
 	Timeout     time.Duration // whole-job limit; 0 = none
 	PeerTimeout time.Duration // written to GORUN_PEER_TIMEOUT when > 0
-	Transport   string        // written to GORUN_TRANSPORT when set: "tcp", "shm" or "auto"
+	Transport   string        // written to GORUN_TRANSPORT when set: one of jobenv.Transports
 	KillGrace   time.Duration // SIGTERM to SIGKILL delay on teardown; 0 = DefaultKillGrace, < 0 = none
 
 	// StdinRank is the rank that receives Stdin; the others, and all ranks when StdinRank < 0

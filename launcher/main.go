@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
-	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
+	"github.com/gorun-hpc/gorun/comm/rdmadev"
 )
 
 // UsageError is a bad command line; gorun exits ExitUsage on it.
@@ -61,8 +61,8 @@ type Command struct {
 	Srun          bool
 }
 
-// Transports lists the values --transport accepts (a transport package adds its own name).
-var Transports = []string{"tcp", "shm", "verbs", "auto"}
+// Transports lists the values --transport accepts: comm's transport names (jobenv).
+var Transports = jobenv.Transports
 
 const usageHead = `gorun starts an SPMD program as N ranks, as mpirun does: on this host, on the
 hosts of a hostfile (over ssh), or as a Slurm job step inside an allocation.
@@ -366,7 +366,7 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if cmd.ListDevices {
-		if err := comm.ListRDMADevices(stdout); err != nil {
+		if err := rdmadev.List(stdout); err != nil {
 			fmt.Fprintf(stderr, "gorun: --list-devices: %v\n", err)
 			return ExitFailure
 		}

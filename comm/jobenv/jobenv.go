@@ -41,7 +41,7 @@ const (
 	// PeerTimeout bounds how long a rank waits on a silent peer before it reports it lost
 	// (a Go duration such as "30s").
 	PeerTimeout = "GORUN_PEER_TIMEOUT"
-	// Transport forces the data-plane transport: "tcp", "shm", "verbs" (RDMA) or "auto" (the default).
+	// Transport forces the data-plane transport: one of Transports (below); auto by default.
 	Transport = "GORUN_TRANSPORT"
 	// RDMADevice names the RDMA device of the verbs transport (as ibv_devices lists it, or
 	// "softibv" for the software device); unset: the first with an active port.
@@ -55,6 +55,23 @@ const (
 	// HostID overrides the host identity ranks compare to find peers on the same machine.
 	HostID = "GORUN_HOST_ID"
 )
+
+// The values of Transport: the names of comm's transports, defined here once for the launcher,
+// the ranks and Run (comm.RunTransportVar takes them too, but auto).
+const (
+	TransportTCP   = "tcp"   // the TCP mesh carries every peer's messages
+	TransportShm   = "shm"   // shared memory for every peer (all ranks on one host)
+	TransportVerbs = "verbs" // RDMA queue pairs for every peer (InfiniBand, RoCE, Thunderbolt)
+	TransportAuto  = "auto"  // shared memory where ranks share a host, TCP elsewhere (the default)
+)
+
+// Transports lists the values of Transport, in the order messages name them.
+var Transports = []string{TransportTCP, TransportShm, TransportVerbs, TransportAuto}
+
+// TransportList is Transports in words, for error messages: "tcp, shm, verbs or auto".
+func TransportList() string {
+	return strings.Join(Transports[:len(Transports)-1], ", ") + " or " + Transports[len(Transports)-1]
+}
 
 // SegmentPrefix is the file-name prefix of a job's shared-memory segments, which comm creates
 // (one per rank) and the launcher removes if a rank died before comm unlinked its own.

@@ -1,4 +1,4 @@
-package comm
+package rdmadev
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"github.com/gorun-hpc/gorun/comm/internal/ibv"
 )
 
-// ListRDMADevices writes what the verbs transport can use, as gorun --list-devices shows it:
+// List writes what the verbs transport can use, as gorun --list-devices shows it:
 // each device libibverbs sees (name, transport, port state, GID table), then the software
 // device. Binaries built without the verbs tag list only the software device, and say so.
-func ListRDMADevices(w io.Writer) error {
+func List(w io.Writer) error {
 	if !ibv.Hardware() {
 		fmt.Fprintln(w, "# built without libibverbs (go build -tags verbs): RDMA hardware is not visible to this binary;")
 		fmt.Fprintf(w, "# only the software device %s (ranks on one host, for tests) is available\n", ibv.SoftName)

@@ -1,4 +1,4 @@
-package comm
+package rdmadev
 
 import (
 	"bytes"
@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRDMADevices: the values describe the devices and ports ListRDMADevices prints, the
+// TestDevices: the values describe the devices and ports List prints, the
 // software device among them.
-func TestRDMADevices(t *testing.T) {
-	_, devs, err := RDMADevices()
+func TestDevices(t *testing.T) {
+	_, devs, err := Devices()
 	require.NoError(t, err)
 	var buf bytes.Buffer
-	require.NoError(t, ListRDMADevices(&buf))
+	require.NoError(t, List(&buf))
 	soft := false
 	for _, d := range devs {
 		assert.Contains(t, buf.String(), d.Name+"\ttransport: ")

@@ -1,0 +1,214 @@
+package comm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gorun-hpc/gorun/comm/jobenv"
+)
+
+// The layers of a rank, bottom up:
+//
+//   - the rendezvous (rendezvous.go, bootstrap.go): every rank registers with rank 0 or the
+//     launcher and gets the table of all ranks: address, host, process;
+//   - the TCP mesh (tcp.go): one authenticated link per pair of ranks, always built; it is the
+//     liveness channel of every peer (heartbeats, a link that ends) and the data plane of the
+//     peers no other transport reaches;
+//   - the data transports of dataTransports below (shared memory, RDMA verbs), each set up over
+//     the mesh for the peers it reaches;
+//   - the route table (world.routes): which transport carries the messages to each peer, fixed
+//     once at bootstrap, and the progress mode (which transports a waiter polls);
+//   - liveness (liveness.go): a lost peer is reported once, to every transport and the engine;
+//   - the engine (engine.go): matching of messages and receives, common to all transports;
+//   - Comm (comm.go, p2p.go): ranks, tags, communicators.
+//
+// Goroutine ranks of Run use the in-process transport (inproc.go) alone instead.
+
+// A transportKind is a data transport the bootstrap can set up beside the TCP mesh. Adding a
+// transport is its files, its name in jobenv, and one line in dataTransports.
+type transportKind struct {
+	name string // its GORUN_TRANSPORT value
+	// auto: set up, for the peers it reaches, when GORUN_TRANSPORT is auto or unset.
+	auto bool
+	// check, if set, says before any set-up why the transport cannot carry every peer, as
+	// GORUN_TRANSPORT=name asks (nil: it can).
+	check func(me int, table []rankInfo) error
+	// setup connects this rank to the peers the transport reaches, exchanging what it needs
+	// over the mesh (every rank calls it, in the same order). It returns the transport and
+	// whether it reaches each world rank, or nil without error where it reaches none.
+	setup func(b *meshBootstrap) (tr transport, reach func(rank int) bool, err error)
+}
+
+// dataTransports lists the data transports, in the order auto tries them.
+var dataTransports = []transportKind{
+	{name: jobenv.TransportShm, auto: true, check: shmCheck, setup: shmSetup},
+	{name: jobenv.TransportVerbs, setup: verbsSetup},
+}
+
+// meshBootstrap is what a data transport's set-up gets: the world so far (every route on the
+// TCP mesh), the mesh, the rank's identity and the rendezvous table.
+type meshBootstrap struct {
+	w       *world
+	mesh    *tcpTransport
+	id      identity
+	table   []rankInfo
+	jobHash uint64
+}
+
+// route is how messages reach one peer.
+type route struct {
+	tr transport
+	// direct, when set, sends and receives small blocking messages with no Request (shm_fast.go).
+	direct directLink
+}
+
+// directLink is a peer link with allocation-free blocking Send and Recv. Each reports false,
+// having done nothing, where the general path must take the operation.
+type directLink interface {
+	sendDirect(c *Comm, b []byte, tag int) (bool, error)
+	recvDirect(c *Comm, b []byte, src, tag int) (bool, Status, error)
+}
+
+// progressSource is a transport whose waiters drive its progress: progressor's contract, plus
+// pollOnce, one non-blocking pass, so that a waiter can poll it beside the TCP links.
+type progressSource interface {
+	progressor
+	pollOnce() bool
+}
+
+// useTransports sets up the data transports GORUN_TRANSPORT asks for and builds the route
+// table and progress mode: every peer's messages go through the first transport that reaches
+// it, else the mesh.
+func useTransports(b *meshBootstrap) error {
+	w, name := b.w, b.id.transport
+	var kinds []transportKind
+	switch name {
+	case jobenv.TransportTCP:
+	case "", jobenv.TransportAuto:
+		for _, k := range dataTransports {
+			if k.auto {
+				kinds = append(kinds, k)
+			}
+		}
+	default:
+		for _, k := range dataTransports {
+			if k.name == name {
+				kinds = append(kinds, k)
+			}
+		}
+		if len(kinds) == 0 {
+			return fmt.Errorf("comm: %s=%q: want %s", jobenv.Transport, name, jobenv.TransportList())
+		}
+		if k := kinds[0]; k.check != nil {
+			if err := k.check(w.rank, b.table); err != nil {
+				return err
+			}
+		}
+	}
+	// While the data transports set up, their exchanges go over the mesh.
+	meshOnly := make([]route, w.size)
+	for r := range meshOnly {
+		if r != w.rank {
+			meshOnly[r].tr = b.mesh
+		}
+	}
+	w.setTransports([]transport{b.mesh})
+	w.routes = meshOnly
+	routes := append([]route(nil), meshOnly...)
+	trs := []transport{b.mesh}
+	var used []transport // data transports that carry some peer, other than the mesh
+	for _, k := range kinds {
+		tr, reach, err := k.setup(b)
+		if err != nil {
+			for i := len(trs) - 1; i >= 1; i-- {
+				trs[i].abandon(err)
+			}
+			return err
+		}
+		if tr == nil {
+			continue
+		}
+		trs = append(trs, tr)
+		carries := false
+		for r := range routes {
+			if r != w.rank && routes[r].tr == b.mesh && reach(r) {
+				routes[r].tr = tr
+				carries = true
+			}
+		}
+		if carries {
+			used = append(used, tr)
+		}
+	}
+	// Waiters poll the links that carry data.
+	var meshData []*tcpPeer
+	for r, rt := range routes {
+		if rt.tr == b.mesh {
+			meshData = append(meshData, b.mesh.peers[r])
+		}
+	}
+	b.mesh.dataPeers = meshData
+	prog, err := progressFor(used, b.mesh, len(meshData) > 0)
+	if err != nil {
+		for i := len(trs) - 1; i >= 1; i-- {
+			trs[i].abandon(err)
+		}
+		return err
+	}
+	w.prog = prog
+	if len(used) == 1 && len(meshData) == 0 {
+		// One transport carries everything: its links may take blocking messages directly.
+		if d, ok := used[0].(interface{ directTo(rank int) directLink }); ok {
+			for r := range routes {
+				if r != w.rank {
+					routes[r].direct = d.directTo(r)
+				}
+			}
+		}
+	}
+	w.setTransports(trs)
+	w.routes = routes
+	return nil
+}
+
+// progressFor is the progress mode of a rank whose data goes through the transports used
+// and, where meshData, the TCP mesh: a waiter polls what carries data.
+func progressFor(used []transport, mesh *tcpTransport, meshData bool) (progressor, error) {
+	switch {
+	case len(used) == 0:
+		return mesh, nil
+	case len(used) > 1:
+		return nil, errors.New("comm: more than one data transport besides TCP carries messages: no progress mode for that")
+	}
+	if !meshData {
+		if p, ok := used[0].(progressor); ok {
+			return p, nil
+		}
+		return nil, nil // completions come from the transport's own goroutines
+	}
+	if ps, ok := used[0].(progressSource); ok {
+		return mixedProgress{data: ps, tcp: mesh}, nil
+	}
+	return nil, fmt.Errorf("comm: %T carries some peers and TCP the others, but it cannot be polled beside TCP", used[0])
+}
+
+// finalizeTransports closes the world's transports after the final barrier: the data
+// transports first, the TCP mesh, their liveness channel, last.
+func (w *world) finalizeTransports() error {
+	var first error
+	trs := w.transports()
+	for i := len(trs) - 1; i >= 0; i-- {
+		if err := trs[i].finalize(); first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// abandonTransports closes the world's transports at once, as the process's exit would.
+func (w *world) abandonTransports(cause error) {
+	trs := w.transports()
+	for i := len(trs) - 1; i >= 0; i-- {
+		trs[i].abandon(cause)
+	}
+}
