@@ -344,12 +344,12 @@ func checkDupIsolation(c *Comm) error {
 	next, prev := (r+1)%n, (r+n-1)%n
 	a := Isend(c, []int32{1}, next, 0)
 	b := Isend(d, []int32{2}, next, 0)
-	x := Isend(c.Coll(), []int32{3}, next, 0)
+	x := Isend(c.collComm(), []int32{3}, next, 0)
 	got := []int32{0}
 	for _, want := range []struct {
 		comm *Comm
 		v    int32
-	}{{d, 2}, {c.Coll(), 3}, {c, 1}} {
+	}{{d, 2}, {c.collComm(), 3}, {c, 1}} {
 		if _, err := Recv(want.comm, got, prev, 0); err != nil {
 			return err
 		}

@@ -178,15 +178,15 @@ func (c *Comm) commRank(w int) int {
 	return -1
 }
 
-// Coll returns the communicator over the same group whose message space is reserved for
+// collComm returns the communicator over the same group whose message space is reserved for
 // collective algorithms, so that their traffic never matches user point-to-point messages. It
 // does not communicate.
-func (c *Comm) Coll() *Comm { return c.sh.coll }
+func (c *Comm) collComm() *Comm { return c.sh.coll }
 
-// NextCollTag returns the tag of the next collective operation on c. Every rank calls it in the
+// nextCollTag returns the tag of the next collective operation on c. Every rank calls it in the
 // same collective order and gets the same value, so overlapping non-blocking collectives use
 // distinct tags. Tags cycle within [1<<20, 1<<30).
-func (c *Comm) NextCollTag() int { return collTag(c.sh.seq.Add(1)) }
+func (c *Comm) nextCollTag() int { return collTag(c.sh.seq.Add(1)) }
 
 func collTag(seq uint64) int { return collTagBase + int(seq%collTagSpan) }
 
@@ -247,7 +247,7 @@ func mixCtx(parent, seq uint64) uint64 {
 // allgatherPair gathers two int64 per rank on c's collective space: through rank 0, which is
 // plenty for communicator management (not a data path).
 func (c *Comm) allgatherPair(a, b int64, tag int) ([]int64, error) {
-	cc := c.Coll()
+	cc := c.collComm()
 	n := c.Size()
 	all := make([]int64, 2*n)
 	all[2*c.rank], all[2*c.rank+1] = a, b
@@ -274,7 +274,7 @@ func (c *Comm) allgatherPair(a, b int64, tag int) ([]int64, error) {
 
 // barrier is a simple gather-release barrier for Finalize (collectives has the fast one).
 func (c *Comm) barrier() error {
-	_, err := c.allgatherPair(0, 0, c.NextCollTag())
+	_, err := c.allgatherPair(0, 0, c.nextCollTag())
 	return err
 }
 

@@ -149,7 +149,7 @@ func TestSingletonSelfMessages(t *testing.T) {
 
 func TestCollTagsAgree(t *testing.T) {
 	require.NoError(t, Run(3, func(c *Comm) error {
-		tags := []int{c.NextCollTag(), c.Coll().NextCollTag(), c.NextCollTag()}
+		tags := []int{c.nextCollTag(), c.collComm().nextCollTag(), c.nextCollTag()}
 		all := make([]int, 9)
 		copy(all[3*c.Rank():], tags)
 		for r := 0; r < 3; r++ {
