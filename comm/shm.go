@@ -34,9 +34,9 @@ const (
 	shmRingCap    = 1 << 20
 	// A waiter with a core of its own polls this long before it sleeps: about what a
 	// descheduled peer on a busy host takes to answer (a shorter spin turns each such delay
-	// into a futex sleep and wake, ~100 us), and little against a wait that long. It does
-	// not yield the core meanwhile: under another job's load, yielding let the scheduler keep
-	// both ranks of a ping-pong on one core (8 us one-way instead of 0.27).
+	// into a futex sleep and wake), and little against a wait that long. It does not yield
+	// the core meanwhile: under another job's load, yielding lets the scheduler keep both
+	// ranks of a ping-pong on one core.
 	shmSpinTime = time.Millisecond
 	// A waiter on a host with more ranks than cores polls this many times, yielding the core
 	// every shmYieldEvery polls (its peer may need it), before it sleeps.
@@ -45,9 +45,7 @@ const (
 	shmBusyNap = 10 * time.Millisecond
 	// shmIdleNapMax: the longest nap of the background goroutine while nothing comes (its
 	// naps double from 20 us). Each wake takes a thread, and on a host whose cores all
-	// compute, a core: a whole HPL 1x2 run (two ranks, ~9 s) had a median of 66 thousand
-	// context switches at a 1 ms cap, 57 thousand at 10 ms. Traffic nobody waits for waits
-	// that long at most (a waiter polls).
+	// compute, a core. Traffic nobody waits for waits that long at most (a waiter polls).
 	shmIdleNapMax = 10 * time.Millisecond
 	shmYieldEvery = 16
 	// shmBellTimeout: the longest sleep of the background goroutine on the doorbell
@@ -59,8 +57,7 @@ const (
 	// wake word: a goroutine blocked in the futex syscall holds its processor, which the
 	// runtime's monitor thread takes back after 20 us when no other is idle, and each such
 	// hand-off sends the monitor into a millisecond of 20 us wake-ups, every one of which
-	// preempts a computing thread on a host whose cores all compute (HPL 1x2, N=8000, two
-	// ranks on two cores: ~10 thousand monitor sleeps per run, ~4 thousand with naps).
+	// preempts a computing thread on a host whose cores all compute.
 	shmPatientNapMin = 20 * time.Microsecond
 	shmPatientNapMax = time.Millisecond
 )

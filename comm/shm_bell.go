@@ -19,8 +19,7 @@ import (
 // it armed after writing a record disarms it and writes one byte into the pipe. Patient
 // waiters (Comm.Patient) leave their progress to that goroutine. Naps, the alternative, wake
 // up to a thousand times a second, and on a host whose cores all compute each wake preempts a
-// computing thread; a futex sleep holds a processor that the runtime's monitor takes back
-// after 20 us, after which the monitor itself polls every 20 us for a while.
+// computing thread; a futex sleep holds a processor (see shmPatientNapMin in shm.go).
 type shmBell struct {
 	path   string
 	reader *os.File // in the network poller: a read parks the goroutine

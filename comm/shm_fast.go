@@ -4,10 +4,9 @@ package comm
 
 // Blocking Send and Recv of small messages to and from a shared-memory peer allocate nothing:
 // the send writes its record at once (it never needed a Request), and the receive reuses one
-// recvOp per world. A ping-pong allocated two objects per round trip before; on a run of a
-// few milliseconds the heap then grows into fresh pages, each one a page fault (5-20 us on
-// these VMs) every 16 round trips or so, and a longer run spends the same in GC cycles,
-// whose workers take a core from a spinning rank.
+// recvOp per world. Allocations per round trip would make the heap grow into fresh pages,
+// each one a page fault, and a longer run pay the same in GC cycles, whose workers take a
+// core from a spinning rank.
 
 // sendDirect sends b to the shared-memory peer, a small message at once, when the link is in
 // good standing; it reports false (having done nothing) otherwise, and the general path, which

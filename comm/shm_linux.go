@@ -67,8 +67,7 @@ func futexWake(addr *uint32) {
 // osYield gives the core to another thread of the machine: on an oversubscribed host the peer
 // a waiter polls for may be waiting for this very core. It is a raw call: through the runtime's
 // syscall path, a yield that lasts the other task's whole turn lets sysmon take the processor
-// away, and getting it back costs more than the yield (np=4 on 2 cores, 8-byte allreduce over
-// TCP: 110-150 us as a scheduler-aware call, 65-85 us raw).
+// away, and getting it back costs more than the yield.
 func osYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // mapPopulate allocates and maps a segment's pages when it is mapped (see segPopulateMax).

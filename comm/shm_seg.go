@@ -77,9 +77,8 @@ type ring struct {
 
 // segPopulateMax: segments up to this size are mapped with their pages allocated and mapped
 // up front (on Linux), by the owner and by each peer. Otherwise every 4 KiB page of a ring
-// faults on the first lap in the producer and again in the consumer: a ping-pong of 8-byte
-// messages took such a fault every 64 messages, each costing ~5-20 us, which was most of its
-// mean latency over a short run. Larger segments (many ranks on one host) stay lazy, as
+// faults on the first lap in the producer and again in the consumer, which would dominate the
+// mean latency of a short run of small messages. Larger segments (many ranks on one host) stay lazy, as
 // pairs that never talk need not commit their rings.
 const segPopulateMax = 64 << 20
 

@@ -12,13 +12,9 @@ import (
 
 // epollWaiter sleeps on the links through an epoll set of its own whose descriptor is in Go's
 // netpoller: the goroutine parks in the scheduler, holding no processor, where one blocked
-// in poll(2) holds its processor for the whole sleep. The runtime's monitor thread takes such
-// a processor back after 20 us when no other is idle, and each hand-off sends the monitor
-// into a millisecond of 20 us wake-ups, every one of which preempts a computing thread on a
-// host whose cores all compute. The background goroutine's 100 ms sleeps did that ten times a
-// second on every rank with links, shared-memory jobs included (their links carry liveness):
-// with this waiter (and patient waits kept out of futex sleeps) an HPL 1x2 run's monitor
-// slept about 900 times instead of 10 thousand.
+// in poll(2) holds its processor for the whole sleep, which the runtime's monitor thread
+// hands off at the cost of preempting computing threads (see shmPatientNapMin in shm.go).
+// Every rank with links sleeps here, shared-memory jobs included (their links carry liveness).
 type epollWaiter struct {
 	epfd   int
 	f      *os.File // epfd, readable when a descriptor of the set is ready
