@@ -11,7 +11,7 @@ import (
 
 // kTwin is the pure-Go dot product each K-quant kernel must match bit for bit.
 var kTwin = map[gguf.Type]func(row []byte, v *Vec) float32{
-	gguf.Q4_K: dotQ4_K, gguf.Q5_K: dotQ5_K, gguf.Q6_K: dotQ6_K,
+	gguf.Q4_K: dotQ4_K, gguf.Q5_K: dotQ5_K, gguf.Q6_K: dotQ6_K, gguf.IQ4_XS: dotIQ4_XS,
 }
 
 // kVec makes a Q8_K vector of nb blocks with quants from q (any int8, -128 included, which
@@ -52,9 +52,19 @@ func kRow(t gguf.Type, nb int, fill func(i int) byte, d, dmin uint16) []byte {
 	return row
 }
 
-// The assembly K-quant kernels (Dot and MatVec) against their Go twins, bit for bit: random
-// blocks and scales of both signs and all magnitudes, all-zero, all-max levels and scales,
-// activations at -128 and 127.
+// The assembly K-quant and IQ4_XS kernels (Dot and MatVec) against their Go twins, bit for
+// bit: random blocks and scales of both signs and all magnitudes, all-zero, all-max levels and
+// scales, activations at -128 and 127; on arm64 both the SDOT and the baseline NEON path.
+// kCase is one kind of row and vector TestKQuantKernelsMatchGo tries.
+type kCase struct {
+	name    string
+	nb      int
+	fill    func(i int) byte
+	d, dmin func() uint16
+	vd      float32
+	q       func(i int) int8
+}
+
 func TestKQuantKernelsMatchGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	randF16 := func() uint16 {
@@ -65,18 +75,10 @@ func TestKQuantKernelsMatchGo(t *testing.T) {
 			}
 		}
 	}
-	type tcase struct {
-		name    string
-		nb      int
-		fill    func(i int) byte
-		d, dmin func() uint16
-		vd      float32
-		q       func(i int) int8
-	}
 	rnd := func(i int) byte { return byte(r.IntN(256)) }
 	rq := func(i int) int8 { return int8(r.IntN(256) - 128) }
 	fixed := func(h uint16) func() uint16 { return func() uint16 { return h } }
-	cases := []tcase{
+	cases := []kCase{
 		{"random", 4, rnd, randF16, randF16, 0.37, rq},
 		{"random-small-scales", 3, rnd, func() uint16 { return F32ToF16(float32(r.Float64() * 0.01)) }, func() uint16 { return F32ToF16(float32(r.Float64() * 0.01)) }, 1.0 / 127, rq},
 		{"zero", 2, func(int) byte { return 0 }, fixed(0), fixed(0), 0, func(int) int8 { return 0 }},
@@ -85,38 +87,46 @@ func TestKQuantKernelsMatchGo(t *testing.T) {
 		{"alternating", 8, func(i int) byte { return byte(0xf0 ^ -(i & 1)) }, fixed(0x3555), fixed(0xb555), -0.5, func(i int) int8 { return int8(127 - 255*(i&1)) }},
 		{"random-one-block", 1, rnd, randF16, randF16, 2.5, rq},
 	}
-	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
-		twin := kTwin[typ]
-		for _, tc := range cases {
-			for trial := 0; trial < 8; trial++ {
-				const rows = 5
-				bs := typ.TypeSize()
-				data := make([]byte, 0, rows*tc.nb*bs)
-				for range rows {
-					data = append(data, kRow(typ, tc.nb, tc.fill, 0, 0)...)
+	for _, dp := range dotprodPaths() {
+		restore := setDotprod(dp)
+		defer restore()
+		for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+			kernelCases(t, typ, dp, cases)
+		}
+	}
+}
+
+func kernelCases(t *testing.T, typ gguf.Type, dp bool, cases []kCase) {
+	twin := kTwin[typ]
+	for _, tc := range cases {
+		for trial := 0; trial < 8; trial++ {
+			const rows = 5
+			bs := typ.TypeSize()
+			data := make([]byte, 0, rows*tc.nb*bs)
+			for range rows {
+				data = append(data, kRow(typ, tc.nb, tc.fill, 0, 0)...)
+			}
+			for off := 0; off < len(data); off += bs { // per-block scales
+				if typ == gguf.Q6_K {
+					binary.LittleEndian.PutUint16(data[off+208:], tc.d())
+				} else {
+					binary.LittleEndian.PutUint16(data[off:], tc.d())
+					binary.LittleEndian.PutUint16(data[off+2:], tc.dmin())
 				}
-				for off := 0; off < len(data); off += bs { // per-block scales
-					if typ == gguf.Q6_K {
-						binary.LittleEndian.PutUint16(data[off+208:], tc.d())
-					} else {
-						binary.LittleEndian.PutUint16(data[off:], tc.d())
-						binary.LittleEndian.PutUint16(data[off+2:], tc.dmin())
-					}
-				}
-				v := kVec(tc.nb, tc.vd, tc.q)
-				m, err := NewMatrix(typ, rows, tc.nb*QK_K, data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				y := make([]float32, rows)
-				MatVec(nil, m, v, y)
-				for i := 0; i < rows; i++ {
-					want := twin(m.Row(i), v)
-					got := Dot(typ, m.Row(i), v)
-					if math.Float32bits(got) != math.Float32bits(want) || math.Float32bits(y[i]) != math.Float32bits(want) {
-						t.Fatalf("%s %s trial %d row %d: Dot %v (%#x), MatVec %v (%#x), Go %v (%#x)", typ, tc.name, trial, i,
-							got, math.Float32bits(got), y[i], math.Float32bits(y[i]), want, math.Float32bits(want))
-					}
+			}
+			v := kVec(tc.nb, tc.vd, tc.q)
+			m, err := NewMatrix(typ, rows, tc.nb*QK_K, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			y := make([]float32, rows)
+			MatVec(nil, m, v, y)
+			for i := 0; i < rows; i++ {
+				want := twin(m.Row(i), v)
+				got := Dot(typ, m.Row(i), v)
+				if math.Float32bits(got) != math.Float32bits(want) || math.Float32bits(y[i]) != math.Float32bits(want) {
+					t.Fatalf("%s %s (dotprod %v) trial %d row %d: Dot %v (%#x), MatVec %v (%#x), Go %v (%#x)", typ, tc.name, dp, trial, i,
+						got, math.Float32bits(got), y[i], math.Float32bits(y[i]), want, math.Float32bits(want))
 				}
 			}
 		}
