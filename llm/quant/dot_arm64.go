@@ -13,6 +13,19 @@ func matVecQ4_0NEON(w *byte, stride int, x *byte, xd *float32, sum8 *int32, nb, 
 //go:noescape
 func matVecIQ4_NLNEON(w *byte, stride int, x *byte, xd *float32, nb, rows int, out *float32, dp bool)
 
+// kernelISA names the instruction set of the matrix-vector kernel for weights of type t, ""
+// for the pure-Go one.
+func kernelISA(t gguf.Type) string {
+	switch t {
+	case gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS:
+		if useDotprod {
+			return "NEON dotprod"
+		}
+		return "NEON"
+	}
+	return ""
+}
+
 // Kernel names the dot-product implementation in use.
 func Kernel() string {
 	if useDotprod {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gorun-hpc/gorun/llm/gguf"
@@ -189,6 +191,38 @@ func TestQuantizeQ8_KMatchesGo(t *testing.T) {
 		quantizeQ8_KBlock(blk(b), &want)
 		if math.Float32bits(got[b].D) != math.Float32bits(want.D) || got[b].Qs != want.Qs || got[b].Bsums != want.Bsums {
 			t.Fatalf("block %d: D %v Qs %v Bsums %v, Go: D %v Qs %v Bsums %v", b, got[b].D, got[b].Qs, got[b].Bsums, want.D, want.Qs, want.Bsums)
+		}
+	}
+}
+
+// KernelName: the instruction set agrees with the CPU detection (Kernel), the activation
+// representation with VecType, and a type without kernels is an error listing the supported.
+func TestKernelName(t *testing.T) {
+	if _, err := KernelName(gguf.IQ2_XXS); err == nil || !strings.Contains(err.Error(), "IQ2_XXS") ||
+		!strings.Contains(err.Error(), SupportedNames()) {
+		t.Fatalf("IQ2_XXS: %v", err)
+	}
+	asm := map[string][]gguf.Type{
+		"avx2":         {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K},
+		"avx2+vnni":    {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K},
+		"neon":         {gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
+		"neon+dotprod": {gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
+	}[Kernel()]
+	isa := map[string]string{"avx2": "AVX2", "avx2+vnni": "AVX2", "neon": "NEON", "neon+dotprod": "NEON dotprod"}[Kernel()]
+	for _, typ := range SupportedTypes() {
+		name, err := KernelName(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "pure-Go"
+		if slices.Contains(asm, typ) {
+			want = isa
+			if Kernel() == "avx2+vnni" && (typ == gguf.Q8_0 || typ == gguf.Q4_0) {
+				want = "AVX-512 VNNI"
+			}
+		}
+		if want += " " + typ.String() + " x " + VecType(typ).String(); name != want {
+			t.Errorf("%s: %q, want %q (kernel %s)", typ, name, want, Kernel())
 		}
 	}
 }
