@@ -53,16 +53,30 @@ const kquantTol = 0.05
 // 1024, 16 heads of 64, 8 KV heads; at TP=4 each rank's attn_output columns are one 256 block,
 // and the FFN of 5 blocks splits unevenly, as 2816's 11 do) with one layer, FFN 1280 and a
 // vocabulary of 512. GORUN_KQUANT_REF names another reference file (the full 349M shape's,
-// too large to check in).
+// too large to check in), GORUN_KQUANT_DIR the directory of its model files, GORUN_KQUANT_TOL
+// the tolerance (24 layers of random weights amplify the level flips described at kquantTol).
 func TestKQuantTPMatchesLlamaCpp(t *testing.T) {
 	refs := readKQuantRefs(t, cmp.Or(os.Getenv("GORUN_KQUANT_REF"), "testdata/kquant-tp-small.json"))
 	shape, seed, err := parseMkmodel(refs.Mkmodel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	tol := kquantTol
+	if s := os.Getenv("GORUN_KQUANT_TOL"); s != "" {
+		if tol, err = strconv.ParseFloat(s, 64); err != nil || !(tol > 0) {
+			t.Fatalf("GORUN_KQUANT_TOL=%q: want a positive number", s)
+		}
+	}
+	// GORUN_KQUANT_DIR: the files kquantref.sh quantized (PRESET.gguf), instead of making them
+	// here again (minutes for the 349M shape).
+	dir, made := os.Getenv("GORUN_KQUANT_DIR"), false
+	if dir == "" {
+		dir, made = t.TempDir(), true
+	}
 	f16 := filepath.Join(dir, "F16.gguf")
-	writeSynthetic(t, f16, shape, gguf.F16, seed)
+	if made {
+		writeSynthetic(t, f16, shape, gguf.F16, seed)
+	}
 	for _, preset := range []string{"Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS", "Q3_K_M", "Q2_K"} {
 		t.Run(preset, func(t *testing.T) {
 			ref, ok := refs.Presets[preset]
@@ -70,14 +84,18 @@ func TestKQuantTPMatchesLlamaCpp(t *testing.T) {
 				t.Fatalf("%s: reference incomplete", preset)
 			}
 			path := filepath.Join(dir, preset+".gguf")
-			quantizeFile(t, f16, path, preset)
+			if made {
+				quantizeFile(t, f16, path, preset)
+			}
 			checked := 0
 			for _, p := range []int{1, 2, 4} {
-				checked += checkForced(t, fmt.Sprintf("%s TP=%d", preset, p), path, p, refs.Prompt, ref)
+				checked += checkForced(t, fmt.Sprintf("%s TP=%d", preset, p), path, p, refs.Prompt, ref, tol)
 			}
-			// Random weights leave near-ties; most steps must still be decided clearly.
-			if total := 3 * refs.Steps; checked < total/2 {
-				t.Errorf("only %d of %d steps had a margin above %g", checked, total, 2*kquantTol)
+			// Random weights leave near-ties; in the checked-in reference most steps are still
+			// decided clearly, and one regenerated with fewer would check too few tokens. (The
+			// 24-layer 349M shape's margins are smaller: its runs report their count.)
+			if total := 3 * refs.Steps; checked < total/2 && os.Getenv("GORUN_KQUANT_REF") == "" {
+				t.Errorf("only %d of %d steps had a margin above %g", checked, total, 2*tol)
 			}
 		})
 	}
@@ -85,7 +103,7 @@ func TestKQuantTPMatchesLlamaCpp(t *testing.T) {
 
 // checkForced decodes ref's tokens at degree p and compares with ref; it returns the number
 // of steps whose argmax was compared.
-func checkForced(t *testing.T, name, path string, p int, prompt []int32, ref kquantRef) int {
+func checkForced(t *testing.T, name, path string, p int, prompt []int32, ref kquantRef, tol float64) int {
 	t.Helper()
 	type out struct {
 		logits [][]float32
@@ -131,21 +149,22 @@ func checkForced(t *testing.T, name, path string, p int, prompt []int32, ref kqu
 		t.Fatalf("%s: %v", name, err)
 	}
 	got := res[0]
-	var worst float64
+	var worst, mag float64
 	for s, want := range ref.Logits {
 		if len(got.logits[s]) != len(want) {
 			t.Fatalf("%s step %d: %d logits, llama.cpp %d", name, s, len(got.logits[s]), len(want))
 		}
 		for i := range want {
 			worst = max(worst, math.Abs(float64(got.logits[s][i]-want[i])))
+			mag = max(mag, math.Abs(float64(want[i])))
 		}
 	}
-	if worst > kquantTol {
-		t.Errorf("%s: logits differ from llama.cpp's by up to %.4g (tolerance %g)", name, worst, kquantTol)
+	if worst > tol {
+		t.Errorf("%s: logits differ from llama.cpp's by up to %.4g (tolerance %g)", name, worst, tol)
 	}
 	checked := 0
 	for s, want := range ref.Tokens {
-		if float64(ref.Margins[s]) <= 2*kquantTol {
+		if float64(ref.Margins[s]) <= 2*tol {
 			continue
 		}
 		checked++
@@ -153,7 +172,7 @@ func checkForced(t *testing.T, name, path string, p int, prompt []int32, ref kqu
 			t.Errorf("%s step %d: argmax %d, llama.cpp %d (margin %.3g)", name, s, got.argmax[s], want, ref.Margins[s])
 		}
 	}
-	t.Logf("%s: logits within %.3g of llama.cpp's, %d of %d steps' argmax compared", name, worst, checked, len(ref.Tokens))
+	t.Logf("%s: logits (largest %.3g) within %.3g of llama.cpp's, %d of %d steps' argmax compared", name, mag, worst, checked, len(ref.Tokens))
 	return checked
 }
 
