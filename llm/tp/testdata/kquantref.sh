@@ -4,6 +4,10 @@
 # Usage: kquantref.sh OUT.json STEPS -- MKMODEL-FLAGS...
 #   KQUANTREF: the kquantref binary (kquantref.c built against llama.cpp); LLM: an llm binary.
 set -euo pipefail
+if [ $# -lt 4 ] || [ "$3" != "--" ]; then
+	echo "usage: kquantref.sh OUT.json STEPS -- MKMODEL-FLAGS..." >&2
+	exit 2
+fi
 out=$1 steps=$2
 shift 3
 prompt="1 300 17 42 99"
