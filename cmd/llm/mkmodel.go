@@ -138,12 +138,37 @@ func info(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "  %-45s %-8s %s\n", kv.Key, kv.Type, v)
 	}
+	// The kernel each tensor's products run on (from the quant registry and the CPU
+	// detection); a type without one is an error naming the tensor.
+	kernels := map[gguf.Type]string{}
+	for _, t := range f.Tensors {
+		if _, ok := kernels[t.Type]; ok {
+			continue
+		}
+		k, err := quant.KernelName(t.Type)
+		if err != nil {
+			fmt.Fprintf(stdout, "tensor types: %s\n", typeSummary(f.Tensors))
+			return fmt.Errorf("tensor %s has type %s, which gorun has no kernel for (supported: %s)", t.Name, t.Type, quant.SupportedNames())
+		}
+		kernels[t.Type] = k
+	}
 	if *tensors {
+		untied := slices.ContainsFunc(f.Tensors, func(t gguf.TensorInfo) bool { return t.Name == "output.weight" })
 		for _, t := range f.Tensors {
-			fmt.Fprintf(stdout, "  %-32s %-6s %v\n", t.Name, t.Type, t.Dims)
+			k := kernels[t.Type]
+			switch {
+			case len(t.Dims) < 2:
+				k = "-" // a vector (norm weights, biases): read elementwise, no product kernel
+			case t.Name == "token_embd.weight" && untied:
+				k = "rows dequantized on lookup"
+			}
+			fmt.Fprintf(stdout, "  %-32s %-6s %-16s %s\n", t.Name, t.Type, fmt.Sprint(t.Dims), k)
 		}
 	}
 	fmt.Fprintf(stdout, "tensor types: %s\n", typeSummary(f.Tensors))
+	for _, typ := range slices.Sorted(maps.Keys(kernels)) {
+		fmt.Fprintf(stdout, "  %-6s kernel %s\n", typ, kernels[typ])
+	}
 	cfg, err := model.ReadConfig(f)
 	if err != nil {
 		return err

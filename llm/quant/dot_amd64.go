@@ -312,6 +312,24 @@ func dotF16(row []byte, x []uint16) float32 {
 	return s
 }
 
+// kernelISA names the instruction set of the matrix-vector kernel for weights of type t, ""
+// for the pure-Go one.
+func kernelISA(t gguf.Type) string {
+	if !useAVX2 {
+		return ""
+	}
+	switch t {
+	case gguf.Q8_0, gguf.Q4_0:
+		if useVNNI {
+			return "AVX-512 VNNI"
+		}
+		return "AVX2"
+	case gguf.F32, gguf.F16, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
+		return "AVX2"
+	}
+	return ""
+}
+
 // Kernel names the dot-product implementation in use.
 func Kernel() string {
 	if useVNNI {

@@ -2,8 +2,8 @@
 
 package quant
 
-// The kernels that have no assembly outside amd64 (arm64 has NEON for the Q8_0 and Q4_0 row
-// products only, in dot_arm64.go).
+// The kernels that have no assembly outside amd64 (arm64's NEON ones are row kernels, in
+// dot_arm64.go and kquant_arm64.go).
 
 func dotQ8_0(w, x []byte) float32            { return dotQ8_0Generic(w, x) }
 func dotQ4_0(w, x []byte) float32            { return dotQ4_0Generic(w, x) }

@@ -2,6 +2,11 @@
 
 package quant
 
+import "github.com/gorun-hpc/gorun/llm/gguf"
+
+// kernelISA: every kernel is pure Go here.
+func kernelISA(t gguf.Type) string { return "" }
+
 // Kernel names the dot-product implementation in use.
 func Kernel() string { return "go" }
 

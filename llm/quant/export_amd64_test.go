@@ -9,3 +9,7 @@ func setVNNI(on bool) func() {
 	useVNNI = on && old
 	return func() { useVNNI = old }
 }
+
+func dotprodPaths() []bool { return []bool{false} }
+
+func setDotprod(on bool) func() { return func() {} }

@@ -1,5 +1,9 @@
-//go:build !amd64 || noasm
+//go:build (!amd64 && !arm64) || noasm
 
 package quant
 
 func setVNNI(on bool) func() { return func() {} }
+
+func dotprodPaths() []bool { return []bool{false} }
+
+func setDotprod(on bool) func() { return func() {} }

@@ -17,7 +17,7 @@ func init() {
 	register(format{typ: gguf.IQ4_NL, blockSize: 32, blockBytes: BlockIQ4_NL, vec: gguf.Q8_0,
 		dequant: func(src []byte, dst []float32) { blocks(src, dst, BlockIQ4_NL, 32, dequantIQ4_NL) },
 		quant:   func(src []float32, dst []byte) { qblocks(src, dst, 32, BlockIQ4_NL, quantizeIQ4_NLBlock) },
-		dot:     dotIQ4_NL,
+		dot:     dotIQ4_NLVec,
 	})
 }
 

@@ -15,7 +15,8 @@ func init() {
 	register(format{typ: gguf.IQ4_XS, blockSize: QK_K, blockBytes: BlockIQ4_XS, vec: gguf.Q8_K,
 		dequant: func(src []byte, dst []float32) { blocks(src, dst, BlockIQ4_XS, QK_K, dequantIQ4_XS) },
 		quant:   func(src []float32, dst []byte) { qblocks(src, dst, QK_K, BlockIQ4_XS, quantizeIQ4_XSBlock) },
-		dot:     dotIQ4_XS,
+		dot:     dotIQ4_XSVec,
+		rows:    rowsIQ4_XS,
 	})
 }
 

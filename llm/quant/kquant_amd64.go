@@ -92,3 +92,11 @@ func dotQ6_KVec(row []byte, v *Vec) float32 {
 func rowsQ6_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 	return kRows(dotQ6_KRowsAVX2, BlockQ6_K, m, v, y, lo, hi)
 }
+
+// IQ4_XS and IQ4_NL have no amd64 assembly: the Go twins, row by row.
+
+func dotIQ4_XSVec(row []byte, v *Vec) float32 { return dotIQ4_XS(row, v) }
+
+func dotIQ4_NLVec(row []byte, v *Vec) float32 { return dotIQ4_NL(row, v) }
+
+func rowsIQ4_XS(m *Matrix, v *Vec, y []float32, lo, hi int) bool { return false }

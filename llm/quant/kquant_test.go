@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gorun-hpc/gorun/llm/gguf"
@@ -11,7 +13,7 @@ import (
 
 // kTwin is the pure-Go dot product each K-quant kernel must match bit for bit.
 var kTwin = map[gguf.Type]func(row []byte, v *Vec) float32{
-	gguf.Q4_K: dotQ4_K, gguf.Q5_K: dotQ5_K, gguf.Q6_K: dotQ6_K,
+	gguf.Q4_K: dotQ4_K, gguf.Q5_K: dotQ5_K, gguf.Q6_K: dotQ6_K, gguf.IQ4_XS: dotIQ4_XS,
 }
 
 // kVec makes a Q8_K vector of nb blocks with quants from q (any int8, -128 included, which
@@ -52,9 +54,19 @@ func kRow(t gguf.Type, nb int, fill func(i int) byte, d, dmin uint16) []byte {
 	return row
 }
 
-// The assembly K-quant kernels (Dot and MatVec) against their Go twins, bit for bit: random
-// blocks and scales of both signs and all magnitudes, all-zero, all-max levels and scales,
-// activations at -128 and 127.
+// The assembly K-quant and IQ4_XS kernels (Dot and MatVec) against their Go twins, bit for
+// bit: random blocks and scales of both signs and all magnitudes, all-zero, all-max levels and
+// scales, activations at -128 and 127; on arm64 both the SDOT and the baseline NEON path.
+// kCase is one kind of row and vector TestKQuantKernelsMatchGo tries.
+type kCase struct {
+	name    string
+	nb      int
+	fill    func(i int) byte
+	d, dmin func() uint16
+	vd      float32
+	q       func(i int) int8
+}
+
 func TestKQuantKernelsMatchGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	randF16 := func() uint16 {
@@ -65,18 +77,10 @@ func TestKQuantKernelsMatchGo(t *testing.T) {
 			}
 		}
 	}
-	type tcase struct {
-		name    string
-		nb      int
-		fill    func(i int) byte
-		d, dmin func() uint16
-		vd      float32
-		q       func(i int) int8
-	}
 	rnd := func(i int) byte { return byte(r.IntN(256)) }
 	rq := func(i int) int8 { return int8(r.IntN(256) - 128) }
 	fixed := func(h uint16) func() uint16 { return func() uint16 { return h } }
-	cases := []tcase{
+	cases := []kCase{
 		{"random", 4, rnd, randF16, randF16, 0.37, rq},
 		{"random-small-scales", 3, rnd, func() uint16 { return F32ToF16(float32(r.Float64() * 0.01)) }, func() uint16 { return F32ToF16(float32(r.Float64() * 0.01)) }, 1.0 / 127, rq},
 		{"zero", 2, func(int) byte { return 0 }, fixed(0), fixed(0), 0, func(int) int8 { return 0 }},
@@ -85,38 +89,46 @@ func TestKQuantKernelsMatchGo(t *testing.T) {
 		{"alternating", 8, func(i int) byte { return byte(0xf0 ^ -(i & 1)) }, fixed(0x3555), fixed(0xb555), -0.5, func(i int) int8 { return int8(127 - 255*(i&1)) }},
 		{"random-one-block", 1, rnd, randF16, randF16, 2.5, rq},
 	}
-	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
-		twin := kTwin[typ]
-		for _, tc := range cases {
-			for trial := 0; trial < 8; trial++ {
-				const rows = 5
-				bs := typ.TypeSize()
-				data := make([]byte, 0, rows*tc.nb*bs)
-				for range rows {
-					data = append(data, kRow(typ, tc.nb, tc.fill, 0, 0)...)
+	for _, dp := range dotprodPaths() {
+		restore := setDotprod(dp)
+		defer restore()
+		for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+			kernelCases(t, typ, dp, cases)
+		}
+	}
+}
+
+func kernelCases(t *testing.T, typ gguf.Type, dp bool, cases []kCase) {
+	twin := kTwin[typ]
+	for _, tc := range cases {
+		for trial := 0; trial < 8; trial++ {
+			const rows = 5
+			bs := typ.TypeSize()
+			data := make([]byte, 0, rows*tc.nb*bs)
+			for range rows {
+				data = append(data, kRow(typ, tc.nb, tc.fill, 0, 0)...)
+			}
+			for off := 0; off < len(data); off += bs { // per-block scales
+				if typ == gguf.Q6_K {
+					binary.LittleEndian.PutUint16(data[off+208:], tc.d())
+				} else {
+					binary.LittleEndian.PutUint16(data[off:], tc.d())
+					binary.LittleEndian.PutUint16(data[off+2:], tc.dmin())
 				}
-				for off := 0; off < len(data); off += bs { // per-block scales
-					if typ == gguf.Q6_K {
-						binary.LittleEndian.PutUint16(data[off+208:], tc.d())
-					} else {
-						binary.LittleEndian.PutUint16(data[off:], tc.d())
-						binary.LittleEndian.PutUint16(data[off+2:], tc.dmin())
-					}
-				}
-				v := kVec(tc.nb, tc.vd, tc.q)
-				m, err := NewMatrix(typ, rows, tc.nb*QK_K, data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				y := make([]float32, rows)
-				MatVec(nil, m, v, y)
-				for i := 0; i < rows; i++ {
-					want := twin(m.Row(i), v)
-					got := Dot(typ, m.Row(i), v)
-					if math.Float32bits(got) != math.Float32bits(want) || math.Float32bits(y[i]) != math.Float32bits(want) {
-						t.Fatalf("%s %s trial %d row %d: Dot %v (%#x), MatVec %v (%#x), Go %v (%#x)", typ, tc.name, trial, i,
-							got, math.Float32bits(got), y[i], math.Float32bits(y[i]), want, math.Float32bits(want))
-					}
+			}
+			v := kVec(tc.nb, tc.vd, tc.q)
+			m, err := NewMatrix(typ, rows, tc.nb*QK_K, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			y := make([]float32, rows)
+			MatVec(nil, m, v, y)
+			for i := 0; i < rows; i++ {
+				want := twin(m.Row(i), v)
+				got := Dot(typ, m.Row(i), v)
+				if math.Float32bits(got) != math.Float32bits(want) || math.Float32bits(y[i]) != math.Float32bits(want) {
+					t.Fatalf("%s %s (dotprod %v) trial %d row %d: Dot %v (%#x), MatVec %v (%#x), Go %v (%#x)", typ, tc.name, dp, trial, i,
+						got, math.Float32bits(got), y[i], math.Float32bits(y[i]), want, math.Float32bits(want))
 				}
 			}
 		}
@@ -179,6 +191,38 @@ func TestQuantizeQ8_KMatchesGo(t *testing.T) {
 		quantizeQ8_KBlock(blk(b), &want)
 		if math.Float32bits(got[b].D) != math.Float32bits(want.D) || got[b].Qs != want.Qs || got[b].Bsums != want.Bsums {
 			t.Fatalf("block %d: D %v Qs %v Bsums %v, Go: D %v Qs %v Bsums %v", b, got[b].D, got[b].Qs, got[b].Bsums, want.D, want.Qs, want.Bsums)
+		}
+	}
+}
+
+// KernelName: the instruction set agrees with the CPU detection (Kernel), the activation
+// representation with VecType, and a type without kernels is an error listing the supported.
+func TestKernelName(t *testing.T) {
+	if _, err := KernelName(gguf.IQ2_XXS); err == nil || !strings.Contains(err.Error(), "IQ2_XXS") ||
+		!strings.Contains(err.Error(), SupportedNames()) {
+		t.Fatalf("IQ2_XXS: %v", err)
+	}
+	asm := map[string][]gguf.Type{
+		"avx2":         {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K},
+		"avx2+vnni":    {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K},
+		"neon":         {gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
+		"neon+dotprod": {gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
+	}[Kernel()]
+	isa := map[string]string{"avx2": "AVX2", "avx2+vnni": "AVX2", "neon": "NEON", "neon+dotprod": "NEON dotprod"}[Kernel()]
+	for _, typ := range SupportedTypes() {
+		name, err := KernelName(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "pure-Go"
+		if slices.Contains(asm, typ) {
+			want = isa
+			if Kernel() == "avx2+vnni" && (typ == gguf.Q8_0 || typ == gguf.Q4_0) {
+				want = "AVX-512 VNNI"
+			}
+		}
+		if want += " " + typ.String() + " x " + VecType(typ).String(); name != want {
+			t.Errorf("%s: %q, want %q (kernel %s)", typ, name, want, Kernel())
 		}
 	}
 }

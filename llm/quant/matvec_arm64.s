@@ -2,12 +2,12 @@
 
 #include "textflag.h"
 
-// NEON matrix-vector kernels for Q8_0 and Q4_0 weights against Q8_0 activations, all rows of
-// a range in one call. Baseline ARMv8.0 NEON only (no dot-product extension): each block's
-// integer dot product is exact (SMULL/SMLAL2 pairs fit int16: |w*x| <= 128*127, two of them
-// <= 32512; SADDLP/SADALP widen to int32), then sum += float(total) * (d_w*d_x) with one fused
-// multiply-add per block, in block order: bit for bit what the pure-Go kernels compute on
-// arm64 (Go fuses that multiply-add there).
+// NEON matrix-vector kernels for Q8_0, Q4_0 and IQ4_NL weights against Q8_0 activations, all
+// rows of a range in one call. Each block's integer dot product is exact: with dp (the ARMv8.2
+// dot-product extension) by SDOT, without by SMULL/SMLAL2 pairs (they fit int16: |w*x| <=
+// 128*127, two of them <= 32512; SADDLP/SADALP widen to int32); then sum += float(total) *
+// (d_w*d_x) with one fused multiply-add per block, in block order: bit for bit what the
+// pure-Go kernels compute on arm64 (Go fuses that multiply-add there).
 
 // Instructions the Go assembler has no mnemonic for, encoded by register number.
 #define SMULL_8H(m, n, d) WORD $(0x0E20C000 | (m<<16) | (n<<5) | d)
@@ -16,6 +16,8 @@
 #define SADALP_4S(n, d) WORD $(0x4E606800 | (n<<5) | d)
 #define ADDV_4S(n, d) WORD $(0x4EB1B800 | (n<<5) | d)
 #define FCVT_SH(n, d) WORD $(0x1EE24000 | (n<<5) | d)
+#define SDOT_4S(m, n, d) WORD $(0x4E809400 | (m<<16) | (n<<5) | d)
+#define ZERO(d) WORD $(0x6F00E400 | d)
 
 // BLOCKDOT: V6.S[0] = sum of V0.16B*V2.16B + V1.16B*V3.16B (signed bytes).
 #define BLOCKDOT \
@@ -25,6 +27,13 @@
 	SMLAL2_8H(3, 1, 5) \
 	SADDLP_4S(4, 6) \
 	SADALP_4S(5, 6) \
+	ADDV_4S(6, 6)
+
+// BLOCKDOTDP: BLOCKDOT with SDOT.
+#define BLOCKDOTDP \
+	ZERO(6) \
+	SDOT_4S(2, 0, 6) \
+	SDOT_4S(3, 1, 6) \
 	ADDV_4S(6, 6)
 
 // BLOCKACC: F9 += float(R14) * (d_w (half in R13) * d_x (next float at R10)); one block less
@@ -44,8 +53,8 @@
 	ADD R1, R0, R0 \
 	SUBS $1, R5, R5
 
-// func matVecQ8_0NEON(w *byte, stride int, x *byte, xd *float32, nb, rows int, out *float32)
-TEXT ·matVecQ8_0NEON(SB), NOSPLIT, $0-56
+// func matVecQ8_0NEON(w *byte, stride int, x *byte, xd *float32, nb, rows int, out *float32, dp bool)
+TEXT ·matVecQ8_0NEON(SB), NOSPLIT, $0-57
 	MOVD w+0(FP), R0
 	MOVD stride+8(FP), R1
 	MOVD x+16(FP), R2
@@ -53,6 +62,7 @@ TEXT ·matVecQ8_0NEON(SB), NOSPLIT, $0-56
 	MOVD nb+32(FP), R4
 	MOVD rows+40(FP), R5
 	MOVD out+48(FP), R6
+	MOVBU dp+56(FP), R7
 	CBZ R5, q8done
 	CBZ R4, q8done
 
@@ -68,7 +78,14 @@ q8block:
 	ADD $2, R9
 	VLD1.P 32(R8), [V0.B16, V1.B16]
 	VLD1.P 32(R9), [V2.B16, V3.B16]
+	CBZ R7, q8plain
+	BLOCKDOTDP
+	B q8acc
+
+q8plain:
 	BLOCKDOT
+
+q8acc:
 	FMOVS F6, R14
 	BLOCKACC
 	BNE q8block
@@ -79,9 +96,9 @@ q8block:
 q8done:
 	RET
 
-// func matVecQ4_0NEON(w *byte, stride int, x *byte, xd *float32, sum8 *int32, nb, rows int, out *float32)
+// func matVecQ4_0NEON(w *byte, stride int, x *byte, xd *float32, sum8 *int32, nb, rows int, out *float32, dp bool)
 // sum8 is Vec.Q8Sum8: the nibbles are multiplied unsigned and 8*sum(x) subtracted per block.
-TEXT ·matVecQ4_0NEON(SB), NOSPLIT, $0-64
+TEXT ·matVecQ4_0NEON(SB), NOSPLIT, $0-65
 	MOVD w+0(FP), R0
 	MOVD stride+8(FP), R1
 	MOVD x+16(FP), R2
@@ -90,6 +107,7 @@ TEXT ·matVecQ4_0NEON(SB), NOSPLIT, $0-64
 	MOVD nb+40(FP), R4
 	MOVD rows+48(FP), R5
 	MOVD out+56(FP), R6
+	MOVBU dp+64(FP), R16
 	CBZ R5, q4done
 	CBZ R4, q4done
 	VMOVI $15, V31.B16
@@ -109,7 +127,14 @@ q4block:
 	VLD1.P 32(R9), [V2.B16, V3.B16]
 	VAND V31.B16, V1.B16, V0.B16
 	VUSHR $4, V1.B16, V1.B16
+	CBZ R16, q4plain
+	BLOCKDOTDP
+	B q4acc
+
+q4plain:
 	BLOCKDOT
+
+q4acc:
 	FMOVS F6, R14
 	MOVW.P 4(R11), R15
 	SUBW R15, R14, R14
@@ -120,4 +145,55 @@ q4block:
 	BNE q4row
 
 q4done:
+	RET
+
+// func matVecIQ4_NLNEON(w *byte, stride int, x *byte, xd *float32, nb, rows int, out *float32, dp bool)
+// The nibbles index iq4Values (TBL); otherwise as matVecQ8_0NEON.
+TEXT ·matVecIQ4_NLNEON(SB), NOSPLIT, $0-57
+	MOVD w+0(FP), R0
+	MOVD stride+8(FP), R1
+	MOVD x+16(FP), R2
+	MOVD xd+24(FP), R3
+	MOVD nb+32(FP), R4
+	MOVD rows+40(FP), R5
+	MOVD out+48(FP), R6
+	MOVBU dp+56(FP), R7
+	CBZ R5, iq4done
+	CBZ R4, iq4done
+	VMOVI $15, V31.B16
+	MOVD $·iq4Values(SB), R11
+	VLD1 (R11), [V28.B16]
+
+iq4row:
+	MOVD R0, R8
+	MOVD R2, R9
+	MOVD R3, R10
+	MOVD R4, R12
+	VEOR V9.B16, V9.B16, V9.B16
+
+iq4block:
+	MOVHU.P 2(R8), R13
+	ADD $2, R9
+	VLD1.P 16(R8), [V1.B16]
+	VLD1.P 32(R9), [V2.B16, V3.B16]
+	VAND V31.B16, V1.B16, V0.B16
+	VUSHR $4, V1.B16, V1.B16
+	VTBL V0.B16, [V28.B16], V0.B16
+	VTBL V1.B16, [V28.B16], V1.B16
+	CBZ R7, iq4plain
+	BLOCKDOTDP
+	B iq4acc
+
+iq4plain:
+	BLOCKDOT
+
+iq4acc:
+	FMOVS F6, R14
+	BLOCKACC
+	BNE iq4block
+
+	ROWEND
+	BNE iq4row
+
+iq4done:
 	RET

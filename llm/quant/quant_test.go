@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/gorun-hpc/gorun/llm/gguf"
@@ -84,7 +85,7 @@ func randBlocks(r *rand.Rand, t gguf.Type, n int) []byte {
 			binary.LittleEndian.PutUint16(b[off+2:], F32ToF16(float32(r.Float64()*0.01)))
 		case gguf.Q6_K:
 			binary.LittleEndian.PutUint16(b[off+208:], d)
-		case gguf.Q8_0, gguf.Q4_0:
+		case gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.IQ4_XS:
 			binary.LittleEndian.PutUint16(b[off:], d)
 		}
 	}
@@ -364,7 +365,7 @@ func TestKernelsMatchGeneric(t *testing.T) {
 				}
 				// NEON sums block totals with fused multiply-adds in order, as the pure-Go
 				// kernels compiled for arm64 do.
-				if Kernel() == "neon" && y[i] != want {
+				if strings.HasPrefix(Kernel(), "neon") && y[i] != want {
 					t.Fatalf("%s nb=%d row %d: NEON %v, generic %v: not bit for bit", typ, nb, i, y[i], want)
 				}
 				// Bit for bit the one-row kernels, whose float order is llama.cpp's.
@@ -391,6 +392,73 @@ func TestKernelsMatchGeneric(t *testing.T) {
 		if math.Abs(got-want) > 1e-4*float64(n) {
 			t.Fatalf("F16 n=%d: kernel %v, generic %v", n, got, want)
 		}
+	}
+}
+
+// The row kernels for Q8_0 activations (Q8_0, Q4_0, IQ4_NL weights; on arm64 with the SDOT
+// and the baseline NEON path) against the Go twins: bit for bit where the kernel keeps the
+// twins' float order (NEON, and IQ4_NL, which has no amd64 assembly), else within rounding.
+// Extremes: activations at -127 (the Q8_0 quantizer writes no -128) against the largest
+// weights of either sign.
+func TestQ8_0RowKernelsMatchGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	twin := map[gguf.Type]func(w, x []byte) float32{
+		gguf.Q8_0: dotQ8_0Generic, gguf.Q4_0: dotQ4_0Generic,
+		gguf.IQ4_NL: func(w, x []byte) float32 {
+			var v Vec
+			v.Q8 = x
+			v.resum()
+			return dotIQ4_NL(w, &v)
+		},
+	}
+	for _, dp := range dotprodPaths() {
+		restore := setDotprod(dp)
+		for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL} {
+			exact := strings.HasPrefix(Kernel(), "neon") || typ == gguf.IQ4_NL
+			for _, nb := range []int{1, 2, 3, 8, 13} {
+				for trial := 0; trial < 4; trial++ {
+					rows, cols := 7, nb*QK8_0
+					data := randBlocks(r, typ, rows*cols)
+					bs := typ.TypeSize()
+					var x Vec
+					x.Load(typ, randVec(r, cols))
+					if trial < 2 { // all weights at the extreme of one sign, activations at -127
+						for b := 0; b < rows*nb; b++ {
+							for j := 2; j < bs; j++ {
+								data[b*bs+j] = []byte{0x80, 0x00}[trial]
+								if typ == gguf.Q8_0 && trial == 1 {
+									data[b*bs+j] = 0x7f
+								}
+							}
+						}
+						for b := 0; b < nb; b++ {
+							for j := 2; j < BlockQ8_0; j++ {
+								x.Q8[b*BlockQ8_0+j] = 0x81
+							}
+						}
+						x.resum()
+					}
+					m, err := NewMatrix(typ, rows, cols, data)
+					if err != nil {
+						t.Fatal(err)
+					}
+					y := make([]float32, rows)
+					MatVec(nil, m, &x, y)
+					for i := 0; i < rows; i++ {
+						want, one := twin[typ](m.Row(i), x.Q8), Dot(typ, m.Row(i), &x)
+						ok := y[i] == want && one == want
+						if !exact {
+							tol := 1e-5*math.Abs(float64(want)) + 1e-5
+							ok = math.Abs(float64(y[i]-want)) <= tol && math.Abs(float64(one-want)) <= tol
+						}
+						if !ok {
+							t.Fatalf("%s nb=%d trial %d row %d (kernel %s): MatVec %v, Dot %v, Go %v", typ, nb, trial, i, Kernel(), y[i], one, want)
+						}
+					}
+				}
+			}
+		}
+		restore()
 	}
 }
 

@@ -75,6 +75,22 @@ func SupportedNames() string {
 	return b.String()
 }
 
+// KernelName describes what runs the matrix-vector products of weights of type t on this
+// machine: the instruction set (AVX2, AVX-512 VNNI, NEON, NEON dotprod or pure-Go, as the CPU
+// detection chose), the weight type and the activation representation the kernel takes, e.g.
+// "AVX2 Q4_K x Q8_K". A type without kernels is an error naming the supported ones.
+func KernelName(t gguf.Type) (string, error) {
+	f := lookup(t)
+	if f == nil {
+		return "", fmt.Errorf("type %s has no kernel here (supported: %s)", t, SupportedNames())
+	}
+	isa := kernelISA(t)
+	if isa == "" {
+		isa = "pure-Go"
+	}
+	return fmt.Sprintf("%s %s x %s", isa, t, f.vec), nil
+}
+
 // CanQuantize reports whether Quantize can write type t.
 func CanQuantize(t gguf.Type) bool {
 	f := lookup(t)
