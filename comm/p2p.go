@@ -39,6 +39,17 @@ func Irecv[T Elem](c *Comm, buf []T, src, tag int) *Request {
 // Sendrecv sends sendbuf to dst and receives into recvbuf from src at the same time, without
 // the deadlock two blocking calls in a cycle of ranks would risk.
 func Sendrecv[T Elem](c *Comm, sendbuf []T, dst, sendtag int, recvbuf []T, src, recvtag int) (Status, error) {
+	// A small message to a direct-link peer is buffered by the blocking send, which polls the
+	// incoming rings while it waits for room: the blocking pair cannot deadlock, and takes
+	// the allocation-free path of Send and Recv.
+	if sb := AsBytes(sendbuf); c.bufferedDirect(len(sb), dst) {
+		if ok, err := c.sendDirect(sb, dst, sendtag); ok {
+			if err != nil {
+				return Status{}, err
+			}
+			return Recv(c, recvbuf, src, recvtag)
+		}
+	}
 	rr := &c.irecv(AsBytes(recvbuf), src, recvtag, false).req
 	sr := c.isend(AsBytes(sendbuf), dst, sendtag)
 	st, rerr := rr.Wait()
@@ -165,6 +176,16 @@ func (c *Comm) sendDirect(b []byte, dst, tag int) (bool, error) {
 		return false, nil
 	}
 	return d.sendDirect(c, b, tag)
+}
+
+// bufferedDirect reports whether a message of n bytes to dst would go through a direct link
+// and be buffered there (sendDirect returns without waiting for the receiver).
+func (c *Comm) bufferedDirect(n, dst int) bool {
+	if dst < 0 || dst >= c.Size() {
+		return false
+	}
+	d := c.w.routes[c.WorldRank(dst)].direct
+	return d != nil && n <= d.eagerMax()
 }
 
 // recvDirect is a blocking Recv from one peer through its route's direct link, as sendDirect.

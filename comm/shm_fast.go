@@ -15,6 +15,8 @@ package comm
 // A large message goes by rendezvous as from Isend, but its RTS tells the receiver that the
 // sender waits (polls) until the message is taken, which allows a split copy (see frameSplit);
 // a patient sender does not poll (it sleeps), so its receiver copies the whole message.
+func (p *shmPeer) eagerMax() int { return shmEagerLimit }
+
 func (p *shmPeer) sendDirect(c *Comm, b []byte, tag int) (bool, error) {
 	if p.t.stopping.Load() {
 		return false, nil
