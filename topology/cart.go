@@ -97,7 +97,7 @@ func newCart(cc *comm.Comm, dims []int, periods []bool) (*Cart, error) {
 	t := &Cart{c: cc, dims: dims, periods: periods}
 	t.coords = t.coordsOf(cc.Rank())
 	n := len(dims)
-	t.nb = neighborhood{c: nbc,
+	t.nb = neighborhood{c: nbc, cart: true,
 		srcs: make([]int, 2*n), dsts: make([]int, 2*n),
 		recvTags: make([]int, 2*n), sendTags: make([]int, 2*n)}
 	for d := 0; d < n; d++ {

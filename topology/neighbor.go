@@ -30,6 +30,9 @@ type neighborhood struct {
 	srcs, dsts         []int
 	recvTags, sendTags []int
 	seq                atomic.Uint32 // neighbour collectives started on this rank
+	// cart: slots 2d and 2d+1 are the -1 and +1 neighbours along dimension d, so a blocking
+	// exchange can run as Sendrecv pairs (pairwise).
+	cart bool
 }
 
 // A message of a neighbour collective is a 16-byte header and the block:
@@ -55,6 +58,8 @@ type exchange[T comm.Elem] struct {
 	seq     uint32
 	local   error // this rank's own arguments were bad: it only sent refusals
 	rblocks [][]T
+	sblocks [][]T
+	posted  bool
 	rbufs   [][]byte
 	recvs   []*comm.Request
 	sends   []*comm.Request
@@ -83,10 +88,40 @@ func elemSize[T comm.Elem]() int { var z T; return int(unsafe.Sizeof(z)) }
 // source slot i. With local set, the blocks are ignored: the rank sends a refusal to every
 // destination and drains what its sources send.
 func start[T comm.Elem](nb *neighborhood, op string, sblocks, rblocks [][]T, local error) *exchange[T] {
+	e := &exchange[T]{nb: nb, op: op, seq: nb.seq.Add(1), local: local, rblocks: rblocks, sblocks: sblocks}
+	if local == nil && nb.cart {
+		return e // posted by run (pairwise) or post
+	}
+	e.post()
+	return e
+}
+
+// run finishes a blocking call: a Cartesian exchange with valid arguments runs pairwise,
+// anything else is posted and waited for.
+func (e *exchange[T]) run() error {
+	if e.local == nil && e.nb.cart {
+		return e.pairwise()
+	}
+	return e.finish()
+}
+
+// async finishes a non-blocking call: the messages are posted here, on the calling
+// goroutine, so that calls issued in one order on every rank match, and waited for by the
+// request.
+func (e *exchange[T]) async() *comm.Request {
+	if !e.posted {
+		e.post()
+	}
+	return comm.Go(e.finish)
+}
+
+// post posts the exchange's receives and sends.
+func (e *exchange[T]) post() {
+	nb, local, rblocks, sblocks := e.nb, e.local, e.rblocks, e.sblocks
 	esize := elemSize[T]()
-	e := &exchange[T]{nb: nb, op: op, seq: nb.seq.Add(1), local: local, rblocks: rblocks,
-		rbufs: make([][]byte, len(nb.srcs)), recvs: make([]*comm.Request, len(nb.srcs)),
-		sends: make([]*comm.Request, len(nb.dsts)), bufs: make([]*[]byte, 0, len(nb.srcs)+len(nb.dsts))}
+	e.rbufs, e.recvs = make([][]byte, len(nb.srcs)), make([]*comm.Request, len(nb.srcs))
+	e.sends, e.bufs = make([]*comm.Request, len(nb.dsts)), make([]*[]byte, 0, len(nb.srcs)+len(nb.dsts))
+	e.posted = true
 	for i, src := range nb.srcs {
 		if src == ProcNull {
 			continue
@@ -123,7 +158,67 @@ func start[T comm.Elem](nb *neighborhood, op string, sblocks, rblocks [][]T, loc
 		}
 		e.sends[j] = comm.Isend(nb.c, frame, dst, nb.sendTags[j])
 	}
-	return e
+}
+
+// frame is block b of the call as a message: the header and the elements.
+func (e *exchange[T]) frame(b []T) []byte {
+	f := e.buf(headerLen + len(b)*elemSize[T]())
+	putHeader(f, kindData, elemSize[T](), e.seq, len(b))
+	copy(f[headerLen:], comm.AsBytes(b))
+	return f
+}
+
+// pairwise runs a Cartesian exchange the way a halo exchange is written by hand: along each
+// dimension, a Sendrecv towards the +1 neighbour receiving from the -1 one, then the reverse.
+// Each pair is deadlock-free and every rank runs them in the same order; messages, tags and
+// checks are those of post, so a neighbour on either path matches. Every pair runs even after
+// an error, so that no neighbour waits for a message this rank skipped.
+func (e *exchange[T]) pairwise() error {
+	nb, esize := e.nb, elemSize[T]()
+	e.rbufs = make([][]byte, len(nb.srcs))
+	var first error
+	for d := 0; d < len(nb.dsts)/2; d++ {
+		for _, sr := range [2][2]int{{2*d + 1, 2 * d}, {2 * d, 2*d + 1}} {
+			s, r := sr[0], sr[1]
+			dst, src := nb.dsts[s], nb.srcs[r]
+			var sf, rb []byte
+			if dst != ProcNull {
+				sf = e.frame(e.sblocks[s])
+			}
+			if src != ProcNull {
+				rb = e.buf(headerLen + len(e.rblocks[r])*esize)
+				e.rbufs[r] = rb
+			}
+			var st comm.Status
+			var err error
+			switch {
+			case dst != ProcNull && src != ProcNull:
+				st, err = comm.Sendrecv(nb.c, sf, dst, nb.sendTags[s], rb, src, nb.recvTags[r])
+			case dst != ProcNull:
+				if err = comm.Send(nb.c, sf, dst, nb.sendTags[s]); err != nil && first == nil {
+					first = fmt.Errorf("topology: %s: %w", e.op, err)
+				}
+				continue
+			case src != ProcNull:
+				st, err = comm.Recv(nb.c, rb, src, nb.recvTags[r])
+			default:
+				continue
+			}
+			if first != nil {
+				continue
+			}
+			if cerr := e.check(r, st, err, esize); cerr != nil {
+				first = cerr
+				continue
+			}
+			copy(comm.AsBytes(e.rblocks[r]), rb[headerLen:])
+		}
+	}
+	for _, p := range e.bufs {
+		bufPool.Put(p)
+	}
+	e.bufs = nil
+	return first
 }
 
 // finish waits for every message of the exchange and checks and unpacks the received blocks.
@@ -196,13 +291,13 @@ func (e *exchange[T]) check(i int, st comm.Status, err error, esize int) error {
 // block per source slot, empty slots (ProcNull) included; those blocks are left as they were.
 // Every rank of t calls it.
 func NeighborAllgather[T comm.Elem](t Topology, send, recv []T) error {
-	return neighborAllgather(t, send, recv).finish()
+	return neighborAllgather(t, send, recv).run()
 }
 
 // IneighborAllgather is the non-blocking NeighborAllgather; send and recv are in use until
 // the request completes.
 func IneighborAllgather[T comm.Elem](t Topology, send, recv []T) *comm.Request {
-	return comm.Go(neighborAllgather(t, send, recv).finish)
+	return neighborAllgather(t, send, recv).async()
 }
 
 func neighborAllgather[T comm.Elem](t Topology, send, recv []T) *exchange[T] {
@@ -226,13 +321,13 @@ func neighborAllgather[T comm.Elem](t Topology, send, recv []T) *exchange[T] {
 // receive block 2d is the halo on that side. Blocks of empty slots are neither sent nor
 // written. Every rank of t calls it.
 func NeighborAlltoall[T comm.Elem](t Topology, send, recv []T) error {
-	return neighborAlltoall(t, send, recv).finish()
+	return neighborAlltoall(t, send, recv).run()
 }
 
 // IneighborAlltoall is the non-blocking NeighborAlltoall; send and recv are in use until the
 // request completes.
 func IneighborAlltoall[T comm.Elem](t Topology, send, recv []T) *comm.Request {
-	return comm.Go(neighborAlltoall(t, send, recv).finish)
+	return neighborAlltoall(t, send, recv).async()
 }
 
 func neighborAlltoall[T comm.Elem](t Topology, send, recv []T) *exchange[T] {
@@ -260,12 +355,12 @@ func neighborAlltoall[T comm.Elem](t Topology, send, recv []T) *exchange[T] {
 // block j of send is send[sdispls[j]:sdispls[j]+sendcounts[j]], block i of recv likewise with
 // recvcounts and rdispls. A block's size must match the one its neighbour sends or expects.
 func NeighborAlltoallv[T comm.Elem](t Topology, send []T, sendcounts, sdispls []int, recv []T, recvcounts, rdispls []int) error {
-	return neighborAlltoallv(t, send, sendcounts, sdispls, recv, recvcounts, rdispls).finish()
+	return neighborAlltoallv(t, send, sendcounts, sdispls, recv, recvcounts, rdispls).run()
 }
 
 // IneighborAlltoallv is the non-blocking NeighborAlltoallv.
 func IneighborAlltoallv[T comm.Elem](t Topology, send []T, sendcounts, sdispls []int, recv []T, recvcounts, rdispls []int) *comm.Request {
-	return comm.Go(neighborAlltoallv(t, send, sendcounts, sdispls, recv, recvcounts, rdispls).finish)
+	return neighborAlltoallv(t, send, sendcounts, sdispls, recv, recvcounts, rdispls).async()
 }
 
 func neighborAlltoallv[T comm.Elem](t Topology, send []T, sendcounts, sdispls []int, recv []T, recvcounts, rdispls []int) *exchange[T] {
