@@ -60,19 +60,8 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	if *batch < 1 {
 		return fmt.Errorf("--batch-size %d: want >= 1", *batch)
 	}
-	// Bytes per 32 elements: the quantized types store ggml's blocks of 32.
-	var kvPer32 int64
-	switch *kvType {
-	case "f16":
-		kvPer32 = 64
-	case "f32":
-		kvPer32 = 128
-	case "q8_0":
-		kvPer32 = 34
-	case "q4_0":
-		kvPer32 = 18
-	default:
-		return fmt.Errorf("--kv-type %q: want %s", *kvType, model.KVTypeNames)
+	if _, err := model.KVRowBytes(*kvType, 0); err != nil {
+		return fmt.Errorf("--kv-type: %w", err)
 	}
 	f, err := gguf.Open(*path)
 	if err != nil {
@@ -186,7 +175,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout)
 
-	pm := planModel{f: f, cfg: cfg, ctx: *ctx, batch: *batch, kvPer32: kvPer32}
+	pm := planModel{f: f, cfg: cfg, ctx: *ctx, batch: *batch, kvType: *kvType}
 	dimBytes := float64(cfg.Dim * 4)
 	bits := float64(linkBits)
 
@@ -308,11 +297,11 @@ func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
 // planModel estimates one rank's memory.
 type planModel struct {
-	f       *gguf.File
-	cfg     *model.Config
-	ctx     int
-	batch   int
-	kvPer32 int64 // KV cache bytes per 32 elements
+	f      *gguf.File
+	cfg    *model.Config
+	ctx    int
+	batch  int
+	kvType string
 }
 
 // rank is rank r of a tensor-parallel group of p holding layers [l0,l1).
@@ -328,7 +317,11 @@ func (pm planModel) rank(host, r, p, l0, l1 int, first, last bool) (planRank, er
 	}
 	hd := c.HeadDim
 	nq, nkv, nf := (s.H1-s.H0)*hd, (s.KV1-s.KV0)*hd, s.F1-s.F0
-	kv := int64(l1-l0) * int64(pm.ctx) * int64(nkv) * 2 * pm.kvPer32 / 32
+	row, err := model.KVRowBytes(pm.kvType, nkv)
+	if err != nil {
+		return planRank{}, err
+	}
+	kv := int64(l1-l0) * int64(pm.ctx) * 2 * int64(row)
 	// The scratch buffers of model.grow for a pass of t tokens, in float32.
 	t := int64(pm.batch)
 	floats := t*int64(3*c.Dim+2*nq+2*nkv+2*nf+c.RopeDim) + int64((s.H1-s.H0)*pm.ctx) + int64(c.Dim)

@@ -299,6 +299,16 @@ func (m *Model) KVBytesPerToken() int64 {
 	return int64(len(m.layers)) * int64(m.kType.rowBytes(w)+m.vType.rowBytes(wv))
 }
 
+// KVRowBytes is the memory one token's row of width elements takes in the KV cache type named
+// (one of KVTypeNames); the block types need width to be a whole number of blocks.
+func KVRowBytes(name string, width int) (int, error) {
+	t, err := parseKVType(name)
+	if err != nil {
+		return 0, err
+	}
+	return t.rowBytes(width), nil
+}
+
 // KVTypes names the key and value cache types.
 func (m *Model) KVTypes() (k, v string) { return m.kType.String(), m.vType.String() }
 
