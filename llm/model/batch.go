@@ -69,19 +69,28 @@ type batchScratch struct {
 // token, over its own slot. It leaves one row of logits per sequence with Logits set, in
 // order, for BatchArgmax and BatchLogits. Every rank of the group calls it with the same seqs.
 func (m *Model) ForwardBatch(c *Cache, seqs []Seq) error {
-	cf, sh, s := &m.Cfg, &m.Shard, &m.scratch
+	_, err := m.ForwardHidden(c, seqs, nil)
+	return err
+}
+
+// ForwardHidden is ForwardBatch for a rank holding a pipeline stage's layers (Options.Layers):
+// the first stage embeds the tokens (in is ignored), the others take the residual stream of
+// every token from in (one row of Dim per token, in the order of seqs' tokens, whose values
+// they do not read); the last stage leaves the logits as ForwardBatch does and returns nil,
+// the others return the residual stream after their layers (valid until the next call).
+func (m *Model) ForwardHidden(c *Cache, seqs []Seq, in []float32) ([]float32, error) {
 	b := &c.scr
 	b.slot, b.pos, b.last = b.slot[:0], b.pos[:0], b.last[:0]
 	tokens := b.tokens[:0]
 	for i, q := range seqs {
 		if q.Slot < 0 || q.Slot >= c.slots {
-			return fmt.Errorf("model: sequence %d: slot %d outside [0,%d)", i, q.Slot, c.slots)
+			return nil, fmt.Errorf("model: sequence %d: slot %d outside [0,%d)", i, q.Slot, c.slots)
 		}
 		if len(q.Tokens) == 0 {
-			return fmt.Errorf("model: sequence %d (slot %d) has no tokens", i, q.Slot)
+			return nil, fmt.Errorf("model: sequence %d (slot %d) has no tokens", i, q.Slot)
 		}
 		if q.Pos < 0 || q.Pos+len(q.Tokens) > c.ctx {
-			return fmt.Errorf("model: sequence %d (slot %d): %d tokens at position %d overflow the slot's context of %d", i, q.Slot, len(q.Tokens), q.Pos, c.ctx)
+			return nil, fmt.Errorf("model: sequence %d (slot %d): %d tokens at position %d overflow the slot's context of %d", i, q.Slot, len(q.Tokens), q.Pos, c.ctx)
 		}
 		for j := range q.Tokens {
 			b.slot = append(b.slot, q.Slot)
@@ -95,20 +104,39 @@ func (m *Model) ForwardBatch(c *Cache, seqs []Seq) error {
 	b.tokens = tokens
 	t := len(tokens)
 	if t == 0 {
-		return fmt.Errorf("model: ForwardBatch of no tokens")
+		return nil, fmt.Errorf("model: ForwardBatch of no tokens")
+	}
+	if m.first() {
+		in = nil
+	} else if len(in) != t*m.Cfg.Dim {
+		return nil, fmt.Errorf("model: layers %d..%d: %d hidden values for %d tokens of width %d", m.l0, m.l1-1, len(in), t, m.Cfg.Dim)
 	}
 	m.grow(t)
-	if err := m.embed(tokens); err != nil {
-		return err
+	return m.stages(c, t, in)
+}
+
+// stages runs the t tokens of c's bookkeeping through this rank's layers, from the embedding
+// or, when in is not nil, from the residual stream in; the last stage then computes the
+// logits rows, the others return the residual stream.
+func (m *Model) stages(c *Cache, t int, in []float32) ([]float32, error) {
+	cf, sh, s := &m.Cfg, &m.Shard, &m.scratch
+	b := &c.scr
+	if in != nil {
+		copy(s.x[:t*cf.Dim], in)
+	} else if err := m.embed(b.tokens); err != nil {
+		return nil, err
 	}
 	m.ropeTables(t, func(i int) int { return b.pos[i] })
 	for li := range m.layers {
 		if err := m.attention(li, c, t); err != nil {
-			return err
+			return nil, err
 		}
 		if err := m.feedForward(li, t); err != nil {
-			return err
+			return nil, err
 		}
+	}
+	if !m.last() {
+		return s.x[:t*cf.Dim], nil
 	}
 	dim := cf.Dim
 	rows := len(b.last)
@@ -119,13 +147,13 @@ func (m *Model) ForwardBatch(c *Cache, seqs []Seq) error {
 		rmsnorm(b.hidden[r*dim:(r+1)*dim], s.x[i*dim:(i+1)*dim], m.outNorm, cf.Eps)
 	}
 	if rows == 0 {
-		return nil
+		return nil, nil
 	}
 	if err := m.load(m.out, b.hidden, rows, dim, 0); err != nil {
-		return err
+		return nil, err
 	}
 	m.mul(m.out, rows, b.logits)
-	return nil
+	return nil, nil
 }
 
 // embed dequantizes the embedding rows of tokens into scratch.x.
@@ -252,7 +280,7 @@ func (m *Model) attnOut(li, t int) error {
 	in, stride, off := s.att, (sh.H1-sh.H0)*hd, 0
 	if sh.OGather {
 		if err := m.gatherHeads(t); err != nil {
-			return fmt.Errorf("layer %d: gather attention: %w", li, err)
+			return fmt.Errorf("layer %d: gather attention: %w", m.l0+li, err)
 		}
 		in, stride, off = s.attFull, cf.Heads*hd, sh.O0
 	}
@@ -261,7 +289,7 @@ func (m *Model) attnOut(li, t int) error {
 	}
 	m.mul(L.wo, t, s.proj)
 	if err := m.group.AllreduceSum(s.proj[:t*dim]); err != nil {
-		return fmt.Errorf("layer %d: attention allreduce: %w", li, err)
+		return fmt.Errorf("layer %d: attention allreduce: %w", m.l0+li, err)
 	}
 	addTo(s.x[:t*dim], s.proj[:t*dim])
 	return nil
@@ -284,7 +312,7 @@ func (m *Model) feedForward(li, t int) error {
 		return err
 	}
 	if err := m.group.AllreduceSum(s.proj[:t*dim]); err != nil {
-		return fmt.Errorf("layer %d: MLP allreduce: %w", li, err)
+		return fmt.Errorf("layer %d: MLP allreduce: %w", m.l0+li, err)
 	}
 	addTo(s.x[:t*dim], s.proj[:t*dim])
 	return nil

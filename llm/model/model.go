@@ -32,6 +32,11 @@ type Options struct {
 	// ExpertShares places a mixture of experts' routed experts on the ranks in proportion to
 	// these weights (one per rank, >= 0; ranks with more memory can take more). nil: evenly.
 	ExpertShares []int
+	// Layers, when not {0, 0}, is the contiguous range [first, end) of layers this rank holds
+	// (a pipeline stage, package llm/pipeline): only those layers are read, the first stage's
+	// ranks also the token embedding, the last stage's the output norm and head. ForwardHidden
+	// then takes and gives the residual stream at the range's edges.
+	Layers [2]int
 }
 
 // Shard is the part of the model one rank holds.
@@ -68,7 +73,8 @@ type Model struct {
 	group   Group
 	pool    *quant.Pool
 	ctx     int
-	layers  []layer
+	layers  []layer // layers [l0,l1) of the model, layers[i] being layer l0+i
+	l0, l1  int
 	embd    *gguf.TensorInfo
 	outNorm []float32
 	out     *quant.Matrix
@@ -203,7 +209,13 @@ func Load(f *gguf.File, opt Options) (*Model, error) {
 		ctx = min(cfg.ContextLen, 4096)
 	}
 	threads := max(opt.Threads, 1)
-	m := &Model{Cfg: *cfg, Shard: sh, file: f, group: g, pool: &quant.Pool{Threads: threads}, ctx: ctx}
+	m := &Model{Cfg: *cfg, Shard: sh, file: f, group: g, pool: &quant.Pool{Threads: threads}, ctx: ctx, l0: 0, l1: cfg.Layers}
+	if opt.Layers != [2]int{} {
+		if l0, l1 := opt.Layers[0], opt.Layers[1]; l0 < 0 || l1 <= l0 || l1 > cfg.Layers {
+			return nil, fmt.Errorf("%s: layer range [%d,%d) is not inside the model's %d layers", f.Path, l0, l1, cfg.Layers)
+		}
+		m.l0, m.l1 = opt.Layers[0], opt.Layers[1]
+	}
 	if m.kType, err = parseKVType(opt.KVType); err != nil {
 		return nil, err
 	}
@@ -357,14 +369,20 @@ func (c *Config) layerTensors(i int) [][]any {
 // anything is read or allocated, so a bad file fails fast and identically on every rank.
 func (m *Model) validate() error {
 	c := &m.Cfg
-	need := [][]any{{"token_embd.weight", c.Dim, c.Vocab}, {"output_norm.weight", c.Dim}}
-	if !c.TiedEmbed {
-		need = append(need, []any{"output.weight", c.Dim, c.Vocab})
+	var need [][]any
+	if m.first() || m.last() && c.TiedEmbed {
+		need = append(need, []any{"token_embd.weight", c.Dim, c.Vocab})
+	}
+	if m.last() {
+		need = append(need, []any{"output_norm.weight", c.Dim})
+		if !c.TiedEmbed {
+			need = append(need, []any{"output.weight", c.Dim, c.Vocab})
+		}
 	}
 	if c.HasRopeFreq {
 		need = append(need, []any{"rope_freqs.weight", c.RopeDim / 2})
 	}
-	for i := 0; i < c.Layers; i++ {
+	for i := m.l0; i < m.l1; i++ {
 		need = append(need, c.layerTensors(i)...)
 	}
 	for _, n := range need {
@@ -390,18 +408,22 @@ func (m *Model) bind() error {
 	c, s := &m.Cfg, &m.Shard
 	hd := c.HeadDim
 	var err error
-	if m.embd, err = m.tensor("token_embd.weight", c.Dim, c.Vocab); err != nil {
-		return err
+	if m.first() {
+		if m.embd, err = m.tensor("token_embd.weight", c.Dim, c.Vocab); err != nil {
+			return err
+		}
 	}
-	if m.outNorm, err = m.vector("output_norm.weight", c.Dim, 0, c.Dim); err != nil {
-		return err
-	}
-	outName := "output.weight"
-	if c.TiedEmbed {
-		outName = "token_embd.weight"
-	}
-	if m.out, err = m.rows(outName, c.Dim, c.Vocab, s.V0, s.V1); err != nil {
-		return err
+	if m.last() {
+		if m.outNorm, err = m.vector("output_norm.weight", c.Dim, 0, c.Dim); err != nil {
+			return err
+		}
+		outName := "output.weight"
+		if c.TiedEmbed {
+			outName = "token_embd.weight"
+		}
+		if m.out, err = m.rows(outName, c.Dim, c.Vocab, s.V0, s.V1); err != nil {
+			return err
+		}
 	}
 	m.freqs = make([]float64, c.RopeDim/2)
 	for i := range m.freqs {
@@ -419,9 +441,10 @@ func (m *Model) bind() error {
 			m.freqs[i] /= float64(ff[i])
 		}
 	}
-	m.layers = make([]layer, c.Layers)
-	for i := range m.layers {
-		L := &m.layers[i]
+	m.layers = make([]layer, m.l1-m.l0)
+	for k := range m.layers {
+		L := &m.layers[k]
+		i := m.l0 + k
 		L.block = c.Block(i)
 		p := fmt.Sprintf("blk.%d.", i)
 		if L.attnNorm, err = m.vector(p+"attn_norm.weight", c.Dim, 0, c.Dim); err != nil {
@@ -519,8 +542,23 @@ func (m *Model) weights() []*quant.Matrix {
 			ms = append(ms, e.down...)
 		}
 	}
-	return append(ms, m.out)
+	if m.out != nil {
+		ms = append(ms, m.out)
+	}
+	return ms
 }
+
+// first reports whether this rank's layers start the model (it embeds the tokens), last
+// whether they end it (it computes the logits).
+func (m *Model) first() bool { return m.l0 == 0 }
+func (m *Model) last() bool  { return m.l1 == m.Cfg.Layers }
+
+// LayerRange returns the layers [first, end) this rank holds.
+func (m *Model) LayerRange() (int, int) { return m.l0, m.l1 }
+
+// SingleCache returns the one-slot cache Forward uses (for a caller that drives ForwardHidden
+// over it, as a pipeline stage does).
+func (m *Model) SingleCache() *Cache { return m.single }
 
 // Context returns the KV cache length.
 func (m *Model) Context() int { return m.ctx }
