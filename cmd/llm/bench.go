@@ -24,6 +24,7 @@ type benchResult struct {
 	SizeMiB float64   `json:"size_mib"`
 	ParamsM float64   `json:"params_m"`
 	Ranks   int       `json:"ranks"`
+	Stages  int       `json:"pp_stages,omitempty"` // pipeline stages when more than one
 	Threads int       `json:"threads"`
 	Test    string    `json:"test"`
 	TPS     float64   `json:"tokens_per_s"`
@@ -43,6 +44,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	threads := fs.IntP("threads", "t", 1, "threads per rank")
 	kvType := fs.String("kv-type", "f16", "KV cache type: "+model.KVTypeNames+" (f16 as llama.cpp's default)")
 	output := fs.StringP("output", "o", "md", "md (llama-bench style table) or jsonl")
+	pps := addPPFlags(fs)
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file (per rank: .RANK appended when ranks > 1)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: [gorun -n N] llm bench -m MODEL.gguf [-p 512] [-n 128] [-r 3] [-t 1]\n\n")
@@ -57,12 +59,12 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	if *reps < 1 || *pp < 0 || *tg < 0 {
 		return fmt.Errorf("-r must be >= 1, -p and -n >= 0")
 	}
-	l, err := load(*path, *threads, *pp+*tg+1, *kvType, false, stderr)
+	l, err := load(*path, *threads, *pp+*tg+1, *kvType, pps, false, stderr)
 	if err != nil {
 		return err
 	}
 	defer l.close()
-	m := l.m
+	m, pm := l.m, l.pm
 	rng := rand.New(rand.NewPCG(1, 2))
 	tokens := make([]int32, max(*pp, *tg))
 	for i := range tokens {
@@ -100,16 +102,20 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	var rows []benchResult
+	stages := 0 // omitted from the JSON for one stage
+	if pm.Stages > 1 {
+		stages = pm.Stages
+	}
 	// Like llama-bench: one untimed warm-up run per test (for decode, of one token), then the
 	// timed repetitions.
 	measure := func(test string, n int, body func(n int) error, warm int) error {
-		m.Reset()
+		pm.Reset()
 		if err := body(warm); err != nil {
 			return fmt.Errorf("rank %d: %s: %w", l.world.Rank(), test, err)
 		}
 		var samples []float64
 		for r := 0; r < *reps; r++ {
-			m.Reset()
+			pm.Reset()
 			start := time.Now()
 			if err := body(n); err != nil {
 				return fmt.Errorf("rank %d: %s: %w", l.world.Rank(), test, err)
@@ -118,15 +124,15 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		}
 		mean, sd := stats(samples)
 		rows = append(rows, benchResult{Model: name, SizeMiB: float64(size) / (1 << 20), ParamsM: float64(params) / 1e6,
-			Ranks: l.world.Size(), Threads: *threads, Test: test, TPS: mean, StdDev: sd, Samples: samples, Kernel: quant.Kernel()})
+			Ranks: l.world.Size(), Stages: stages, Threads: *threads, Test: test, TPS: mean, StdDev: sd, Samples: samples, Kernel: quant.Kernel()})
 		return nil
 	}
 	if *pp > 0 {
 		if err := measure(fmt.Sprintf("pp%d", *pp), *pp, func(n int) error {
-			if err := m.Forward(tokens[:n]); err != nil {
+			if err := pm.Forward(tokens[:n]); err != nil {
 				return err
 			}
-			_, err := m.Argmax()
+			_, err := pm.Argmax()
 			return err
 		}, *pp); err != nil {
 			return err
@@ -136,11 +142,11 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		if err := measure(fmt.Sprintf("tg%d", *tg), *tg, func(n int) error {
 			id := tokens[0]
 			for i := 0; i < n; i++ {
-				if err := m.Forward([]int32{id}); err != nil {
+				if err := pm.Forward([]int32{id}); err != nil {
 					return err
 				}
 				var err error
-				if id, err = m.Argmax(); err != nil {
+				if id, err = pm.Argmax(); err != nil {
 					return err
 				}
 			}
@@ -152,13 +158,17 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	// Per-rank resident memory, gathered to every rank (values in MiB).
 	rss, file := memory()
 	p := l.world.Size()
-	all := make([]float32, 2*p)
+	all := make([]float32, 3*p)
 	counts := make([]int, p)
 	for i := range counts {
-		counts[i] = 2
+		counts[i] = 3
 	}
-	if err := tp.New(l.world).Allgatherv([]float32{float32(rss) / (1 << 20), float32(file) / (1 << 20)}, all, counts); err != nil {
+	mine := []float32{float32(rss) / (1 << 20), float32(file) / (1 << 20), float32(m.ResidentWeightBytes()) / (1 << 20)}
+	if err := tp.New(l.world).Allgatherv(mine, all, counts); err != nil {
 		return fmt.Errorf("gathering memory figures: %w", err)
+	}
+	for i := range counts {
+		counts[i] = 2
 	}
 	// Each rank's routed experts [E0,E1), for the routing summary.
 	experts := make([]float32, 2*p)
@@ -170,7 +180,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	}
 	rankRSS := make([]float64, p)
 	for r := range rankRSS {
-		rankRSS[r] = float64(all[2*r])
+		rankRSS[r] = float64(all[3*r])
 	}
 	for i := range rows {
 		rows[i].RankRSS = rankRSS
@@ -187,19 +197,30 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "| model | size | params | backend | threads | test | t/s |\n")
 	fmt.Fprintf(stdout, "| ------------------------------ | ---------: | ---------: | ---------- | ------: | ------------: | -------------------: |\n")
 	for _, r := range rows {
-		fmt.Fprintf(stdout, "| %-30s | %7.2f MiB | %8.2f M | gorun TP=%d | %7d | %13s | %12.2f ± %5.2f |\n",
-			r.Model, r.SizeMiB, r.ParamsM, r.Ranks, r.Threads, r.Test, r.TPS, r.StdDev)
+		backend := fmt.Sprintf("gorun TP=%d", r.Ranks)
+		if pm.Stages > 1 {
+			backend = fmt.Sprintf("gorun PP=%dxTP=%d", pm.Stages, pm.TP)
+		}
+		fmt.Fprintf(stdout, "| %-30s | %7.2f MiB | %8.2f M | %-10s | %7d | %13s | %12.2f ± %5.2f |\n",
+			r.Model, r.SizeMiB, r.ParamsM, backend, r.Threads, r.Test, r.TPS, r.StdDev)
 	}
 	fmt.Fprintf(stdout, "\nkernels: %s\n", quant.Kernel())
 	for r := 0; r < p; r++ {
-		fmt.Fprintf(stdout, "rank %d: resident %.1f MiB (mapped file %.1f MiB, other %.1f MiB)\n", r, all[2*r], all[2*r+1], all[2*r]-all[2*r+1])
+		fmt.Fprintf(stdout, "rank %d: resident %.1f MiB (mapped file %.1f MiB, other %.1f MiB); its shard's weights %.1f MiB\n",
+			r, all[3*r], all[3*r+1], all[3*r]-all[3*r+1], all[3*r+2])
+	}
+	if lay := layout(pm); lay != "" {
+		fmt.Fprintln(stdout, lay)
 	}
 	fmt.Fprintf(stdout, "KV cache: %d bytes per token on each rank", m.KVBytesPerToken())
+	if pm.Stages > 1 {
+		fmt.Fprintf(stdout, " of stage 0")
+	}
 	if m.Cfg.KVLoraRank > 0 {
 		fmt.Fprintf(stdout, " (latent attention: %d layers x (%d latent + %d rotary))", m.Cfg.Layers, m.Cfg.KVLoraRank, m.Cfg.RopeDim)
 	}
 	fmt.Fprintln(stdout)
-	if m.Cfg.Experts > 0 {
+	if m.Cfg.Experts > 0 && pm.Stages == 1 { // with stages, each rank routes only its layers
 		routing(stdout, m.ExpertTokens(), experts)
 	}
 	return nil

@@ -13,7 +13,7 @@ import (
 	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/llm/gguf"
 	"github.com/gorun-hpc/gorun/llm/model"
-	"github.com/gorun-hpc/gorun/llm/tp"
+	"github.com/gorun-hpc/gorun/llm/pipeline"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
@@ -33,11 +33,56 @@ func parse(fs *pflag.FlagSet, args []string) error {
 	return nil
 }
 
+// ppFlags are the pipeline-parallel flags of generate, bench and serve.
+type ppFlags struct {
+	stages, ubatch int
+	split, mem     string
+}
+
+func addPPFlags(fs *pflag.FlagSet) *ppFlags {
+	f := &ppFlags{}
+	fs.IntVar(&f.stages, "pp", 1, "pipeline stages: contiguous layer ranges, each on ranks/PP consecutive ranks that split it by tensor parallelism")
+	fs.StringVar(&f.split, "layer-split", "", "layers per pipeline stage (20,20,12,12); default: in proportion to each stage's memory")
+	fs.StringVar(&f.mem, "mem", "", "usable memory of each rank for the layer split: one size (64G) or one per rank (2G,2G,1G,1G); default: cgroup limit or MemAvailable")
+	fs.IntVar(&f.ubatch, "ubatch", pipeline.DefaultUBatch, "tokens per pipeline micro-batch of a prompt (stages work on successive micro-batches at once)")
+	return f
+}
+
+// options turns the flags into pipeline options for rank of size ranks.
+func (f *ppFlags) options(rank, size int) (pipeline.Options, error) {
+	o := pipeline.Options{Stages: f.stages, UBatch: f.ubatch}
+	if f.stages < 1 {
+		return o, fmt.Errorf("--pp %d: want >= 1", f.stages)
+	}
+	if f.ubatch < 1 {
+		return o, fmt.Errorf("--ubatch %d: want >= 1", f.ubatch)
+	}
+	if f.split != "" {
+		var err error
+		if o.Split, err = pipeline.ParseSplit(f.split); err != nil {
+			return o, err
+		}
+	}
+	if f.mem != "" {
+		parts := strings.Split(f.mem, ",")
+		if len(parts) != 1 && len(parts) != size {
+			return o, fmt.Errorf("--mem %q: give one size or one per rank (%d ranks)", f.mem, size)
+		}
+		v, err := parseBytes(strings.TrimSpace(parts[min(rank, len(parts)-1)]))
+		if err != nil {
+			return o, fmt.Errorf("--mem: %w", err)
+		}
+		o.Mem = v
+	}
+	return o, nil
+}
+
 // loaded is one rank's model.
 type loaded struct {
 	world *comm.Comm
 	file  *gguf.File
-	m     *model.Model
+	pm    *pipeline.Model // the job's model: stages of layers, tensor parallel inside
+	m     *model.Model    // this rank's part of it
 }
 
 func (l *loaded) close() {
@@ -50,9 +95,10 @@ func (l *loaded) close() {
 }
 
 // load joins the job (a singleton without a launcher), maps the model and binds this rank's
-// shard. A model that cannot be split over the job's ranks fails on every rank with the same
-// message before any weight is read.
-func load(path string, threads, ctx int, kvType string, progress bool, stderr io.Writer) (*loaded, error) {
+// shard: of its pipeline stage's layers, split over the stage's ranks. A model or a layout
+// that cannot be split over the job's ranks fails on every rank with the same message before
+// any weight is read.
+func load(path string, threads, ctx int, kvType string, pp *ppFlags, progress bool, stderr io.Writer) (*loaded, error) {
 	if path == "" {
 		return nil, fmt.Errorf("no model: give -m FILE.gguf")
 	}
@@ -61,6 +107,11 @@ func load(path string, threads, ctx int, kvType string, progress bool, stderr io
 		return nil, fmt.Errorf("joining the job: %w", err)
 	}
 	l := &loaded{world: w}
+	opt, err := pp.options(w.Rank(), w.Size())
+	if err != nil {
+		l.close()
+		return nil, err
+	}
 	if path, err = resolveModel(w, path); err != nil {
 		l.close()
 		return nil, fmt.Errorf("rank %d: %w", w.Rank(), err)
@@ -69,10 +120,12 @@ func load(path string, threads, ctx int, kvType string, progress bool, stderr io
 		l.close()
 		return nil, fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}
-	if l.m, err = model.Load(l.file, model.Options{Group: tp.New(w), Threads: threads, Context: ctx, KVType: kvType}); err != nil {
+	opt.Model = model.Options{Threads: threads, Context: ctx, KVType: kvType}
+	if l.pm, err = pipeline.Load(w, l.file, opt); err != nil {
 		l.close()
 		return nil, fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}
+	l.m = l.pm.Local
 	var bar func(done, total int64)
 	if progress && w.Rank() == 0 && isTerminal(stderr) {
 		start := time.Now()
@@ -88,6 +141,18 @@ func load(path string, threads, ctx int, kvType string, progress bool, stderr io
 	}
 	l.m.Touch(bar)
 	return l, nil
+}
+
+// layout describes a pipelined job's stages ("" for one stage).
+func layout(pm *pipeline.Model) string {
+	if pm.Stages == 1 {
+		return ""
+	}
+	var parts []string
+	for s, r := range pm.Ranges {
+		parts = append(parts, fmt.Sprintf("stage %d: ranks %d-%d, layers %d-%d", s, s*pm.TP, (s+1)*pm.TP-1, r[0], r[1]-1))
+	}
+	return fmt.Sprintf("PP=%d x TP=%d, layers %s; %s", pm.Stages, pm.TP, pm.How, strings.Join(parts, "; "))
 }
 
 func isTerminal(w io.Writer) bool {

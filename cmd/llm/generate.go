@@ -29,8 +29,9 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&p.Seed, "seed", 0, "random seed (same seed, same text, at every TP degree)")
 	noProgress := fs.Bool("no-progress", false, "no loading progress bar")
 	quiet := fs.Bool("quiet", false, "no timing summary on stderr")
+	pp := addPPFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: [gorun -n N] llm generate -m MODEL.gguf [-p PROMPT] [-n TOKENS] [flags]\n\n")
+		fmt.Fprintf(stderr, "usage: [gorun -n N] llm generate -m MODEL.gguf [-p PROMPT] [-n TOKENS] [--pp STAGES] [flags]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args); err != nil {
@@ -42,7 +43,7 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	if *n < 0 {
 		return fmt.Errorf("-n %d: want >= 0", *n)
 	}
-	l, err := load(*path, *threads, *ctx, *kvType, !*noProgress, stderr)
+	l, err := load(*path, *threads, *ctx, *kvType, pp, !*noProgress, stderr)
 	if err != nil {
 		return err
 	}
@@ -58,8 +59,8 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	if len(ids) == 0 {
 		return fmt.Errorf("the prompt is empty after tokenization")
 	}
-	if len(ids)+*n > l.m.Context() {
-		return fmt.Errorf("%d prompt tokens + %d to generate exceed the context of %d (-c)", len(ids), *n, l.m.Context())
+	if len(ids)+*n > l.pm.Context() {
+		return fmt.Errorf("%d prompt tokens + %d to generate exceed the context of %d (-c)", len(ids), *n, l.pm.Context())
 	}
 	rank0 := l.world.Rank() == 0
 	out := tok.NewStreamDecoder()
@@ -69,7 +70,7 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	var firstTok time.Duration
 	count := 0
-	err = l.m.Generate(ids, *n, p, func(id int32) (bool, error) {
+	err = l.pm.Generate(ids, *n, p, func(id int32) (bool, error) {
 		if count == 0 {
 			firstTok = time.Since(start)
 		}
@@ -96,6 +97,9 @@ func generate(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "prompt: %d tokens in %.1f ms (%.1f tokens/s); generated %d tokens, %.1f tokens/s; %d rank(s), %d thread(s) each\n",
 				len(ids), ms(firstTok), float64(len(ids))/firstTok.Seconds(), count, float64(max(count-1, 0))/dec.Seconds(),
 				l.world.Size(), *threads)
+			if lay := layout(l.pm); lay != "" {
+				fmt.Fprintln(stderr, lay)
+			}
 		}
 	}
 	return nil

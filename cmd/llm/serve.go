@@ -19,8 +19,8 @@ import (
 	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/llm/gguf"
 	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/pipeline"
 	"github.com/gorun-hpc/gorun/llm/serve"
-	"github.com/gorun-hpc/gorun/llm/tp"
 	"github.com/spf13/pflag"
 )
 
@@ -60,6 +60,7 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	readTimeout := fs.Duration("read-timeout", serve.DefaultReadTimeout, "limit for reading a request, headers and body (0: none; headers get at most 10s)")
 	writeTimeout := fs.Duration("write-timeout", serve.DefaultWriteTimeout, "limit for each write of a response, a streamed chunk or a whole answer; the model's working time does not count (0: none)")
 	idleTimeout := fs.Duration("idle-timeout", serve.DefaultIdleTimeout, "close a keep-alive connection idle this long (0: never)")
+	pp := addPPFlags(fs)
 	maxConns := fs.Int("max-conns", serve.DefaultMaxConns, "connections open at once; more wait to be accepted (0: no cap)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: [gorun -n N] llm serve -m MODEL.gguf [--port 8080] [--parallel 4] [flags]\n\n")
@@ -99,6 +100,10 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	}
 	defer w.Finalize()
 	rank0 := w.Rank() == 0
+	popt, err := pp.options(w.Rank(), w.Size())
+	if err != nil {
+		return err
+	}
 	// Rank 0 alone serves HTTP, so it alone reads the key and the certificate (the files need
 	// not be on the other ranks' hosts). A failure here stops the job once the other ranks wait
 	// for plans (returning now would leave them loading, and rank 0 in Finalize's barrier).
@@ -122,11 +127,14 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 		return fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}
 	defer f.Close()
-	group := serve.NewTimedGroup(tp.New(w))
-	m, err := model.Load(f, model.Options{Group: group, Threads: *threads, Context: *ctx, KVType: *typeK, VType: *typeV})
+	var group *serve.TimedGroup
+	popt.Model = model.Options{Threads: *threads, Context: *ctx, KVType: *typeK, VType: *typeV}
+	popt.Wrap = func(g model.Group) model.Group { group = serve.NewTimedGroup(g); return group }
+	pm, err := pipeline.Load(w, f, popt)
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}
+	m := pm.Local
 	m.Touch(nil)
 	tok, err := model.LoadTokenizer(f)
 	if err != nil {
@@ -141,6 +149,9 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	cfg.ModelName, cfg.Slots, cfg.Batch, cfg.Queue, cfg.MaxBody, cfg.Metrics = name, *slots, *batch, *queue, *maxBody, *metrics
 	cfg.ChatTemplate, cfg.ModelTemplate, cfg.APIKey, cfg.TLS = *tmpl, chatTemplate, key, tlsCfg
 	cfg.NoPromptCache = *noCache
+	if pm.Stages > 1 {
+		cfg.Stepper = pm
+	}
 	switch *cacheRAM {
 	case 0:
 		cfg.CacheRAM = -1
@@ -179,6 +190,9 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 		kt, vt := m.KVTypes()
 		fmt.Fprintf(stderr, "llm serve: %s (%s, %d rank(s), %d thread(s) each, %d slots of %d tokens, KV cache %s/%s (%d bytes per token per rank), chat template %s) on %s://%s\n",
 			name, m.Cfg.Arch, w.Size(), *threads, *slots, m.Context(), kt, vt, m.KVBytesPerToken(), srv.TemplateName(), scheme, ln.Addr())
+		if lay := layout(pm); lay != "" {
+			fmt.Fprintln(stderr, "llm serve: "+lay)
+		}
 	}
 	if listening != nil && ln != nil {
 		listening(ln.Addr().String())

@@ -296,7 +296,7 @@ func TestLayoutErrors(t *testing.T) {
 			}
 		}
 	}
-	if _, err := ParseSplit("2,x", 2, 2); err == nil || !strings.Contains(err.Error(), `"x" is not a positive layer count`) {
+	if _, err := ParseSplit("2,x"); err == nil || !strings.Contains(err.Error(), `"x" is not a positive layer count`) {
 		t.Errorf("ParseSplit: %v", err)
 	}
 }

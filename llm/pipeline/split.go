@@ -6,21 +6,16 @@ import (
 	"strings"
 )
 
-// ParseSplit reads a layer split given by hand ("20,20,12,12": layers per stage, in order) and
-// checks it against the model's layers and the number of stages.
-func ParseSplit(spec string, layers, stages int) ([]int, error) {
+// ParseSplit reads a layer split given by hand ("20,20,12,12": layers per stage, in order);
+// Load checks it against the model (CheckSplit).
+func ParseSplit(spec string) ([]int, error) {
 	var split []int
-	total := 0
 	for _, s := range strings.Split(spec, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || v < 1 || v > 1<<20 {
 			return nil, fmt.Errorf("--layer-split %q: %q is not a positive layer count", spec, s)
 		}
 		split = append(split, v)
-		total += v
-	}
-	if len(split) != stages || total != layers {
-		return nil, fmt.Errorf("--layer-split %q: %d stages of %d layers in all, want %d stages of the model's %d layers", spec, len(split), total, stages, layers)
 	}
 	return split, nil
 }

@@ -37,6 +37,14 @@ var (
 	ErrShuttingDown = errors.New("the server is shutting down")
 )
 
+// Stepper runs one pass over a cache and gives its greedy tokens and the full logits of
+// chosen rows: *model.Model, or a pipeline of stages. Every rank calls it with the same plan.
+type Stepper interface {
+	ForwardBatch(c *model.Cache, seqs []model.Seq) error
+	BatchArgmax(c *model.Cache) ([]int32, error)
+	BatchLogits(c *model.Cache, rows []int) ([][]float32, error)
+}
+
 // job is one request inside the engine.
 type job struct {
 	ctx       context.Context
@@ -88,7 +96,8 @@ type Event struct {
 // each step's plan and broadcasts it; on the others Worker replays the plans.
 type engine struct {
 	world    *comm.Comm
-	m        *model.Model
+	m        *model.Model // this rank's part (its cache, its saved KV blocks)
+	step     Stepper      // runs the passes: m, or the pipeline m is a stage of
 	cache    *model.Cache
 	tok      *tokenizer.Tokenizer
 	batch    int // tokens per step
@@ -117,7 +126,7 @@ type engine struct {
 }
 
 func newEngine(world *comm.Comm, m *model.Model, cache *model.Cache, tok *tokenizer.Tokenizer, batch, maxQueue int, mt *metrics) *engine {
-	return &engine{world: world, m: m, cache: cache, tok: tok, batch: batch, maxQueue: maxQueue, metrics: mt,
+	return &engine{world: world, m: m, step: m, cache: cache, tok: tok, batch: batch, maxQueue: maxQueue, metrics: mt,
 		idlePing: 2 * time.Second, wake: make(chan struct{}, 1), blocks: blockStore{}}
 }
 
@@ -473,10 +482,10 @@ func (e *engine) runStep(plan []int32) ([]int32, [][]float32, error) {
 	if err := e.blocks.apply(e.m, e.cache, ops); err != nil {
 		return nil, nil, err
 	}
-	if err := e.m.ForwardBatch(e.cache, seqs); err != nil {
+	if err := e.step.ForwardBatch(e.cache, seqs); err != nil {
 		return nil, nil, err
 	}
-	ids, err := e.m.BatchArgmax(e.cache)
+	ids, err := e.step.BatchArgmax(e.cache)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -492,7 +501,7 @@ func (e *engine) runStep(plan []int32) ([]int32, [][]float32, error) {
 	}
 	logits := make([][]float32, row)
 	if len(sampled) > 0 {
-		gathered, err := e.m.BatchLogits(e.cache, sampled)
+		gathered, err := e.step.BatchLogits(e.cache, sampled)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -43,6 +43,10 @@ type Config struct {
 	// NoPromptCache turns off prompt caching (a new request reusing the KV cache of a slot's
 	// earlier request for their common prefix of tokens).
 	NoPromptCache bool
+	// Stepper runs the model's passes when it is not the model itself: a pipeline of stages
+	// (package llm/pipeline), which runs every pass over all ranks and gives every rank its
+	// results. nil: the model.
+	Stepper Stepper
 	// CacheRAM is the memory, per rank, of the KV blocks kept for prefix caching across slots
 	// (see prefix.go); 0: DefaultCacheRAM, negative: no blocks kept (a slot's own last request
 	// is still reused).
@@ -129,6 +133,9 @@ func New(world *comm.Comm, m *model.Model, tok *tokenizer.Tokenizer, group *Time
 		group.metrics = s.metrics
 	}
 	s.eng = newEngine(world, m, cache, tok, cfg.Batch, cfg.Queue, s.metrics)
+	if cfg.Stepper != nil {
+		s.eng.step = cfg.Stepper
+	}
 	s.eng.noPromptCache = cfg.NoPromptCache
 	if cfg.CacheRAM == 0 {
 		cfg.CacheRAM = DefaultCacheRAM
