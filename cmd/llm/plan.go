@@ -14,6 +14,7 @@ import (
 	"github.com/gorun-hpc/gorun/launcher"
 	"github.com/gorun-hpc/gorun/llm/gguf"
 	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/pipeline"
 	"github.com/gorun-hpc/gorun/llm/stage"
 	"github.com/spf13/pflag"
 )
@@ -238,8 +239,13 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nlayout PP=%d x TP per stage %v, layers %v (%s) - a plan, NOT YET RUNNABLE: pipeline parallelism is not built yet:\n",
-		stages, stageRanks, split, how)
+	// The stages run with one tensor-parallel degree (ranks/PP): hosts of unequal rank counts
+	// need --tp.
+	uniform := true
+	for _, k := range stageRanks {
+		uniform = uniform && k == stageRanks[0]
+	}
+	fmt.Fprintf(stdout, "\nlayout PP=%d x TP per stage %v, layers %v (%s):\n", stages, stageRanks, split, how)
 	var ppRanks []planRank
 	l0, r := 0, 0
 	ppOK := true
@@ -273,13 +279,32 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  TP=%d: not possible\n", ranks)
 	}
 	fmt.Fprintf(stdout, "  PP=%d: %.1f KiB in %d stage-to-stage sends, about %.3f ms of link time\n", stages, ppBytes/1024, stages-1, ppTime*1e3)
+	job := fmt.Sprintf("gorun -n %d", ranks)
+	if *hostfile != "" {
+		job += " --hostfile " + *hostfile
+	}
+	parts := make([]string, len(split))
+	for i, v := range split {
+		parts[i] = strconv.Itoa(v)
+	}
+	ppCmd := fmt.Sprintf("%s llm generate -m %s --pp %d --layer-split %s", job, *path, stages, strings.Join(parts, ","))
+	tpCmd := fmt.Sprintf("%s llm generate -m %s", job, *path)
+	if !uniform {
+		ppOK = false
+		fmt.Fprintf(stdout, "  PP=%d: stages of unequal tensor-parallel degrees %v do not run: give --tp\n", stages, stageRanks)
+	}
 	switch {
 	case tpOK && (!ppOK || tpTime <= ppTime):
-		fmt.Fprintf(stdout, "recommended: TP=%d (fits, and the least link time per token)\n", ranks)
+		fmt.Fprintf(stdout, "recommended: TP=%d (fits, and the least link time per token):\n  %s\n", ranks, tpCmd)
+		if ppOK {
+			fmt.Fprintf(stdout, "PP=%d also fits:\n  %s\n", stages, ppCmd)
+		}
 	case ppOK && !tpOK:
-		fmt.Fprintf(stdout, "recommended: PP=%d (only it fits) - not yet runnable\n", stages)
+		fmt.Fprintf(stdout, "recommended: PP=%d (only it fits):\n  %s\n", stages, ppCmd)
 	case ppOK:
-		fmt.Fprintf(stdout, "recommended: PP=%d (less link time per token) - not yet runnable; TP=%d also fits and runs today\n", stages, ranks)
+		fmt.Fprintf(stdout, "recommended: PP=%d (less link time per token; TP=%d also fits):\n  %s\n", stages, ranks, ppCmd)
+	case !uniform:
+		fmt.Fprintf(stdout, "no layout that runs fits: give --tp for stages of one degree (or --mem when a memory is unknown)\n")
 	default:
 		fmt.Fprintf(stdout, "neither layout fits (or the memory is unknown: give --mem)\n")
 	}
@@ -366,74 +391,29 @@ func printRanks(out io.Writer, hosts []planHost, rs []planRank) bool {
 }
 
 // layerSplitFor returns the layers of each stage: given by hand, or in proportion to the usable
-// memory of the stages' hosts (largest remainders), or even when a memory is unknown.
+// memory of the stages' hosts (pipeline.SplitByMemory, as the stages themselves split it), or
+// even when a memory is unknown.
 func layerSplitFor(spec string, layers, stages int, stageHost []int, hosts []planHost) ([]int, string, error) {
 	if spec != "" {
-		var split []int
-		total := 0
-		for _, s := range strings.Split(spec, ",") {
-			v, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || v < 1 {
-				return nil, "", fmt.Errorf("--layer-split %q: %q is not a positive layer count", spec, s)
-			}
-			split = append(split, v)
-			total += v
+		split, err := pipeline.ParseSplit(spec)
+		if err != nil {
+			return nil, "", err
 		}
-		if len(split) != stages || total != layers {
-			return nil, "", fmt.Errorf("--layer-split %q: %d stages of %d layers in all, want %d stages of the model's %d layers", spec, len(split), total, stages, layers)
+		if err := pipeline.CheckSplit(split, layers, stages); err != nil {
+			return nil, "", fmt.Errorf("--layer-split %q: %w", spec, err)
 		}
 		return split, "by hand", nil
 	}
-	if stages > layers {
-		return nil, "", fmt.Errorf("%d pipeline stages for %d layers", stages, layers)
+	mem := make([]int64, stages)
+	for s := range mem {
+		mem[s] = hosts[stageHost[s]].mem
 	}
-	weight := make([]float64, stages)
-	how := "in proportion to memory"
-	var sum float64
-	for s := range weight {
-		weight[s] = float64(hosts[stageHost[s]].mem)
-		if weight[s] <= 0 {
-			how = "even: a host's memory is unknown"
-			for i := range weight {
-				weight[i] = 1
-			}
-			sum = float64(stages)
-			break
-		}
-		sum += weight[s]
+	split, even, err := pipeline.SplitByMemory(layers, mem)
+	if err != nil {
+		return nil, "", err
 	}
-	if how != "in proportion to memory" {
-		sum = float64(stages)
+	if even {
+		return split, "even: a host's memory is unknown", nil
 	}
-	split := make([]int, stages)
-	rem := make([]float64, stages)
-	given := 0
-	for s := range split {
-		exact := float64(layers) * weight[s] / sum
-		split[s] = max(1, int(exact))
-		rem[s] = exact - float64(int(exact))
-		given += split[s]
-	}
-	for given < layers { // the largest remainders get the layers left
-		best := 0
-		for s := range rem {
-			if rem[s] > rem[best] {
-				best = s
-			}
-		}
-		split[best]++
-		rem[best] = -1
-		given++
-	}
-	for given > layers { // minimums of one layer overshot: take from the largest
-		big := 0
-		for s := range split {
-			if split[s] > split[big] {
-				big = s
-			}
-		}
-		split[big]--
-		given--
-	}
-	return split, how, nil
+	return split, "in proportion to memory", nil
 }

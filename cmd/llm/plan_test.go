@@ -25,10 +25,14 @@ func TestPlan(t *testing.T) {
 	// Unequal memory: the 5 layers split 3:2 in proportion (3M vs 2M); both layouts fit.
 	out := plan("--hostfile", hf, "--mem", "3M,2M", "-c", "256", "-b", "16")
 	for _, want := range []string{"layout TP=2 (tensor parallel over all ranks, runnable today)", "layers [3 2] (in proportion to memory)",
-		"NOT YET RUNNABLE", "host a: ", "fits (", "TP=2: ", "in 10 allreduces", "PP=2: 0.2 KiB in 1 stage-to-stage sends", "recommended: "} {
+		"host a: ", "fits (", "TP=2: ", "in 10 allreduces", "PP=2: 0.2 KiB in 1 stage-to-stage sends", "recommended: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
+	}
+	// The PP layout's command pins the split.
+	if want := "llm generate -m " + src + " --pp 2 --layer-split 3,2"; !strings.Contains(out, want) || strings.Contains(out, "NOT YET RUNNABLE") {
+		t.Errorf("missing %q in:\n%s", want, out)
 	}
 	// By hand, and a memory too small for either layout.
 	out = plan("--hostfile", hf, "--mem", "100K", "--layer-split", "1,4")
