@@ -112,7 +112,7 @@ func load(path string, threads, ctx int, kvType string, pp *ppFlags, progress bo
 		l.close()
 		return nil, err
 	}
-	if path, err = resolveModel(w, path); err != nil {
+	if path, err = resolveModel(w, path, opt.Stages); err != nil {
 		l.close()
 		return nil, fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}

@@ -78,8 +78,13 @@ are not sent again. Then "gorun -n T llm generate -m DIR" (or serve) loads the c
 // resolveModel returns the file rank w.Rank() opens for -m path (see stage.Resolve). The ranks
 // agree first, so that a staged copy that does not fit one rank's place in the job stops every
 // rank before loading, not the others mid-way in their first collective.
-func resolveModel(w *comm.Comm, path string) (string, error) {
+// A staged copy holds tensor-parallel shards of every layer, not a pipeline stage's whole
+// layers: with stages > 1 it is refused (reading it would read the holes of the sparse file).
+func resolveModel(w *comm.Comm, path string, stages int) (string, error) {
 	p, err := stage.Resolve(expandRank(path, w.Rank()), w.Rank(), w.Size())
+	if err == nil && stages > 1 && p != expandRank(path, w.Rank()) {
+		err = fmt.Errorf("%s is a staged copy (llm stage), which serves tensor-parallel layouts only: give the model file for --pp %d", path, stages)
+	}
 	bad := int64(0)
 	if err != nil {
 		bad = 1
