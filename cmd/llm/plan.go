@@ -296,7 +296,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case tpOK && (!ppOK || tpTime <= ppTime):
 		fmt.Fprintf(stdout, "recommended: TP=%d (fits, and the least link time per token):\n  %s\n", ranks, tpCmd)
-		if ppOK {
+		if ppOK && stages > 1 {
 			fmt.Fprintf(stdout, "PP=%d also fits:\n  %s\n", stages, ppCmd)
 		}
 	case ppOK && !tpOK:
