@@ -157,6 +157,36 @@ func TestSyntheticMoELayouts(t *testing.T) {
 	checkLayouts(t, synthetic(t, "qwen3moe-tiny", 4), []int32{1, 17, 300, 42, 99, 5, 250, 7}, 12)
 }
 
+// Latent attention with a leading dense layer and shared experts (deepseek2): the stages after
+// the first hold only mixture-of-experts layers.
+func TestSyntheticMLALayouts(t *testing.T) {
+	checkLayouts(t, synthetic(t, "deepseek2-tiny", 4), []int32{1, 17, 300, 42, 99, 5, 250, 7}, 8)
+}
+
+// Sampling: the last stage's logits reach every rank, which draw the same tokens from the same
+// seeded stream as one rank does.
+func TestSampledGeneration(t *testing.T) {
+	path := synthetic(t, "tiny", 4)
+	body := func(pm *Model) ([]int32, error) {
+		var out []int32
+		p := sample.Params{Temperature: 1.5, TopK: 0, TopP: 1, Seed: 42, RepeatPenalty: 1.1, RepeatLastN: 16}
+		err := pm.Generate([]int32{1, 17, 300}, 16, p, func(id int32) (bool, error) {
+			out = append(out, id)
+			return true, nil
+		})
+		return out, err
+	}
+	want := job(t, path, 1, 1, Options{}, nil, body).tokens[0]
+	for _, l := range layouts {
+		got := job(t, path, l[0], l[1], Options{}, nil, body)
+		for r, toks := range got.tokens {
+			if !slices.Equal(toks, want) {
+				t.Errorf("PP=%d TP=%d rank %d: sampled %v, want %v", l[0], l[1], r, toks, want)
+			}
+		}
+	}
+}
+
 // With unequal memory the layers follow it: the stage of 3 GiB ranks takes three times the
 // layers of the stage of 1 GiB ranks, and the tokens stay the same.
 func TestMemorySplit(t *testing.T) {
