@@ -340,6 +340,10 @@ func (m *Model) mlp(gate, up, down *quant.Matrix, in []float32, t int, out []flo
 // Rows returns the number of logits rows the last ForwardBatch on c left.
 func (c *Cache) Rows() int { return len(c.scr.last) }
 
+// LocalLogits returns this rank's part of the logits rows the last ForwardBatch on c left:
+// Rows() rows of its vocabulary range [V0,V1), valid until the next pass on c.
+func (c *Cache) LocalLogits() []float32 { return c.scr.logits }
+
 // BatchArgmax returns the greedy token of every logits row of the last ForwardBatch on c, agreed by
 // every rank with one exchange of (value, id) pairs for all rows.
 func (m *Model) BatchArgmax(c *Cache) ([]int32, error) {

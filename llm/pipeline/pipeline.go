@@ -18,9 +18,11 @@
 // its greedy tokens (or gathered logits, for sampling) are broadcast to every rank, so that
 // every rank takes the same decisions (stop, next step) without further messages.
 //
-// A pass's tokens are cut into micro-batches of at most UBatch tokens so that stage s works on
-// micro-batch k+1 while stage s+1 works on k; every token that yields logits goes in the last
-// micro-batch, so the last stage's logits rows are those of the whole pass, in order.
+// A pass's tokens are cut into micro-batches (at most UBatch tokens, and at least as many
+// micro-batches as stages when the pass has the tokens) so that stage s works on micro-batch
+// k+1 while stage s+1 works on k: the prompt chunks of one sequence, or the decode tokens of
+// several sequences, are in the pipeline at once. The last stage keeps each micro-batch's
+// greedy tokens and its part of the logits rows, in order, for the whole pass.
 package pipeline
 
 import (
@@ -73,6 +75,9 @@ type Model struct {
 	ubatch int
 	buf    []float32 // a received residual stream
 	mbs    [][]model.Seq
+	rows   int       // logits rows of the last pass
+	ids    []int32   // the last stage's greedy tokens of those rows
+	local  []float32 // the last stage's part of those rows' logits (its vocabulary range)
 	pos    int
 }
 
@@ -180,38 +185,35 @@ func (pm *Model) last() bool  { return pm.Stage == pm.Stages-1 }
 // root is the world rank that broadcasts the last stage's results.
 func (pm *Model) root() int { return (pm.Stages - 1) * pm.TP }
 
-// MicroBatches cuts a pass into micro-batches of at most ub tokens, in order, with the last
-// token of every sequence that yields logits in the last micro-batch (in the sequences'
-// order), so that its logits rows are the pass's. The last micro-batch may exceed ub by those
-// tokens.
+// MicroBatches cuts a pass into micro-batches of at most ub tokens, in order; a sequence cut
+// in several keeps Logits only on its last part, so the logits rows of the micro-batches, one
+// after the other, are the pass's.
 func MicroBatches(seqs []model.Seq, ub int) [][]model.Seq {
 	var out [][]model.Seq
 	var cur []model.Seq
 	n := 0
-	var tails []model.Seq
 	for _, q := range seqs {
-		head := q.Tokens
-		if q.Logits {
-			k := len(q.Tokens) - 1
-			head = q.Tokens[:k]
-			tails = append(tails, model.Seq{Slot: q.Slot, Pos: q.Pos + k, Tokens: q.Tokens[k:], Logits: true})
-		}
-		for off := 0; off < len(head); {
+		for off := 0; off < len(q.Tokens); {
 			if n == ub {
 				out = append(out, cur)
 				cur, n = nil, 0
 			}
-			k := min(len(head)-off, ub-n)
-			cur = append(cur, model.Seq{Slot: q.Slot, Pos: q.Pos + off, Tokens: head[off : off+k]})
+			k := min(len(q.Tokens)-off, ub-n)
+			cur = append(cur, model.Seq{Slot: q.Slot, Pos: q.Pos + off, Tokens: q.Tokens[off : off+k], Logits: q.Logits && off+k == len(q.Tokens)})
 			off += k
 			n += k
 		}
 	}
-	cur = append(cur, tails...)
 	if len(cur) > 0 {
 		out = append(out, cur)
 	}
 	return out
+}
+
+// ubFor is the micro-batch size for a pass of t tokens: at most UBatch, and small enough that
+// every stage has a micro-batch to work on (a step of several decode tokens is cut too).
+func (pm *Model) ubFor(t int) int {
+	return max(1, min(pm.ubatch, (t+pm.Stages-1)/pm.Stages))
 }
 
 // ForwardBatch runs a pass as model.Model.ForwardBatch does, stage after stage, micro-batch
@@ -236,7 +238,16 @@ func (pm *Model) ForwardBatch(c *model.Cache, seqs []model.Seq) error {
 	if len(seqs) == 0 {
 		return fmt.Errorf("model: ForwardBatch of no tokens")
 	}
-	pm.mbs = MicroBatches(seqs, pm.ubatch)
+	t := 0
+	pm.rows = 0
+	for _, q := range seqs {
+		t += len(q.Tokens)
+		if q.Logits {
+			pm.rows++
+		}
+	}
+	pm.mbs = MicroBatches(seqs, pm.ubFor(t))
+	pm.ids, pm.local = pm.ids[:0], pm.local[:0]
 	dim := pm.Local.Cfg.Dim
 	me := pm.world.Rank()
 	for k, mb := range pm.mbs {
@@ -262,6 +273,17 @@ func (pm *Model) ForwardBatch(c *model.Cache, seqs []model.Seq) error {
 			if err := comm.Send(pm.pc, out, me+pm.TP, tagHidden); err != nil {
 				return fmt.Errorf("stage %d: sending micro-batch %d to stage %d: %w", pm.Stage, k, pm.Stage+1, err)
 			}
+			continue
+		}
+		// The last stage keeps each micro-batch's greedy tokens (agreed in the stage) and its
+		// part of the logits rows, for BatchArgmax and BatchLogits.
+		if c.Rows() > 0 {
+			ids, err := pm.Local.BatchArgmax(c)
+			if err != nil {
+				return fmt.Errorf("stage %d: %w", pm.Stage, err)
+			}
+			pm.ids = append(pm.ids, ids...)
+			pm.local = append(pm.local, c.LocalLogits()...)
 		}
 	}
 	return nil
@@ -273,17 +295,12 @@ func (pm *Model) BatchArgmax(c *model.Cache) ([]int32, error) {
 	if pm.Stages == 1 {
 		return pm.Local.BatchArgmax(c)
 	}
-	rows := c.Rows()
-	if rows == 0 {
+	if pm.rows == 0 {
 		return nil, nil
 	}
-	ids := make([]int32, rows)
+	ids := make([]int32, pm.rows)
 	if pm.last() {
-		got, err := pm.Local.BatchArgmax(c)
-		if err != nil {
-			return nil, err
-		}
-		copy(ids, got)
+		copy(ids, pm.ids)
 	}
 	if err := collectives.Bcast(pm.pc, ids, pm.root()); err != nil {
 		return nil, fmt.Errorf("broadcasting the tokens of stage %d: %w", pm.Stages-1, err)
@@ -301,19 +318,15 @@ func (pm *Model) BatchLogits(c *model.Cache, rows []int) ([][]float32, error) {
 		return nil, nil
 	}
 	for _, r := range rows {
-		if r < 0 || r >= c.Rows() {
-			return nil, fmt.Errorf("model: logits row %d of %d", r, c.Rows())
+		if r < 0 || r >= pm.rows {
+			return nil, fmt.Errorf("model: logits row %d of %d", r, pm.rows)
 		}
 	}
 	vocab := pm.Local.Cfg.Vocab
 	flat := make([]float32, len(rows)*vocab)
 	if pm.last() {
-		got, err := pm.Local.BatchLogits(c, rows)
-		if err != nil {
+		if err := pm.gatherRows(rows, flat); err != nil {
 			return nil, err
-		}
-		for i, row := range got {
-			copy(flat[i*vocab:(i+1)*vocab], row)
 		}
 	}
 	if err := collectives.Bcast(pm.pc, flat, pm.root()); err != nil {
@@ -324,6 +337,35 @@ func (pm *Model) BatchLogits(c *model.Cache, rows []int) ([][]float32, error) {
 		out[i] = flat[i*vocab : (i+1)*vocab : (i+1)*vocab]
 	}
 	return out, nil
+}
+
+// gatherRows assembles, on the last stage, the full-vocabulary logits of the given rows into
+// flat (one row of Vocab after the other) from every rank's part (one allgather in the stage).
+func (pm *Model) gatherRows(rows []int, flat []float32) error {
+	sh, vocab := pm.Local.Shard, pm.Local.Cfg.Vocab
+	vl, p := sh.V1-sh.V0, sh.Size
+	send := make([]float32, 0, len(rows)*vl)
+	for _, r := range rows {
+		send = append(send, pm.local[r*vl:(r+1)*vl]...)
+	}
+	counts := make([]int, p)
+	for k := range counts {
+		counts[k] = len(rows) * (vocab*(k+1)/p - vocab*k/p)
+	}
+	all := make([]float32, len(rows)*vocab)
+	if err := pm.Group.Allgatherv(send, all, counts); err != nil {
+		return fmt.Errorf("stage %d: gathering logits: %w", pm.Stage, err)
+	}
+	// all holds rank blocks of [rows][vocabulary part]; reassemble each row.
+	off := 0
+	for k := 0; k < p; k++ {
+		v0, w := vocab*k/p, vocab*(k+1)/p-vocab*k/p
+		for i := range rows {
+			copy(flat[i*vocab+v0:i*vocab+v0+w], all[off+i*w:off+(i+1)*w])
+		}
+		off += len(rows) * w
+	}
+	return nil
 }
 
 // Forward runs the tokens of one sequence at positions Pos().. (in the model's own one-slot

@@ -287,7 +287,7 @@ func TestMicroBatches(t *testing.T) {
 		{Slot: 1, Pos: 0, Tokens: []int32{1, 2, 3, 4, 5}, Logits: true},
 		{Slot: 2, Pos: 2, Tokens: []int32{6, 7, 8}}}
 	got := fmt.Sprint(MicroBatches(seqs, 3))
-	want := "[[{1 0 [1 2 3] false}] [{1 3 [4] false} {2 2 [6 7] false}] [{2 4 [8] false} {0 5 [1] true} {1 4 [5] true}]]"
+	want := "[[{0 5 [1] true} {1 0 [1 2] false}] [{1 2 [3 4 5] true}] [{2 2 [6 7 8] false}]]"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
