@@ -4,7 +4,8 @@
 #    (2,2), and with a layer split by hand;
 #  - unequal memory (--mem per rank): the layer split follows it (the stage lines say which);
 #  - a random-weight mixture of experts (llm mkmodel): the same text at every layout;
-#  - `llm serve --pp 2` answers a greedy completion with llama.cpp's text;
+#  - `llm serve --pp 2` answers a greedy completion with llama.cpp's text, and four concurrent
+#    ones each with one rank's `llm generate` text;
 #  - a layout that does not fit the ranks fails on every rank, not a hang; so does --pp on a
 #    staged copy (llm stage writes tensor-parallel shards).
 # Under CI=true a missing ../shared/testdata model fails the step; elsewhere it is skipped.
@@ -57,7 +58,7 @@ for layout in "2 2" "4 4" "4 2"; do
 done
 
 # llm serve over two stages.
-"$tmp/gorun" -n 2 "$tmp/llm" serve -m "$model" --port 0 --pp 2 --parallel 2 2>"$tmp/serve.log" &
+"$tmp/gorun" -n 2 "$tmp/llm" serve -m "$model" --port 0 --pp 2 --parallel 4 2>"$tmp/serve.log" &
 pid=$!
 url=
 for _ in $(seq 100); do
@@ -74,6 +75,24 @@ if [ "Once upon a time$text" != "$want" ]; then
 	echo "42-llm-pp: llm serve --pp 2 answered: $text" >&2
 	exit 1
 fi
+# Four requests at once (decoded in the same steps, cut into micro-batches across the
+# stages): each answer is one rank's `llm generate` text for its prompt.
+prompts=("The little dog" "Tom and Sue went" "A big red ball" "Once upon a time")
+cpids=()
+for i in 0 1 2 3; do
+	curl -s "$url/v1/completions" -H 'Content-Type: application/json' \
+		-d "{\"prompt\":\"${prompts[$i]}\",\"max_tokens\":24,\"temperature\":0}" >"$tmp/c$i" &
+	cpids+=($!)
+done
+wait "${cpids[@]}"
+for i in 0 1 2 3; do
+	got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$tmp/c$i")
+	ref=$("$tmp/llm" generate -m "$model" -p "${prompts[$i]}" -n 24 --quiet)
+	if [ "${prompts[$i]}$got" != "$ref" ]; then
+		echo "42-llm-pp: llm serve --pp 2, concurrent request $i: $got; llm generate: $ref" >&2
+		exit 1
+	fi
+done
 kill "$pid"
 wait "$pid" || true
 pid=
