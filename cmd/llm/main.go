@@ -4,6 +4,7 @@
 //	llm generate -m model.gguf -p "Once upon a time" -n 64      # one rank
 //	gorun -n 2 llm generate -m model.gguf -p "Once upon a time"  # two ranks share the weights
 //	gorun -n 2 llm bench -m model.gguf -p 512 -n 128             # prefill/decode tokens/s
+//	gorun -n 4 llm generate -m model.gguf --pp 2                 # 2 pipeline stages of TP=2
 //	llm mkmodel --shape 349M --type q8_0 -o m.gguf               # random-weight benchmark model
 //	llm info -m model.gguf                                       # metadata, TP degrees that work
 //	llm quantize model-f32.gguf model-q4_k_m.gguf Q4_K_M         # llama-quantize's mixes
@@ -11,7 +12,7 @@
 //	llm plan -m model.gguf --hostfile hosts --mem 64G             # memory per rank, TP vs PP
 //	gorun -n 4 llm stage -m model.gguf --to /data/stage           # each host gets its shards
 //
-// Packages llm/model, llm/tp, llm/sample and llm/tokenizer hold the logic.
+// Packages llm/model, llm/tp, llm/pipeline, llm/sample and llm/tokenizer hold the logic.
 package main
 
 import (
@@ -38,7 +39,8 @@ commands:
   serve      OpenAI-compatible HTTP server (chat and text completions, streaming) on rank 0
   bench-serve  load a running server with 1, 4, 16 concurrent clients: throughput, TTFT
 
-Run under "gorun -n N" to split the model over N ranks. "llm COMMAND -h" lists the flags.
+Run under "gorun -n N" to split the model over N ranks (tensor parallel; with --pp S, S
+pipeline stages of layers, each tensor parallel over N/S ranks). "llm COMMAND -h" lists the flags.
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
