@@ -19,7 +19,7 @@
 //
 // Transports: ranks in one process talk through memory (Run); separate processes through a
 // full mesh of TCP connections set up at Init from a rendezvous with rank 0 (or the launcher),
-// each connection authenticated both ways with the job's secret (handshake.go); ranks sharing
+// each connection authenticated both ways with the job's secret (comm/internal/boot); ranks sharing
 // a host through shared memory; with GORUN_TRANSPORT=verbs, every peer through RDMA queue
 // pairs (verbs.go). As in MPI libraries, a goroutine waiting for a request drives the progress
 // of the shared-memory and TCP transports itself, polling for a bounded time before it sleeps.

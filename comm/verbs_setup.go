@@ -57,7 +57,7 @@ func setupVerbs(w *world, t *tcpTransport, id identity) (_ *verbsTransport, err 
 	if err != nil {
 		return nil, fmt.Errorf("comm: rank %d: %s=%s: %w", w.rank, jobenv.RDMADevice, spec, err)
 	}
-	vt := &verbsTransport{w: w, tcp: t, timeout: id.peerTimeout, peers: make([]*verbsPeer, w.size),
+	vt := &verbsTransport{w: w, tcp: t, timeout: id.PeerTimeout, peers: make([]*verbsPeer, w.size),
 		wcs: make([]ibv.WC, 64), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	defer func() {
 		if err != nil {

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorun-hpc/gorun/comm"
+	"github.com/gorun-hpc/gorun/comm/bootstrap"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -381,7 +381,7 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 	stopServing := make(chan struct{})
 	defer close(stopServing)
 	go func() {
-		err := comm.ServeRendezvous(coordLn, j.NP, id.ID, id.Secret, j.PeerTimeout, stopServing)
+		err := bootstrap.ServeRendezvous(coordLn, j.NP, id.ID, id.Secret, j.PeerTimeout, stopServing)
 		select {
 		case <-stopServing:
 			return
