@@ -90,7 +90,7 @@ type Identity struct {
 }
 
 // newIdentity draws a job id and secret from crypto/rand and opens the rendezvous listener on
-// coordHost, which gorun holds and serves itself (comm.ServeRendezvous) for the whole job: no
+// coordHost, which gorun holds and serves itself (comm/bootstrap.ServeRendezvous) for the whole job: no
 // port is picked, closed and bound again, so no other process can take it in between.
 func newIdentity(coordHost string) (Identity, net.Listener, error) {
 	id, err := newJobSecret()
