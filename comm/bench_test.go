@@ -29,7 +29,7 @@ func benchPingPong(b *testing.B, transport string) {
 		b.Fatal(err)
 	}
 	defer child.Wait()
-	id := identity{rank: 0, size: 2, coord: coord, secret: []byte("0123456789abcdef"), jobID: "testjob", peerTimeout: 30 * time.Second, transport: transport}
+	id := identity{Rank: 0, Size: 2, Coord: coord, Secret: []byte("0123456789abcdef"), JobID: "testjob", PeerTimeout: 30 * time.Second, Transport: transport}
 	c, err := initTCP(id)
 	if err != nil {
 		child.Process.Kill()

@@ -19,16 +19,20 @@
 //
 // Transports: ranks in one process talk through memory (Run); separate processes through a
 // full mesh of TCP connections set up at Init from a rendezvous with rank 0 (or the launcher),
-// each connection authenticated both ways with the job's secret (handshake.go); ranks sharing
+// each connection authenticated both ways with the job's secret (comm/internal/boot); ranks sharing
 // a host through shared memory; with GORUN_TRANSPORT=verbs, every peer through RDMA queue
 // pairs (verbs.go). As in MPI libraries, a goroutine waiting for a request drives the progress
 // of the shared-memory and TCP transports itself, polling for a bounded time before it sleeps.
 //
-// Layers, bottom up (docs/comm.md has the details): the rendezvous gives every rank the table
-// of all ranks; the TCP mesh links every pair and is every peer's liveness channel; the data
-// transports (shared memory, RDMA verbs) are set up over it for the peers each reaches, and a
-// route table fixed at Init says which transport carries each peer's messages; liveness
-// reports a lost peer once to every transport; the engine matches messages with receives for
-// all of them; Comm is the API above. The transports' names are those of jobenv.Transports;
-// package rdmadev lists RDMA devices without linking the transports.
+// Layers, bottom up (docs/comm.md has the details and the folder list): the bootstrap
+// protocol (comm/internal/boot: identity from the environment, the authenticated handshake,
+// the rendezvous) gives every rank the table of all ranks; the TCP mesh links every pair and
+// is every peer's liveness channel (its socket layer is comm/internal/tcp); the data
+// transports (shared memory; RDMA verbs, with comm/internal/verbs and comm/internal/ibv) are
+// set up over it for the peers each reaches, and a route table fixed at Init says which
+// transport carries each peer's messages; liveness reports a lost peer once to every
+// transport; the engine matches messages with receives for all of them; Comm is the API
+// above. Beside it, for launchers, and linking no transport: comm/bootstrap serves the
+// rendezvous, comm/jobenv defines the environment contract and the transports' names
+// (jobenv.Transports), comm/rdmadev lists RDMA devices.
 package comm

@@ -48,29 +48,3 @@ func FuzzParseHeader(f *testing.F) {
 		}
 	})
 }
-
-// FuzzParseHello: hellos decode only with the right magic and version and a sane rank.
-func FuzzParseHello(f *testing.F) {
-	f.Add((&hello{kind: connMesh, role: roleDialer, rank: 1, size: 4, job: 7}).marshal())
-	f.Add((&hello{kind: connRendezvous, role: roleAcceptor, rank: launcherID, size: 1}).marshal())
-	f.Add([]byte("GRUN"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		h, err := parseHello(b)
-		if err != nil {
-			return
-		}
-		if h.rank == launcherID {
-			if h.kind != connRendezvous || h.role != roleAcceptor {
-				t.Fatalf("accepted a launcher hello of kind %d, role %d", h.kind, h.role)
-			}
-		} else if h.rank >= h.size {
-			t.Fatalf("accepted rank %d of %d", h.rank, h.size)
-		}
-		if h.role != roleDialer && h.role != roleAcceptor {
-			t.Fatalf("accepted role %d", h.role)
-		}
-		if !bytes.Equal(h.marshal(), b) {
-			t.Fatal("hello re-encodes differently")
-		}
-	})
-}

@@ -9,7 +9,7 @@ import (
 
 // The layers of a rank, bottom up:
 //
-//   - the rendezvous (rendezvous.go, bootstrap.go): every rank registers with rank 0 or the
+//   - the rendezvous (comm/internal/boot, bootstrap.go): every rank registers with rank 0 or the
 //     launcher and gets the table of all ranks: address, host, process;
 //   - the TCP mesh (tcp.go): one authenticated link per pair of ranks, always built; it is the
 //     liveness channel of every peer (heartbeats, a link that ends) and the data plane of the
@@ -83,7 +83,7 @@ type progressSource interface {
 // table and progress mode: every peer's messages go through the first transport that reaches
 // it, else the mesh.
 func useTransports(b *meshBootstrap) error {
-	w, name := b.w, b.id.transport
+	w, name := b.w, b.id.Transport
 	var kinds []transportKind
 	switch name {
 	case jobenv.TransportTCP:

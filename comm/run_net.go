@@ -35,7 +35,7 @@ func runNet(n int, transport string, fn func(c *Comm) error) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id := identity{source: "Run", rank: r, size: n, coord: coord, secret: []byte(job), jobID: job, peerTimeout: 30 * time.Second, transport: transport}
+			id := identity{Source: "Run", Rank: r, Size: n, Coord: coord, Secret: []byte(job), JobID: job, PeerTimeout: 30 * time.Second, Transport: transport}
 			var c *Comm
 			if n == 1 {
 				c = singleton()

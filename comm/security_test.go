@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,101 +15,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gorun-hpc/gorun/comm/internal/boot"
 )
-
-// TestJobSecret: where a job's secret comes from, and that a multi-host job without one
-// refuses to start unless GORUN_INSECURE=1, which warns.
-func TestJobSecret(t *testing.T) {
-	torch := func(addr string, extra ...string) []string {
-		return append([]string{"RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1", "MASTER_ADDR=" + addr, "MASTER_PORT=29500"}, extra...)
-	}
-	for _, tc := range []struct {
-		name    string
-		env     []string
-		secret  string // "" derived
-		err     string
-		warning string
-	}{
-		{"given", torch("10.99.0.1", "GORUN_SECRET=abc"), "abc", "", ""},
-		{"multi-host without a secret", torch("10.99.0.1"), "", "GORUN_SECRET_FILE", ""},
-		{"multi-host, insecure", torch("10.99.0.1", "GORUN_INSECURE=1"), "", "", "GORUN_INSECURE=1"},
-		{"insecure must be 1", torch("10.99.0.1", "GORUN_INSECURE=yes"), "", "GORUN_SECRET", ""},
-		{"loopback", torch("127.0.0.1"), "", "", ""},
-		{"localhost", torch("localhost"), "", "", ""},
-		{"one host by local size", torch("10.99.0.1", "LOCAL_WORLD_SIZE=4"), "", "", ""},
-		{"two hosts by local size", torch("master-0", "LOCAL_WORLD_SIZE=2"), "", "LOCAL_WORLD_SIZE=2 of 4 ranks", ""},
-		{"slurm one node", slurmStepEnv(1, "SLURM_STEP_NUM_NODES=1"), "", "", ""},
-		{"slurm two nodes", slurmStepEnv(1, "SLURM_STEP_NUM_NODES=2"), "", "SLURM_STEP_NUM_NODES=2", ""},
-		{"slurm allocation of one node", slurmStepEnv(1, "SLURM_NNODES=1"), "", "", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			id, err := identityFromEnv(envMap(tc.env...))
-			if tc.err != "" {
-				require.ErrorContains(t, err, tc.err)
-				require.ErrorContains(t, err, "GORUN_SECRET")
-				return
-			}
-			require.NoError(t, err)
-			if tc.secret != "" {
-				require.Equal(t, tc.secret, string(id.secret))
-			} else {
-				require.True(t, strings.HasPrefix(string(id.secret), "gorun-job:"), "derived secret expected")
-			}
-			if tc.warning == "" {
-				require.Empty(t, id.warning)
-			} else {
-				require.Contains(t, id.warning, tc.warning)
-				require.Contains(t, id.warning, "rank 1")
-			}
-		})
-	}
-}
-
-// TestSecretFile: GORUN_SECRET_FILE must be private to the user; its trailing newline is not
-// part of the secret; size and contents are bounded.
-func TestSecretFile(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string, mode os.FileMode) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-		require.NoError(t, os.Chmod(p, mode))
-		return p
-	}
-	env := func(path string) func(string) string {
-		return envMap("RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=10.99.0.1", "MASTER_PORT=1", "GORUN_SECRET_FILE="+path)
-	}
-	open := write("open", "s3cret\n", 0o644)
-	_, err := identityFromEnv(env(open))
-	require.ErrorContains(t, err, open)
-	require.ErrorContains(t, err, "mode 0644")
-
-	private := write("private", "s3cret\n", 0o600)
-	id, err := identityFromEnv(env(private))
-	require.NoError(t, err)
-	require.Equal(t, "s3cret", string(id.secret))
-	require.Empty(t, id.warning)
-
-	crlf := write("crlf", "s3cret\r\n", 0o400)
-	id, err = identityFromEnv(env(crlf))
-	require.NoError(t, err)
-	require.Equal(t, "s3cret", string(id.secret))
-
-	for name, tc := range map[string]struct {
-		path, want string
-	}{
-		"group":   {write("group", "x", 0o640), "mode 0640"},
-		"empty":   {write("empty", "\n", 0o600), "is empty"},
-		"large":   {write("large", strings.Repeat("x", maxSecretFile+1), 0o600), "larger than"},
-		"missing": {filepath.Join(dir, "none"), "no such file"},
-		"dir":     {dir, "not a regular file"},
-	} {
-		_, err := identityFromEnv(env(tc.path))
-		if assert.Error(t, err, name) {
-			assert.Contains(t, err.Error(), tc.want, name)
-			assert.Contains(t, err.Error(), "GORUN_SECRET_FILE", name)
-		}
-	}
-}
 
 // startRanks runs initTCP for ranks of a job as goroutines and returns their results.
 func startRanks(base identity, ranks ...int) chan rankResult {
@@ -118,7 +25,7 @@ func startRanks(base identity, ranks ...int) chan rankResult {
 	for _, r := range ranks {
 		go func() {
 			id := base
-			id.rank = r
+			id.Rank = r
 			c, err := initTCP(id)
 			out <- rankResult{r, c, err}
 		}()
@@ -194,27 +101,27 @@ func TestReflectionRefused(t *testing.T) {
 	require.NoError(t, err)
 	defer ln.Close()
 	const job, secret = "reflect", "k"
-	jobHash := fnv64([]byte(job))
+	jobHash := boot.Fnv64([]byte(job))
 	served := make(chan error, 1)
 	stop := make(chan struct{})
 	defer close(stop)
-	go func() { served <- ServeRendezvous(ln, 2, job, secret, 0, stop) }()
+	go func() { served <- boot.ServeRendezvous(ln, 2, job, secret, 0, stop) }()
 
 	// Connection 1: the attacker claims rank 0 and gets the server's hello.
 	c1 := dialT(t, ln.Addr().String())
 	defer c1.Close()
-	h1 := hello{kind: connRendezvous, role: roleDialer, rank: 0, size: 2, job: jobHash}
-	copy(h1.nonce[:], "attacker's own nonce, 32 bytes!!")
-	_, err = c1.Write(h1.marshal())
+	h1 := boot.Hello{Kind: boot.ConnRendezvous, Role: boot.RoleDialer, Rank: 0, Size: 2, Job: jobHash}
+	copy(h1.Nonce[:], "attacker's own nonce, 32 bytes!!")
+	_, err = c1.Write(h1.Marshal())
 	require.NoError(t, err)
-	sb := make([]byte, helloSize)
+	sb := make([]byte, boot.HelloSize)
 	c1.SetReadDeadline(time.Now().Add(10 * time.Second))
 	_, err = io.ReadFull(c1, sb)
 	require.NoError(t, err)
-	server, err := parseHello(sb)
+	server, err := boot.ParseHello(sb)
 	require.NoError(t, err)
-	require.Equal(t, uint32(launcherID), server.rank, "the launcher claims its own identity, not rank 0's")
-	require.Equal(t, uint8(roleAcceptor), server.role)
+	require.Equal(t, uint32(boot.LauncherID), server.Rank, "the launcher claims its own identity, not rank 0's")
+	require.Equal(t, uint8(boot.RoleAcceptor), server.Role)
 	// Nothing more comes until the attacker proves itself: no proof to relay.
 	c1.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 	n, _ := c1.Read(make([]byte, 1))
@@ -222,11 +129,11 @@ func TestReflectionRefused(t *testing.T) {
 
 	// Connection 2: the server's hello reflected back as is (role acceptor), then with the
 	// role changed to the dialer's (it still carries the server's own nonce).
-	for _, role := range []uint8{roleAcceptor, roleDialer} {
+	for _, role := range []uint8{boot.RoleAcceptor, boot.RoleDialer} {
 		c2 := dialT(t, ln.Addr().String())
 		b := bytes.Clone(sb)
 		b[7] = role
-		if role == roleDialer {
+		if role == boot.RoleDialer {
 			binary.LittleEndian.PutUint32(b[8:], 1) // a dialer claims a rank
 		}
 		c2.Write(b)
@@ -234,12 +141,12 @@ func TestReflectionRefused(t *testing.T) {
 		c2.Close()
 	}
 	// Connection 1 cannot prove anything: a guessed proof is refused with the refusal marker.
-	c1.Write(make([]byte, proofSize))
+	c1.Write(make([]byte, boot.ProofSize))
 	got := readAllFor(c1, 10*time.Second)
-	require.Equal(t, refusedProof, got)
+	require.Equal(t, boot.RefusedProof, got)
 
 	// The real ranks (rank 0 dials the launcher's rendezvous too) still register.
-	base := identity{size: 2, coord: ln.Addr().String(), coordByLnch: true, secret: []byte(secret), jobID: job, peerTimeout: 10 * time.Second}
+	base := identity{Size: 2, Coord: ln.Addr().String(), CoordByLauncher: true, Secret: []byte(secret), JobID: job, PeerTimeout: 10 * time.Second}
 	finishJob(t, startRanks(base, 0, 1), 2)
 	require.NoError(t, <-served)
 	log := logged()
@@ -268,27 +175,27 @@ func TestReplayRefused(t *testing.T) {
 	require.NoError(t, err)
 	defer ln.Close()
 	const job, secret = "replay", "k"
-	jobHash := fnv64([]byte(job))
+	jobHash := boot.Fnv64([]byte(job))
 	served := make(chan error, 1)
 	stop := make(chan struct{})
 	defer close(stop)
-	go func() { served <- ServeRendezvous(ln, 3, job, secret, 0, stop) }()
+	go func() { served <- boot.ServeRendezvous(ln, 3, job, secret, 0, stop) }()
 
 	rc := &recordConn{Conn: dialT(t, ln.Addr().String())}
-	require.NoError(t, dialHandshake(rc, []byte(secret), connRendezvous, 1, 3, jobHash, launcherID, time.Now().Add(10*time.Second)))
+	require.NoError(t, boot.DialHandshake(rc, []byte(secret), boot.ConnRendezvous, 1, 3, jobHash, boot.LauncherID, time.Now().Add(10*time.Second)))
 	rc.Close() // no registration follows: refused as such
 	captured := rc.wrote.Bytes()
-	require.Len(t, captured, helloSize+proofSize)
+	require.Len(t, captured, boot.HelloSize+boot.ProofSize)
 
 	c := dialT(t, ln.Addr().String())
 	_, err = c.Write(captured)
 	require.NoError(t, err)
 	got := readAllFor(c, 10*time.Second)
 	c.Close()
-	require.Len(t, got, helloSize+proofSize, "want the server's hello and the refusal")
-	require.Equal(t, refusedProof, got[helloSize:])
+	require.Len(t, got, boot.HelloSize+boot.ProofSize, "want the server's hello and the refusal")
+	require.Equal(t, boot.RefusedProof, got[boot.HelloSize:])
 
-	base := identity{size: 3, coord: ln.Addr().String(), coordByLnch: true, secret: []byte(secret), jobID: job, peerTimeout: 10 * time.Second}
+	base := identity{Size: 3, Coord: ln.Addr().String(), CoordByLauncher: true, Secret: []byte(secret), JobID: job, PeerTimeout: 10 * time.Second}
 	finishJob(t, startRanks(base, 0, 1, 2), 3)
 	require.NoError(t, <-served)
 	require.Contains(t, logged(), "rank 1 does not know the job secret")
@@ -303,17 +210,17 @@ func TestWrongSecretRefused(t *testing.T) {
 	defer ln.Close()
 	stop := make(chan struct{})
 	defer close(stop)
-	go ServeRendezvous(ln, 2, "w", "right", 0, stop)
-	bad := identity{rank: 1, size: 2, coord: ln.Addr().String(), coordByLnch: true, secret: []byte("wrong"), jobID: "w", peerTimeout: 10 * time.Second}
+	go boot.ServeRendezvous(ln, 2, "w", "right", 0, stop)
+	bad := identity{Rank: 1, Size: 2, Coord: ln.Addr().String(), CoordByLauncher: true, Secret: []byte("wrong"), JobID: "w", PeerTimeout: 10 * time.Second}
 	_, err = initTCP(bad)
-	require.ErrorIs(t, err, errHandshakeRefused)
+	require.ErrorIs(t, err, boot.ErrHandshakeRefused)
 	require.ErrorContains(t, err, "GORUN_SECRET")
 
 	m := newMeshTarget(t, 0, 2, "right")
 	conn := dialT(t, m.addr)
-	err = dialHandshake(conn, []byte("wrong"), connMesh, 1, 2, m.jobHash, 0, time.Now().Add(10*time.Second))
+	err = boot.DialHandshake(conn, []byte("wrong"), boot.ConnMesh, 1, 2, m.jobHash, 0, time.Now().Add(10*time.Second))
 	conn.Close()
-	require.ErrorIs(t, err, errHandshakeRefused)
+	require.ErrorIs(t, err, boot.ErrHandshakeRefused)
 	m.close(t)
 }
 
@@ -329,11 +236,11 @@ type meshTarget struct {
 func newMeshTarget(t *testing.T, rank, size int, secret string) *meshTarget {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	id := identity{rank: rank, size: size, secret: []byte(secret), jobID: "mesh"}
+	id := identity{Rank: rank, Size: size, Secret: []byte(secret), JobID: "mesh"}
 	w := newWorld(rank, size, "", nil)
 	w.abort = processAbort
 	m := &meshTarget{t: &tcpTransport{w: w, peers: make([]*tcpPeer, size)}, ln: ln, addr: ln.Addr().String(),
-		jobHash: fnv64([]byte(id.jobID)), done: make(chan error, 1)}
+		jobHash: boot.Fnv64([]byte(id.JobID)), done: make(chan error, 1)}
 	table := make([]rankInfo, size)
 	for r := range table {
 		table[r] = rankInfo{Rank: r, Addr: "127.0.0.1:" + strconv.Itoa(r+1)}
@@ -370,13 +277,13 @@ func TestMeshForgedIdentity(t *testing.T) {
 	hs := func(s string, claim uint32) error {
 		conn := dialT(t, m.addr)
 		defer conn.Close()
-		return dialHandshake(conn, []byte(s), connMesh, claim, 4, m.jobHash, 1, time.Now().Add(10*time.Second))
+		return boot.DialHandshake(conn, []byte(s), boot.ConnMesh, claim, 4, m.jobHash, 1, time.Now().Add(10*time.Second))
 	}
 	// Without the secret, claiming rank 2: refused, and rank 2's slot stays free.
-	require.ErrorIs(t, hs("guess", 2), errHandshakeRefused)
+	require.ErrorIs(t, hs("guess", 2), boot.ErrHandshakeRefused)
 	require.Nil(t, m.peer(2))
 	// With the secret, claiming a rank that never dials rank 1: refused before any hello.
-	var cut errCutOff
+	var cut boot.ErrCutOff
 	require.ErrorAs(t, hs(secret, 0), &cut)
 	// The real rank 2.
 	require.NoError(t, hs(secret, 2))
@@ -408,16 +315,16 @@ func TestMeshForgedIdentity(t *testing.T) {
 // a bounded number of log lines, with counts.
 func TestFloodCapped(t *testing.T) {
 	logged := captureLog(t)
-	old := handshakeTimeout
-	handshakeTimeout = 500 * time.Millisecond
-	t.Cleanup(func() { handshakeTimeout = old })
-	base := identity{size: 3, coord: freePort(t), secret: []byte("f"), jobID: "flood", peerTimeout: 10 * time.Second}
+	old := boot.HandshakeTimeout
+	boot.HandshakeTimeout = 500 * time.Millisecond
+	t.Cleanup(func() { boot.HandshakeTimeout = old })
+	base := identity{Size: 3, Coord: freePort(t), Secret: []byte("f"), JobID: "flood", PeerTimeout: 10 * time.Second}
 	results := startRanks(base, 0)
-	first := dialT(t, base.coord) // rank 0 listens
-	const flood = 4 * maxUnauthenticated
+	first := dialT(t, base.Coord) // rank 0 listens
+	const flood = 4 * boot.MaxUnauthenticated
 	conns := []net.Conn{first}
 	for range flood - 1 {
-		c, err := net.Dial("tcp", base.coord)
+		c, err := net.Dial("tcp", base.Coord)
 		require.NoError(t, err)
 		conns = append(conns, c)
 	}
@@ -428,7 +335,7 @@ func TestFloodCapped(t *testing.T) {
 	}()
 	// The connections beyond the cap are closed at once.
 	closedNow := 0
-	for _, c := range conns[maxUnauthenticated+8:] {
+	for _, c := range conns[boot.MaxUnauthenticated+8:] {
 		c.SetReadDeadline(time.Now().Add(time.Second))
 		if _, err := c.Read(make([]byte, 1)); err == io.EOF || (err != nil && !os.IsTimeout(err)) {
 			closedNow++
@@ -448,6 +355,6 @@ func TestFloodCapped(t *testing.T) {
 	counted := regexp.MustCompile(`rank 0: refused (\d+) (more )?connections from 127.0.0.1`).FindStringSubmatch(log)
 	require.NotNil(t, counted, log)
 	n, _ := strconv.Atoi(counted[1])
-	require.GreaterOrEqual(t, n, flood-maxUnauthenticated, log)
+	require.GreaterOrEqual(t, n, flood-boot.MaxUnauthenticated, log)
 	require.Contains(t, log, "unauthenticated connections already")
 }

@@ -828,13 +828,13 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		return nil, errNoShm
 	}
 	allowCMA()
-	seg, err := createSegment(id.jobID, w.rank, local, shmRingCap, jobHash)
+	seg, err := createSegment(id.JobID, w.rank, local, shmRingCap, jobHash)
 	if err != nil {
 		return nil, err
 	}
 	t := &shmTransport{w: w, seg: seg, peers: make([]*shmPeer, w.size), stop: make(chan struct{}), done: make(chan struct{}),
 		waitersGone: make(chan struct{}, 1), patientCame: make(chan struct{}, 1), bell: createBell(seg.path)}
-	t.oversubscribed = id.oversubscribed || len(local)+1 > runtime.NumCPU()
+	t.oversubscribed = id.Oversubscribed || len(local)+1 > runtime.NumCPU()
 	probe := new(uint64)
 	*probe = 0x676f72756e636d61 ^ uint64(os.Getpid())
 	t.probe = probe

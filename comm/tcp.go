@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gorun-hpc/gorun/comm/internal/tcp"
 )
 
 // tcpTransport is a full mesh of TCP connections, one per pair of ranks. Sends of small
@@ -43,7 +45,7 @@ type tcpTransport struct {
 	waits     atomic.Uint32 // polling waits begun, ever: the background goroutine's sign of activity
 	stop      chan struct{} // closed by finalize: the background goroutine ends
 	pollDone  chan struct{}
-	idle      linkWaiter // how the background goroutine sleeps on the links
+	idle      tcp.LinkWaiter // how the background goroutine sleeps on the links
 }
 
 type tcpPeer struct {
@@ -111,7 +113,7 @@ var clockStart = time.Now()
 // newTCPPeer takes over conn's socket: it keeps a duplicate of the descriptor and closes conn,
 // which takes the socket out of Go's netpoller.
 func newTCPPeer(t *tcpTransport, rank int, addr string, conn *net.TCPConn) (*tcpPeer, error) {
-	fd, err := detach(conn)
+	fd, err := tcp.Detach(conn)
 	if err != nil {
 		return nil, fmt.Errorf("comm: link to rank %d at %s: %w", rank, addr, err)
 	}
@@ -125,30 +127,6 @@ func newTCPPeer(t *tcpTransport, rank int, addr string, conn *net.TCPConn) (*tcp
 	p.lastWrite.Store(now)
 	p.heard.Store(now)
 	return p, nil
-}
-
-// detach returns a non-blocking duplicate of conn's descriptor and closes conn.
-func detach(conn *net.TCPConn) (int, error) {
-	defer conn.Close()
-	conn.SetNoDelay(true)
-	rc, err := conn.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	fd := -1
-	var derr error
-	// Close-on-exec from the start: a rank that starts programs must not hand them its links.
-	if err := rc.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
-		return -1, err
-	}
-	if derr != nil {
-		return -1, derr
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
 }
 
 func (p *tcpPeer) start() {
@@ -217,7 +195,7 @@ func (p *tcpPeer) writeAll(a, b []byte) error {
 			p.fdMu.RUnlock()
 			return net.ErrClosed
 		}
-		n, err := sockWritev(p.fd, a, b)
+		n, err := tcp.Writev(p.fd, a, b)
 		p.fdMu.RUnlock()
 		switch {
 		case err == unix.EINTR:
@@ -336,9 +314,9 @@ func (p *tcpPeer) pushOut(block, one bool) (done []*pendingSend, wrote int, err 
 		}
 		var n int
 		if len(hdr) > 0 {
-			n, err = sockWritev(p.fd, hdr, data)
+			n, err = tcp.Writev(p.fd, hdr, data)
 		} else {
-			n, err = sockWritev(p.fd, data, nil)
+			n, err = tcp.Writev(p.fd, data, nil)
 		}
 		p.fdMu.RUnlock()
 		switch {
@@ -592,7 +570,7 @@ func (p *tcpPeer) readSome(b []byte, block bool) (int, error) {
 			p.fdMu.RUnlock()
 			return 0, net.ErrClosed
 		}
-		n, err := sockRead(p.fd, b)
+		n, err := tcp.Read(p.fd, b)
 		p.fdMu.RUnlock()
 		switch {
 		case n > 0:

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gorun-hpc/gorun/comm/internal/tcp"
 )
 
 const (
@@ -23,29 +25,11 @@ const (
 	tcpIdlePoll = 100 * time.Millisecond
 )
 
-// linkWaiter is how the background goroutine sleeps on the links: wait is poll(2)'s contract
-// (fds' Revents set, the number of ready descriptors returned; 0 when the timeout passed or
-// wake was called).
-type linkWaiter interface {
-	wait(fds []unix.PollFd, timeout time.Duration) (int, error)
-	wake()
-	close()
-}
-
-// pollWaiter sleeps in poll(2); wake does not shorten the sleep.
-type pollWaiter struct{}
-
-func (pollWaiter) wait(fds []unix.PollFd, timeout time.Duration) (int, error) {
-	return unix.Poll(fds, int(timeout/time.Millisecond))
-}
-func (pollWaiter) wake()  {}
-func (pollWaiter) close() {}
-
 // startPolling starts the background goroutine that reads what arrives while nobody waits.
 func (t *tcpTransport) startPolling() {
 	t.stop = make(chan struct{})
 	t.pollDone = make(chan struct{})
-	t.idle = newLinkWaiter()
+	t.idle = tcp.NewLinkWaiter()
 	go t.pollLoop()
 }
 
@@ -60,9 +44,9 @@ func (t *tcpTransport) stopPolling() {
 	default:
 	}
 	close(t.stop)
-	t.idle.wake()
+	t.idle.Wake()
 	<-t.pollDone
-	t.idle.close() // after the goroutine's last wait, and wake's last use
+	t.idle.Close() // after the goroutine's last wait, and wake's last use
 }
 
 // pollLoop reads the links nobody else is reading: it sleeps on every live link (t.idle)
@@ -109,7 +93,7 @@ func (t *tcpTransport) pollLoop() {
 			continue
 		}
 		// The descriptors stay open while we poll: they are closed only after stopPolling.
-		n, err := t.idle.wait(fds, tcpIdlePoll)
+		n, err := t.idle.Wait(fds, tcpIdlePoll)
 		if err != nil && err != unix.EINTR {
 			for _, p := range live {
 				p.fail(fmt.Errorf("poll on the link to %s: %w", p.addr, err))

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/gorun-hpc/gorun/comm/internal/ibv"
+
+	"github.com/gorun-hpc/gorun/comm/internal/verbs"
 )
 
 // The verbs transport moves messages over RDMA queue pairs (libibverbs: InfiniBand, RoCE,
@@ -97,7 +99,7 @@ type verbsDev struct {
 	gids                           []ibv.GIDEntry
 	pd                             ibv.PD
 	cq                             ibv.CQ
-	cache                          *regCache
+	cache                          *verbs.RegCache
 	recvMR, sendMR, ctrlMR, credMR ibv.MR
 	writeChunk                     int
 	peers                          int
@@ -116,8 +118,8 @@ type verbsPeer struct {
 	pend       []*verbsOut
 	pushes     []*verbsPush
 	zcs        []*verbsZC
-	zcRecvs    map[uint32]uint64    // immediate -> receive id
-	zcRegs     map[uint64]*regEntry // receive id -> its registered buffer
+	zcRecvs    map[uint32]uint64          // immediate -> receive id
+	zcRegs     map[uint64]*verbs.RegEntry // receive id -> its registered buffer
 	freeSlots  []uint32
 	sqUsed     int
 	sent       uint64 // messages posted (each takes one of the peer's receive buffers)
@@ -151,7 +153,7 @@ type verbsPush struct {
 type verbsZC struct {
 	id       uint32
 	send     *pendingSend
-	reg      *regEntry
+	reg      *verbs.RegEntry
 	recv     uint64
 	raddr    uint64
 	rkey     uint32
@@ -309,7 +311,7 @@ func (t *verbsTransport) complete(wc *ibv.WC) {
 				z.inflight--
 				if z.final && z.inflight == 0 {
 					p.zcs = append(p.zcs[:i], p.zcs[i+1:]...)
-					p.d.cache.release(z.reg)
+					p.d.cache.Release(z.reg)
 					z.send.req.complete(Status{}, nil)
 				}
 				break
@@ -336,7 +338,7 @@ func (p *verbsPeer) received(idx uint32, wc *ibv.WC) {
 			return
 		}
 		delete(p.zcRecvs, wc.Imm)
-		p.d.cache.release(p.zcRegs[rid])
+		p.d.cache.Release(p.zcRegs[rid])
 		delete(p.zcRegs, rid)
 		p.gotData(rid, pr, pr.size-pr.got)
 	} else if !p.handle(buf[:wc.ByteLen]) {
@@ -438,19 +440,19 @@ func (p *verbsPeer) accept(a verbsAccept) {
 	}
 	pr := &pendingRecv{op: r, buf: dst, size: a.size, src: p.rank, tag: a.tag}
 	var extra []byte
-	var reg *regEntry
+	var reg *verbs.RegEntry
 	if p.t.typ == ibv.RC && a.size >= verbsZCMin {
 		var err error
-		if reg, err = p.d.cache.acquire(dst, ibv.AccessLocalWrite|ibv.AccessRemoteWrite); err == nil {
+		if reg, err = p.d.cache.Acquire(dst, ibv.AccessLocalWrite|ibv.AccessRemoteWrite); err == nil {
 			extra = make([]byte, verbsCtsZCLen)
-			binary.LittleEndian.PutUint64(extra, reg.addrOf(dst))
-			binary.LittleEndian.PutUint32(extra[8:], reg.mr.RKey())
+			binary.LittleEndian.PutUint64(extra, reg.AddrOf(dst))
+			binary.LittleEndian.PutUint32(extra[8:], reg.RKey())
 		}
 		// Registration failing (limits on pinned memory) falls back to staging.
 	}
 	rid, err := p.addRecv(pr)
 	if err != nil {
-		p.d.cache.release(reg)
+		p.d.cache.Release(reg)
 		r.req.complete(Status{}, err)
 		return
 	}
@@ -461,7 +463,7 @@ func (p *verbsPeer) accept(a verbsAccept) {
 }
 
 func (p *verbsPeer) startZC(s *pendingSend, recv, raddr uint64, rkey uint32) {
-	reg, err := p.d.cache.acquire(s.payload, ibv.AccessLocalWrite)
+	reg, err := p.d.cache.Acquire(s.payload, ibv.AccessLocalWrite)
 	if err != nil {
 		s.req.complete(Status{}, &PeerError{Rank: p.rank, Err: fmt.Errorf("registering a %d-byte send buffer: %w", len(s.payload), err)})
 		return
@@ -558,7 +560,7 @@ func (p *verbsPeer) flush() bool {
 			n := min(p.d.writeChunk, len(z.send.payload)-z.posted)
 			last := z.posted+n == len(z.send.payload)
 			wr := ibv.SendWR{WRID: wrID(wrWrite, p.rank, z.id), Op: ibv.OpWrite, Signaled: true,
-				SGE:        ibv.SGE{Addr: z.reg.addrOf(z.send.payload) + uint64(z.posted), Length: uint32(n), LKey: z.reg.mr.LKey()},
+				SGE:        ibv.SGE{Addr: z.reg.AddrOf(z.send.payload) + uint64(z.posted), Length: uint32(n), LKey: z.reg.LKey()},
 				RemoteAddr: z.raddr + uint64(z.posted), RKey: z.rkey}
 			if last {
 				if p.credits() <= 0 || len(p.pend) > 0 {
@@ -678,11 +680,11 @@ func (p *verbsPeer) abandon(cause error) {
 		s.send.req.complete(Status{}, perr)
 	}
 	for _, z := range p.zcs {
-		p.d.cache.release(z.reg)
+		p.d.cache.Release(z.reg)
 		z.send.req.complete(Status{}, perr)
 	}
 	for _, reg := range p.zcRegs {
-		p.d.cache.release(reg)
+		p.d.cache.Release(reg)
 	}
 	p.pushes, p.zcs = nil, nil
 	clear(p.zcRecvs)
@@ -846,7 +848,7 @@ func (t *verbsTransport) release() {
 
 func (d *verbsDev) release() {
 	if d.cache != nil {
-		d.cache.close()
+		d.cache.Close()
 	}
 	for _, mr := range []ibv.MR{d.recvMR, d.sendMR, d.ctrlMR, d.credMR} {
 		if mr != nil {

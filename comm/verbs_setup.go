@@ -1,20 +1,17 @@
 package comm
 
 import (
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gorun-hpc/gorun/comm/internal/ibv"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
+
+	"github.com/gorun-hpc/gorun/comm/internal/verbs"
 )
 
 // verbsInfo is what a rank tells each peer to connect their queue pair.
@@ -53,11 +50,11 @@ func verbsSetup(b *meshBootstrap) (transport, func(int) bool, error) {
 // the TCP mesh, which stays the liveness channel.
 func setupVerbs(w *world, t *tcpTransport, id identity) (_ *verbsTransport, err error) {
 	spec := os.Getenv(jobenv.RDMADevice)
-	names, err := verbsDeviceNames(spec, w.rank, w.size)
+	names, err := verbs.DeviceNames(spec, w.rank, w.size)
 	if err != nil {
 		return nil, fmt.Errorf("comm: rank %d: %s=%s: %w", w.rank, jobenv.RDMADevice, spec, err)
 	}
-	vt := &verbsTransport{w: w, tcp: t, timeout: id.peerTimeout, peers: make([]*verbsPeer, w.size),
+	vt := &verbsTransport{w: w, tcp: t, timeout: id.PeerTimeout, peers: make([]*verbsPeer, w.size),
 		wcs: make([]ibv.WC, 64), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	defer func() {
 		if err != nil {
@@ -105,7 +102,7 @@ func setupVerbs(w *world, t *tcpTransport, id identity) (_ *verbsTransport, err 
 			continue
 		}
 		d := devOf[r]
-		p := &verbsPeer{t: vt, d: d, rank: r, rendezvous: newRendezvous(r), zcRecvs: map[uint32]uint64{}, zcRegs: map[uint64]*regEntry{}}
+		p := &verbsPeer{t: vt, d: d, rank: r, rendezvous: newRendezvous(r), zcRecvs: map[uint32]uint64{}, zcRegs: map[uint64]*verbs.RegEntry{}}
 		if p.qp, err = d.pd.CreateQP(typ, d.cq, verbsSendDepth+4, verbsCredits); err != nil {
 			if errors.Is(err, syscall.EBUSY) {
 				// Seen on Thunderbolt RDMA: about ten queue pairs per device (ml-explore/mlx #4209).
@@ -132,7 +129,7 @@ func setupVerbs(w *world, t *tcpTransport, id identity) (_ *verbsTransport, err 
 			gids = append(gids, verbsGID{Index: g.Index, GID: append([]byte(nil), g.GID[:]...), Type: g.Type})
 		}
 		info := verbsInfo{Device: d.dev.Name(), Port: d.port, LID: d.pattr.LID, MTU: d.pattr.ActiveMTU, IB: d.pattr.LinkLayer == "InfiniBand",
-			QPN: p.qp.Num(), PSN: randomPSN(), GIDs: gids, Ctrl: d.ctrlMR.Addr(), CtrlKey: d.ctrlMR.RKey()}
+			QPN: p.qp.Num(), PSN: verbs.RandomPSN(), GIDs: gids, Ctrl: d.ctrlMR.Addr(), CtrlKey: d.ctrlMR.RKey()}
 		reqs = append(reqs, Go(func() error { return setup.SendValue(info, r, 1) }))
 		p.ackAt, p.localPSN = time.Now(), info.PSN
 	}
@@ -185,7 +182,7 @@ func (d *verbsDev) setup(vt *verbsTransport) (err error) {
 	if d.cq, err = d.dev.CreateCQ(d.peers*(verbsCredits+verbsSendDepth+4) + 16); err != nil {
 		return fmt.Errorf("completion queue: %w", err)
 	}
-	d.cache = newRegCache(d.pd)
+	d.cache = verbs.NewRegCache(d.pd)
 	d.writeChunk = min(d.dev.MaxMsg(), 1<<20)
 	for _, r := range []struct {
 		buf    []byte
@@ -204,59 +201,6 @@ func (d *verbsDev) setup(vt *verbsTransport) (err error) {
 	return nil
 }
 
-// verbsDeviceNames returns the device this rank uses for each peer: spec names one device for
-// all (empty: the first with an active port), or is @FILE, a JSON matrix as MLX's jaccl takes
-// for a Thunderbolt mesh: row i, column j names the device rank i reaches rank j through
-// (null on the diagonal).
-func verbsDeviceNames(spec string, rank, size int) ([]string, error) {
-	names := make([]string, size)
-	if !strings.HasPrefix(spec, "@") {
-		for r := range names {
-			names[r] = spec
-		}
-		return names, nil
-	}
-	b, err := os.ReadFile(spec[1:])
-	if err != nil {
-		return nil, err
-	}
-	m, err := parseDeviceMatrix(b, size)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", spec[1:], err)
-	}
-	for r := range names {
-		if r != rank {
-			names[r] = *m[rank][r]
-		}
-	}
-	return names, nil
-}
-
-// parseDeviceMatrix checks a device matrix for a job of size ranks.
-func parseDeviceMatrix(b []byte, size int) ([][]*string, error) {
-	var m [][]*string
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("want a JSON matrix of device names: %w", err)
-	}
-	if len(m) != size {
-		return nil, fmt.Errorf("%d rows for a job of %d ranks", len(m), size)
-	}
-	for i, row := range m {
-		if len(row) != size {
-			return nil, fmt.Errorf("row %d has %d entries, want %d", i, len(row), size)
-		}
-		for j, name := range row {
-			switch {
-			case i == j && name != nil:
-				return nil, fmt.Errorf("row %d names a device (%q) for the rank itself; want null", i, *name)
-			case i != j && (name == nil || *name == ""):
-				return nil, fmt.Errorf("row %d, column %d: no device for rank %d to reach rank %d", i, j, i, j)
-			}
-		}
-	}
-	return m, nil
-}
-
 // connect moves the peer's queue pair to RTS against the peer's attributes.
 func (p *verbsPeer) connect(info verbsInfo) error {
 	port, pattr, gids := p.d.port, p.d.pattr, p.d.gids
@@ -271,7 +215,7 @@ func (p *verbsPeer) connect(info verbsInfo) error {
 	if info.IB && pattr.LinkLayer == "InfiniBand" && info.LID != 0 {
 		a.Remote.GID = ibv.GID{} // one subnet: LID routing, no global route header
 	} else {
-		idx, gid, err := pairGID(gids, remote)
+		idx, gid, err := verbs.PairGID(gids, remote)
 		if err != nil {
 			return err
 		}
@@ -283,42 +227,6 @@ func (p *verbsPeer) connect(info verbsInfo) error {
 	p.remoteCtrl, p.remoteKey = info.Ctrl+uint64(8*p.t.w.rank), info.CtrlKey
 	// Local ACK timeout 4.096 us * 2^18 (about 1 s) and 7 retries; 7 RNR retries means forever.
 	return p.qp.ToRTS(ibv.RTSAttr{PSN: p.localPSN, Timeout: 18, RetryCnt: 7, RNRRetry: 7})
-}
-
-// pairGID picks the GIDs of a connection: GORUN_RDMA_GID_INDEX forces one index on every rank
-// (reports differ on which link-local entry of a Thunderbolt port routes over the cable);
-// otherwise ibv.PairGID chooses.
-func pairGID(local, remote []ibv.GIDEntry) (int, ibv.GID, error) {
-	v := os.Getenv(jobenv.RDMAGIDIndex)
-	if v == "" {
-		return ibv.PairGID(local, remote)
-	}
-	idx, err := strconv.Atoi(v)
-	if err != nil || idx < 0 {
-		return 0, ibv.GID{}, fmt.Errorf("%s=%q: want a GID table index", jobenv.RDMAGIDIndex, v)
-	}
-	have := func(es []ibv.GIDEntry) (ibv.GID, bool) {
-		for _, e := range es {
-			if e.Index == idx && !e.GID.IsZero() {
-				return e.GID, true
-			}
-		}
-		return ibv.GID{}, false
-	}
-	if _, ok := have(local); !ok {
-		return 0, ibv.GID{}, fmt.Errorf("%s=%d: this port has no GID at that index", jobenv.RDMAGIDIndex, idx)
-	}
-	g, ok := have(remote)
-	if !ok {
-		return 0, ibv.GID{}, fmt.Errorf("%s=%d: the peer's port has no GID at that index", jobenv.RDMAGIDIndex, idx)
-	}
-	return idx, g, nil
-}
-
-func randomPSN() uint32 {
-	var b [4]byte
-	io.ReadFull(rand.Reader, b[:])
-	return binary.LittleEndian.Uint32(b[:]) & 0xffffff
 }
 
 // verbsQPType decides RC or UC for the job: GORUN_VERBS_QP forces one; otherwise each rank

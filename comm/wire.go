@@ -1,26 +1,17 @@
 package comm
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/binary"
-	"errors"
+
 	"fmt"
 )
 
-// Wire format of the tcp transport. Every connection starts with a handshake in which both
-// sides prove that they know the job's secret (see handshake.go); after that it carries frames,
+// Wire format of the tcp transport. Every connection starts with the bootstrap handshake in
+// which both sides prove that they know the job's secret (comm/internal/boot); after that it carries frames,
 // each a fixed header followed by Length payload bytes. Every field is checked before anything
 // is allocated.
 
 const (
-	wireMagic = "GRUN"
-	// wireVersion 2: hellos carry the sender's role and claimed identity and a 32-byte nonce,
-	// and proofs are bound to both roles (version 1's were not: they could be reflected).
-	wireVersion = 2
-
-	helloSize  = 56
-	proofSize  = sha256.Size
 	headerSize = 40
 
 	// eagerLimit: messages up to this size travel with their header and are buffered by the
@@ -31,122 +22,7 @@ const (
 	dataChunk = 4 << 20
 	// maxMessage bounds a single message's length (1 TiB).
 	maxMessage = 1 << 40
-	// maxWorld bounds the job size a hello may claim.
-	maxWorld = 1 << 24
 )
-
-// Connection purposes carried in the hello.
-const (
-	connRendezvous = 1 // a rank registering at the rendezvous (rank 0's, or the launcher's)
-	connMesh       = 2 // a data-plane link between two ranks
-)
-
-// Roles in the handshake: the side that dialed, the side that accepted.
-const (
-	roleDialer   = 1
-	roleAcceptor = 2
-)
-
-// launcherID is the identity a launcher serving the rendezvous claims in its hello: it is no
-// rank.
-const launcherID = 0xFFFFFFFF
-
-// hello opens every connection, one from each side.
-type hello struct {
-	kind  uint8
-	role  uint8
-	rank  uint32 // the sender's claimed identity: a rank, or launcherID
-	size  uint32
-	job   uint64 // fnv64 of the job id: catches a rank of another job before the proof does
-	nonce [32]byte
-}
-
-// Layout: magic[4] version[2] kind[1] role[1] rank[4] size[4] job[8] nonce[32].
-func (h *hello) marshal() []byte {
-	b := make([]byte, helloSize)
-	copy(b, wireMagic)
-	binary.LittleEndian.PutUint16(b[4:], wireVersion)
-	b[6] = h.kind
-	b[7] = h.role
-	binary.LittleEndian.PutUint32(b[8:], h.rank)
-	binary.LittleEndian.PutUint32(b[12:], h.size)
-	binary.LittleEndian.PutUint64(b[16:], h.job)
-	copy(b[24:], h.nonce[:])
-	return b
-}
-
-// who names the hello's claimed identity for messages.
-func (h *hello) who() string {
-	if h.rank == launcherID {
-		return "the gorun launcher"
-	}
-	return fmt.Sprintf("rank %d", h.rank)
-}
-
-var (
-	errBadMagic   = errors.New("not a gorun connection (bad magic)")
-	errBadVersion = errors.New("unsupported gorun wire version")
-)
-
-func parseHello(b []byte) (hello, error) {
-	var h hello
-	if len(b) != helloSize {
-		return h, fmt.Errorf("hello is %d bytes, want %d", len(b), helloSize)
-	}
-	if string(b[:4]) != wireMagic {
-		return h, errBadMagic
-	}
-	if v := binary.LittleEndian.Uint16(b[4:]); v != wireVersion {
-		return h, fmt.Errorf("%w: peer speaks version %d, this side %d", errBadVersion, v, wireVersion)
-	}
-	h.kind = b[6]
-	if h.kind != connRendezvous && h.kind != connMesh {
-		return h, fmt.Errorf("unknown connection kind %d", h.kind)
-	}
-	h.role = b[7]
-	if h.role != roleDialer && h.role != roleAcceptor {
-		return h, fmt.Errorf("unknown handshake role %d", h.role)
-	}
-	h.rank = binary.LittleEndian.Uint32(b[8:])
-	h.size = binary.LittleEndian.Uint32(b[12:])
-	if h.size == 0 || h.size > maxWorld {
-		return h, fmt.Errorf("hello claims a job of %d ranks", h.size)
-	}
-	if h.rank == launcherID {
-		// Only a launcher serving the rendezvous: it never dials, and holds no data link.
-		if h.kind != connRendezvous || h.role != roleAcceptor {
-			return h, fmt.Errorf("hello claims to be the launcher on a kind %d connection in role %d", h.kind, h.role)
-		}
-	} else if h.rank >= h.size {
-		return h, fmt.Errorf("hello claims rank %d of %d", h.rank, h.size)
-	}
-	h.job = binary.LittleEndian.Uint64(b[16:])
-	copy(h.nonce[:], b[24:])
-	return h, nil
-}
-
-// Domain-separation labels of the two proofs of a handshake.
-const (
-	proofLabelDialer   = "gorun handshake v2: proof by the dialer\x00"
-	proofLabelAcceptor = "gorun handshake v2: proof by the acceptor\x00"
-)
-
-// proof is the HMAC under the job secret of the prover's label and both hellos of the
-// connection, the dialer's first. The hellos carry both roles, both claimed identities, the
-// job and both nonces, so a proof is valid for this connection only (the nonces are fresh),
-// for these two identities only, and only from the side whose label it has (so the acceptor's
-// proof can never serve as a dialer's, nor the other way round).
-func proof(secret []byte, prover uint8, dialerHello, acceptorHello []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	if prover == roleDialer {
-		m.Write([]byte(proofLabelDialer))
-	} else {
-		m.Write([]byte(proofLabelAcceptor))
-	}
-	m.Write(dialerHello)
-	m.Write(acceptorHello)
-	return m.Sum(nil)
-}
 
 // Frame types.
 const (

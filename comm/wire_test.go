@@ -1,7 +1,6 @@
 package comm
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gorun-hpc/gorun/comm/internal/boot"
 )
 
 func TestHeaderRoundTrip(t *testing.T) {
@@ -51,44 +52,18 @@ func TestHeaderRejects(t *testing.T) {
 	require.Error(t, err)
 }
 
-func TestHelloRejects(t *testing.T) {
-	good := (&hello{kind: connMesh, role: roleDialer, rank: 1, size: 4, job: 7}).marshal()
-	_, err := parseHello(good)
-	require.NoError(t, err)
-	for name, mutate := range map[string]func(b []byte){
-		"magic":   func(b []byte) { copy(b, "HTTP") },
-		"version": func(b []byte) { binary.LittleEndian.PutUint16(b[4:], 99) },
-		"kind":    func(b []byte) { b[6] = 9 },
-		"rank":    func(b []byte) { binary.LittleEndian.PutUint32(b[8:], 4) },
-		"size":    func(b []byte) { binary.LittleEndian.PutUint32(b[12:], 0) },
-		"huge":    func(b []byte) { binary.LittleEndian.PutUint32(b[12:], maxWorld+1) },
-		"role":    func(b []byte) { b[7] = 3 },
-		"no role": func(b []byte) { b[7] = 0 },
-		// Only a launcher serving the rendezvous may claim to be one.
-		"launcher dialing": func(b []byte) { binary.LittleEndian.PutUint32(b[8:], launcherID) },
-		"short":            func(b []byte) {},
-	} {
-		b := bytes.Clone(good)
-		mutate(b)
-		if name == "short" {
-			b = b[:helloSize-1]
-		}
-		_, err := parseHello(b)
-		require.Error(t, err, name)
-	}
-}
-
-// captureLog collects what the package logs while a test runs.
+// captureLog collects what the package and the bootstrap log while a test runs.
 func captureLog(t *testing.T) func() string {
 	var mu sync.Mutex
 	var lines []string
-	old := logf
+	old, oldBoot := logf, boot.Logf
 	logf = func(format string, args ...any) {
 		mu.Lock()
 		lines = append(lines, fmt.Sprintf(format, args...))
 		mu.Unlock()
 	}
-	t.Cleanup(func() { logf = old })
+	boot.Logf = logf // the bootstrap's handshakes log refused connections
+	t.Cleanup(func() { logf, boot.Logf = old, oldBoot })
 	return func() string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -101,7 +76,7 @@ func captureLog(t *testing.T) func() string {
 func TestStrangersRefused(t *testing.T) {
 	logged := captureLog(t)
 	coord := freePort(t)
-	base := identity{size: 2, coord: coord, secret: []byte("right"), jobID: "j", peerTimeout: 10 * time.Second}
+	base := identity{Size: 2, Coord: coord, Secret: []byte("right"), JobID: "j", PeerTimeout: 10 * time.Second}
 	type result struct {
 		c   *Comm
 		err error
@@ -138,20 +113,20 @@ func TestStrangersRefused(t *testing.T) {
 	closed(conn)
 	// Wrong version.
 	conn = dial()
-	b := (&hello{kind: connRendezvous, role: roleDialer, rank: 1, size: 2, job: fnv64([]byte("j"))}).marshal()
+	b := (&boot.Hello{Kind: boot.ConnRendezvous, Role: boot.RoleDialer, Rank: 1, Size: 2, Job: boot.Fnv64([]byte("j"))}).Marshal()
 	binary.LittleEndian.PutUint16(b[4:], 1)
 	conn.Write(b)
 	closed(conn)
 	// Wrong secret: a full handshake attempt by a rank of "another job" with the same id.
 	conn = dial()
 	bad := base
-	bad.rank, bad.secret = 1, []byte("wrong")
-	err := dialHandshake(conn, bad.secret, connRendezvous, 1, 2, fnv64([]byte("j")), 0, time.Now().Add(5*time.Second))
-	require.ErrorIs(t, err, errHandshakeRefused)
+	bad.Rank, bad.Secret = 1, []byte("wrong")
+	err := boot.DialHandshake(conn, bad.Secret, boot.ConnRendezvous, 1, 2, boot.Fnv64([]byte("j")), 0, time.Now().Add(5*time.Second))
+	require.ErrorIs(t, err, boot.ErrHandshakeRefused)
 	conn.Close()
 	// The real rank 1 still gets in.
 	good := base
-	good.rank = 1
+	good.Rank = 1
 	c1, err := initTCP(good)
 	require.NoError(t, err)
 	r0 := <-rank0
@@ -177,12 +152,12 @@ func TestStrangersRefused(t *testing.T) {
 func TestProtocolViolation(t *testing.T) {
 	logged := captureLog(t)
 	coord := freePort(t)
-	base := identity{size: 2, coord: coord, secret: []byte("s"), jobID: "j", peerTimeout: 10 * time.Second}
+	base := identity{Size: 2, Coord: coord, Secret: []byte("s"), JobID: "j", PeerTimeout: 10 * time.Second}
 	var c0, c1 *Comm
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); id := base; c0, _ = initTCP(id) }()
-	go func() { defer wg.Done(); id := base; id.rank = 1; c1, _ = initTCP(id) }()
+	go func() { defer wg.Done(); id := base; id.Rank = 1; c1, _ = initTCP(id) }()
 	wg.Wait()
 	require.NotNil(t, c0)
 	require.NotNil(t, c1)

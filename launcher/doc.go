@@ -7,8 +7,8 @@
 // GORUN_TRANSPORT and GORUN_IFACE when set), on top of gorun's own environment and the -x
 // exports. The job id and the 32-byte secret are fresh per job from crypto/rand. gorun opens
 // the rendezvous listener (GORUN_COORD) before the ranks start and serves it itself
-// (comm.ServeRendezvous): loopback when all ranks are local, else the address on --iface or the
-// one that routes to the hosts.
+// (comm/bootstrap.ServeRendezvous): loopback when all ranks are local, else the address on
+// --iface or the one that routes to the hosts.
 //
 // Where ranks run: this host; the hosts of a hostfile or -H list (Host, ParseHostfile, Map),
 // those that are not this machine reached over ssh, one session per rank (see remote.go); or,

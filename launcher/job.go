@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorun-hpc/gorun/comm"
+	"github.com/gorun-hpc/gorun/comm/bootstrap"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -90,7 +90,7 @@ type Identity struct {
 }
 
 // newIdentity draws a job id and secret from crypto/rand and opens the rendezvous listener on
-// coordHost, which gorun holds and serves itself (comm.ServeRendezvous) for the whole job: no
+// coordHost, which gorun holds and serves itself (comm/bootstrap.ServeRendezvous) for the whole job: no
 // port is picked, closed and bound again, so no other process can take it in between.
 func newIdentity(coordHost string) (Identity, net.Listener, error) {
 	id, err := newJobSecret()
@@ -381,7 +381,7 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 	stopServing := make(chan struct{})
 	defer close(stopServing)
 	go func() {
-		err := comm.ServeRendezvous(coordLn, j.NP, id.ID, id.Secret, j.PeerTimeout, stopServing)
+		err := bootstrap.ServeRendezvous(coordLn, j.NP, id.ID, id.Secret, j.PeerTimeout, stopServing)
 		select {
 		case <-stopServing:
 			return

@@ -1,4 +1,4 @@
-package comm
+package tcp
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 // epollWaiter sleeps on the links through an epoll set of its own whose descriptor is in Go's
 // netpoller: the goroutine parks in the scheduler, holding no processor, where one blocked
 // in poll(2) holds its processor for the whole sleep, which the runtime's monitor thread
-// hands off at the cost of preempting computing threads (see shmPatientNapMin in shm.go).
+// hands off at the cost of preempting computing threads (see shmPatientNapMin in comm/shm.go).
 // Every rank with links sleeps here, shared-memory jobs included (their links carry liveness).
 type epollWaiter struct {
 	epfd   int
@@ -25,23 +25,23 @@ type epollWaiter struct {
 	index  map[int32]int
 }
 
-// newLinkWaiter returns an epollWaiter, or a poll(2) waiter where the kernel or the runtime
+// NewLinkWaiter returns an epollWaiter, or a poll(2) waiter where the kernel or the runtime
 // will not have one.
-func newLinkWaiter() linkWaiter {
+func NewLinkWaiter() LinkWaiter {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
-		return pollWaiter{}
+		return PollWaiter{}
 	}
 	wakeFD, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		unix.Close(epfd)
-		return pollWaiter{}
+		return PollWaiter{}
 	}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakeFD)}
 	if unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakeFD, &ev) != nil || unix.SetNonblock(epfd, true) != nil {
 		unix.Close(epfd)
 		unix.Close(wakeFD)
-		return pollWaiter{}
+		return PollWaiter{}
 	}
 	f := os.NewFile(uintptr(epfd), "gorun-links")
 	rc, err := f.SyscallConn()
@@ -49,13 +49,13 @@ func newLinkWaiter() linkWaiter {
 	if err != nil || f.SetReadDeadline(time.Time{}) != nil {
 		f.Close()
 		unix.Close(wakeFD)
-		return pollWaiter{}
+		return PollWaiter{}
 	}
 	return &epollWaiter{epfd: epfd, f: f, rc: rc, wakeFD: wakeFD, reg: map[int32]uint32{},
 		index: map[int32]int{}}
 }
 
-func (e *epollWaiter) wait(fds []unix.PollFd, timeout time.Duration) (int, error) {
+func (e *epollWaiter) Wait(fds []unix.PollFd, timeout time.Duration) (int, error) {
 	clear(e.index)
 	for i := range fds {
 		fd := fds[i].Fd
@@ -143,12 +143,12 @@ func (e *epollWaiter) wait(fds []unix.PollFd, timeout time.Duration) (int, error
 	return ready, nil
 }
 
-func (e *epollWaiter) wake() {
+func (e *epollWaiter) Wake() {
 	one := uint64(1)
 	unix.Write(e.wakeFD, (*[8]byte)(unsafe.Pointer(&one))[:])
 }
 
-func (e *epollWaiter) close() {
+func (e *epollWaiter) Close() {
 	e.f.Close()
 	unix.Close(e.wakeFD)
 }

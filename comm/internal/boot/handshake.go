@@ -1,4 +1,4 @@
-package comm
+package boot
 
 import (
 	"bytes"
@@ -28,14 +28,14 @@ import (
 // connections, never obtains a proof it could pass off. A hello carrying one of this process's
 // own outstanding nonces is a reflection and refused.
 
-// handshakeTimeout bounds an accepting side's handshake with one unauthenticated connection.
+// HandshakeTimeout bounds an accepting side's handshake with one unauthenticated connection.
 // A variable so that tests can shorten it.
-var handshakeTimeout = 5 * time.Second
+var HandshakeTimeout = 5 * time.Second
 
-// refusedProof is what an acceptor sends instead of its proof when the dialer's proof is
+// RefusedProof is what an acceptor sends instead of its proof when the dialer's proof is
 // wrong, so that a rank with the wrong secret fails at once instead of retrying. (An HMAC of
 // 32 zero bytes does not occur.)
-var refusedProof = make([]byte, proofSize)
+var RefusedProof = make([]byte, ProofSize)
 
 // ownNonces holds the nonces of this process's handshakes in progress, with the identity that
 // sent each. A process is one rank (or a launcher); goroutine ranks sharing a process (Run
@@ -47,141 +47,141 @@ type nonceOwner struct {
 	id  uint32
 }
 
-func newHello(kind, role uint8, rank uint32, size int, jobHash uint64) (hello, func(), error) {
-	h := hello{kind: kind, role: role, rank: rank, size: uint32(size), job: jobHash}
-	if _, err := rand.Read(h.nonce[:]); err != nil {
-		return hello{}, nil, err
+func newHello(kind, role uint8, rank uint32, size int, jobHash uint64) (Hello, func(), error) {
+	h := Hello{Kind: kind, Role: role, Rank: rank, Size: uint32(size), Job: jobHash}
+	if _, err := rand.Read(h.Nonce[:]); err != nil {
+		return Hello{}, nil, err
 	}
-	ownNonces.Store(h.nonce, nonceOwner{jobHash, rank})
-	return h, func() { ownNonces.Delete(h.nonce) }, nil
+	ownNonces.Store(h.Nonce, nonceOwner{jobHash, rank})
+	return h, func() { ownNonces.Delete(h.Nonce) }, nil
 }
 
 // checkPeerHello checks the fields every side checks of the other's hello; me is this side's
 // claimed identity.
-func checkPeerHello(h hello, kind, role uint8, me uint32, size int, jobHash uint64) error {
-	if h.kind != kind {
-		return fmt.Errorf("connection kind %d, want %d", h.kind, kind)
+func checkPeerHello(h Hello, kind, role uint8, me uint32, size int, jobHash uint64) error {
+	if h.Kind != kind {
+		return fmt.Errorf("connection kind %d, want %d", h.Kind, kind)
 	}
-	if h.role != role {
-		return fmt.Errorf("peer hello has role %d, want %d", h.role, role)
+	if h.Role != role {
+		return fmt.Errorf("peer hello has role %d, want %d", h.Role, role)
 	}
-	if int(h.size) != size || h.job != jobHash {
-		return fmt.Errorf("peer (%s of %d) belongs to another job", h.who(), h.size)
+	if int(h.Size) != size || h.Job != jobHash {
+		return fmt.Errorf("peer (%s of %d) belongs to another job", h.Who(), h.Size)
 	}
-	if owner, ok := ownNonces.Load(h.nonce); ok && owner == (nonceOwner{jobHash, me}) {
+	if owner, ok := ownNonces.Load(h.Nonce); ok && owner == (nonceOwner{jobHash, me}) {
 		return errors.New("peer hello carries this process's own nonce (a reflected hello)")
 	}
 	return nil
 }
 
-// errHandshakeRefused: the acceptor refused this side's proof: the secrets differ.
-var errHandshakeRefused = errors.New("the peer refused this side's proof: the job secrets differ (is GORUN_SECRET or GORUN_SECRET_FILE the same on every rank?)")
+// ErrHandshakeRefused: the acceptor refused this side's proof: the secrets differ.
+var ErrHandshakeRefused = errors.New("the peer refused this side's proof: the job secrets differ (is GORUN_SECRET or GORUN_SECRET_FILE the same on every rank?)")
 
 // badProofError: the dialer's proof is wrong; refusing the connection tells it so
-// (refusedProof), so that a rank with another secret fails at once.
+// (RefusedProof), so that a rank with another secret fails at once.
 type badProofError struct{ who string }
 
 func (e badProofError) Error() string { return e.who + " does not know the job secret" }
 
-// errCutOff: the connection broke during the handshake, before the acceptor said anything
+// ErrCutOff: the connection broke during the handshake, before the acceptor said anything
 // final: it had too many unauthenticated connections, refused the claimed identity, or gave
 // up waiting for this side (which may have waited long for a CPU); the dialer may try again.
-type errCutOff struct {
+type ErrCutOff struct {
 	during string
 	err    error
 }
 
-func (e errCutOff) Error() string {
+func (e ErrCutOff) Error() string {
 	return fmt.Sprintf("connection cut off during the handshake (%s): %v", e.during, e.err)
 }
-func (e errCutOff) Unwrap() error { return e.err }
+func (e ErrCutOff) Unwrap() error { return e.err }
 
-// dialHandshake is the dialing side's handshake: me is this side's claimed identity, want the
+// DialHandshake is the dialing side's handshake: me is this side's claimed identity, want the
 // one the acceptor must claim. It returns nil once both sides have proved the secret.
-func dialHandshake(conn net.Conn, secret []byte, kind uint8, me uint32, size int, jobHash uint64, want uint32, deadline time.Time) error {
+func DialHandshake(conn net.Conn, secret []byte, kind uint8, me uint32, size int, jobHash uint64, want uint32, deadline time.Time) error {
 	conn.SetDeadline(deadline)
 	defer conn.SetDeadline(time.Time{})
-	mine, forget, err := newHello(kind, roleDialer, me, size, jobHash)
+	mine, forget, err := newHello(kind, RoleDialer, me, size, jobHash)
 	if err != nil {
 		return err
 	}
 	defer forget()
-	mb := mine.marshal()
+	mb := mine.Marshal()
 	if _, err := conn.Write(mb); err != nil {
-		return errCutOff{"sending the hello", err}
+		return ErrCutOff{"sending the hello", err}
 	}
-	tb := make([]byte, helloSize)
+	tb := make([]byte, HelloSize)
 	if _, err := io.ReadFull(conn, tb); err != nil {
-		return errCutOff{"waiting for the peer's hello", err}
+		return ErrCutOff{"waiting for the peer's hello", err}
 	}
-	theirs, err := parseHello(tb)
+	theirs, err := ParseHello(tb)
 	if err != nil {
 		return err
 	}
-	if err := checkPeerHello(theirs, kind, roleAcceptor, me, size, jobHash); err != nil {
+	if err := checkPeerHello(theirs, kind, RoleAcceptor, me, size, jobHash); err != nil {
 		return err
 	}
-	if theirs.rank != want {
-		w := hello{rank: want}
-		return fmt.Errorf("reached %s instead of %s", theirs.who(), w.who())
+	if theirs.Rank != want {
+		w := Hello{Rank: want}
+		return fmt.Errorf("reached %s instead of %s", theirs.Who(), w.Who())
 	}
-	if _, err := conn.Write(proof(secret, roleDialer, mb, tb)); err != nil {
-		return errCutOff{"sending the proof", err}
+	if _, err := conn.Write(Proof(secret, RoleDialer, mb, tb)); err != nil {
+		return ErrCutOff{"sending the proof", err}
 	}
-	pb := make([]byte, proofSize)
+	pb := make([]byte, ProofSize)
 	if _, err := io.ReadFull(conn, pb); err != nil {
-		return errCutOff{"waiting for the peer's proof", err}
+		return ErrCutOff{"waiting for the peer's proof", err}
 	}
-	if bytes.Equal(pb, refusedProof) {
-		return errHandshakeRefused
+	if bytes.Equal(pb, RefusedProof) {
+		return ErrHandshakeRefused
 	}
-	if !hmac.Equal(pb, proof(secret, roleAcceptor, mb, tb)) {
+	if !hmac.Equal(pb, Proof(secret, RoleAcceptor, mb, tb)) {
 		return errors.New("peer does not know the job secret")
 	}
 	return nil
 }
 
-// acceptHandshake is the accepting side's handshake: me is this side's claimed identity;
+// AcceptHandshake is the accepting side's handshake: me is this side's claimed identity;
 // claim checks the dialer's claimed identity before anything is said. It returns the dialer's
 // hello once the dialer has proved the secret (and this side has proved it back).
-func acceptHandshake(conn net.Conn, secret []byte, kind uint8, me uint32, size int, jobHash uint64, claim func(hello) error, deadline time.Time) (hello, error) {
+func AcceptHandshake(conn net.Conn, secret []byte, kind uint8, me uint32, size int, jobHash uint64, claim func(Hello) error, deadline time.Time) (Hello, error) {
 	conn.SetDeadline(deadline)
 	defer conn.SetDeadline(time.Time{})
-	tb := make([]byte, helloSize)
+	tb := make([]byte, HelloSize)
 	if _, err := io.ReadFull(conn, tb); err != nil {
-		return hello{}, readError("hello", err)
+		return Hello{}, readError("hello", err)
 	}
-	theirs, err := parseHello(tb)
+	theirs, err := ParseHello(tb)
 	if err != nil {
-		return hello{}, err
+		return Hello{}, err
 	}
-	if err := checkPeerHello(theirs, kind, roleDialer, me, size, jobHash); err != nil {
-		return hello{}, err
+	if err := checkPeerHello(theirs, kind, RoleDialer, me, size, jobHash); err != nil {
+		return Hello{}, err
 	}
 	if claim != nil {
 		if err := claim(theirs); err != nil {
-			return hello{}, err
+			return Hello{}, err
 		}
 	}
-	mine, forget, err := newHello(kind, roleAcceptor, me, size, jobHash)
+	mine, forget, err := newHello(kind, RoleAcceptor, me, size, jobHash)
 	if err != nil {
-		return hello{}, err
+		return Hello{}, err
 	}
 	defer forget()
-	mb := mine.marshal()
+	mb := mine.Marshal()
 	if _, err := conn.Write(mb); err != nil {
-		return hello{}, err
+		return Hello{}, err
 	}
-	pb := make([]byte, proofSize)
+	pb := make([]byte, ProofSize)
 	if _, err := io.ReadFull(conn, pb); err != nil {
-		return hello{}, readError("proof", err)
+		return Hello{}, readError("proof", err)
 	}
-	if !hmac.Equal(pb, proof(secret, roleDialer, tb, mb)) {
+	if !hmac.Equal(pb, Proof(secret, RoleDialer, tb, mb)) {
 		// The caller refuses conn (gate.refuse), which tells the dialer.
-		return hello{}, badProofError{theirs.who()}
+		return Hello{}, badProofError{theirs.Who()}
 	}
-	if _, err := conn.Write(proof(secret, roleAcceptor, tb, mb)); err != nil {
-		return hello{}, err
+	if _, err := conn.Write(Proof(secret, RoleAcceptor, tb, mb)); err != nil {
+		return Hello{}, err
 	}
 	return theirs, nil
 }
@@ -202,14 +202,14 @@ func readError(what string, err error) error {
 	return fmt.Errorf("reading %s: %w", what, err)
 }
 
-// dialAuth dials addr and runs the dialing handshake until it succeeds or the deadline
+// DialAuth dials addr and runs the dialing handshake until it succeeds or the deadline
 // passes. Connections cut off during the handshake (the acceptor had too many unauthenticated
 // ones, as when strangers flood it, or gave up on a slow dialer) are tried again; a refused
 // proof or a wrong peer is final.
-func dialAuth(addr string, deadline time.Time, hs func(net.Conn) error) (net.Conn, error) {
+func DialAuth(addr string, deadline time.Time, hs func(net.Conn) error) (net.Conn, error) {
 	backoff := 10 * time.Millisecond
 	for {
-		conn, err := dialRetry(addr, deadline)
+		conn, err := DialRetry(addr, deadline)
 		if err != nil {
 			return nil, err
 		}
@@ -218,7 +218,7 @@ func dialAuth(addr string, deadline time.Time, hs func(net.Conn) error) (net.Con
 			return conn, nil
 		}
 		conn.Close()
-		var cut errCutOff
+		var cut ErrCutOff
 		if !errors.As(err, &cut) {
 			return nil, err
 		}
@@ -231,9 +231,9 @@ func dialAuth(addr string, deadline time.Time, hs func(net.Conn) error) (net.Con
 }
 
 const (
-	// maxUnauthenticated bounds the connections a listener handshakes with at once; more are
+	// MaxUnauthenticated bounds the connections a listener handshakes with at once; more are
 	// closed at once.
-	maxUnauthenticated = 64
+	MaxUnauthenticated = 64
 	// refusalInterval: refused connections are logged at most once per source address per
 	// interval, with a count.
 	refusalInterval = 10 * time.Second
@@ -241,10 +241,10 @@ const (
 	maxRefusalSources = 256
 )
 
-// gate admits a listener's unauthenticated connections (at most maxUnauthenticated at a
+// Gate admits a listener's unauthenticated connections (at most MaxUnauthenticated at a
 // time) and logs refused ones, once per source address per refusalInterval, under the name of
 // who refused ("gorun launcher", "rank 3").
-type gate struct {
+type Gate struct {
 	who   string
 	slots chan struct{}
 
@@ -285,33 +285,33 @@ func (r *refusals) reasons() string {
 	return s
 }
 
-// maxWorldAtOnce bounds the extra room a listener keeps for the job's ranks that may dial it.
-const maxWorldAtOnce = 4096
+// MaxWorldAtOnce bounds the extra room a listener keeps for the job's ranks that may dial it.
+const MaxWorldAtOnce = 4096
 
-// newGate makes a gate with room for maxUnauthenticated connections, and extra more: the
+// NewGate makes a gate with room for MaxUnauthenticated connections, and extra more: the
 // ranks that may dial the listener at once (all of them at a rendezvous; those above a rank
 // at its data listener), so that a large job's own ranks are never turned away.
-func newGate(who string, extra int) *gate {
-	return &gate{who: who, slots: make(chan struct{}, maxUnauthenticated+extra), srcs: map[string]*refusals{}}
+func NewGate(who string, extra int) *Gate {
+	return &Gate{who: who, slots: make(chan struct{}, MaxUnauthenticated+extra), srcs: map[string]*refusals{}}
 }
 
-// admit takes a handshake slot for conn; with none free it refuses conn.
-func (g *gate) admit(conn net.Conn) bool {
+// Admit takes a handshake slot for conn; with none free it refuses conn.
+func (g *Gate) Admit(conn net.Conn) bool {
 	select {
 	case g.slots <- struct{}{}:
 		return true
 	default:
-		g.refuse(conn, fmt.Errorf("%d unauthenticated connections already", cap(g.slots)))
+		g.Refuse(conn, fmt.Errorf("%d unauthenticated connections already", cap(g.slots)))
 		return false
 	}
 }
 
-// release frees the slot of an admitted connection once its handshake is over.
-func (g *gate) release() { <-g.slots }
+// Release frees the slot of an admitted connection once its handshake is over.
+func (g *Gate) Release() { <-g.slots }
 
-// refuse closes conn and logs why: the first refusal from an address at once, the next ones
+// Refuse closes conn and logs why: the first refusal from an address at once, the next ones
 // as a count at the end of the interval.
-func (g *gate) refuse(conn net.Conn, why error) {
+func (g *Gate) Refuse(conn net.Conn, why error) {
 	src := "an unknown address"
 	if a := conn.RemoteAddr(); a != nil {
 		src = a.String()
@@ -323,7 +323,7 @@ func (g *gate) refuse(conn net.Conn, why error) {
 	defer func() {
 		if errors.As(why, new(badProofError)) {
 			conn.SetWriteDeadline(time.Now().Add(time.Second))
-			conn.Write(refusedProof)
+			conn.Write(RefusedProof)
 		}
 		conn.Close()
 	}()
@@ -338,7 +338,7 @@ func (g *gate) refuse(conn net.Conn, why error) {
 		r.add(why)
 		return
 	}
-	logf("gorun: %s: refused connection from %s: %v", g.who, src, why)
+	Logf("gorun: %s: refused connection from %s: %v", g.who, src, why)
 	r = &refusals{}
 	g.srcs[src] = r
 	r.timer = time.AfterFunc(refusalInterval, func() { g.flush(src, r) })
@@ -346,7 +346,7 @@ func (g *gate) refuse(conn net.Conn, why error) {
 
 // flush logs the count of an address's refusals in the interval that ended; an address that
 // had none is forgotten (its next refusal is logged at once).
-func (g *gate) flush(src string, r *refusals) {
+func (g *Gate) flush(src string, r *refusals) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.srcs[src] != r {
@@ -357,19 +357,19 @@ func (g *gate) flush(src string, r *refusals) {
 		return
 	}
 	n := r.n
-	logf("gorun: %s: refused %d connections from %s in the last %v: %s", g.who, n, src, refusalInterval, r.reasons())
+	Logf("gorun: %s: refused %d connections from %s in the last %v: %s", g.who, n, src, refusalInterval, r.reasons())
 	r.timer.Reset(refusalInterval)
 }
 
-// close logs the counts not yet logged, when the listener's work is done (refusals after it
+// Close logs the counts not yet logged, when the listener's work is done (refusals after it
 // are still counted, and logged at the end of their interval).
-func (g *gate) close() {
+func (g *Gate) Close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for src, r := range g.srcs {
 		if r.n > 0 {
 			n := r.n
-			logf("gorun: %s: refused %d more connections from %s: %s", g.who, n, src, r.reasons())
+			Logf("gorun: %s: refused %d more connections from %s: %s", g.who, n, src, r.reasons())
 		}
 	}
 }

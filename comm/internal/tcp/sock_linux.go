@@ -1,4 +1,4 @@
-package comm
+package tcp
 
 import (
 	"unsafe"
@@ -15,7 +15,8 @@ import (
 // does not hold up a stop-the-world.
 const rawReadLimit = 256 << 10
 
-func sockRead(fd int, b []byte) (int, error) {
+// Read reads from the non-blocking socket fd into b.
+func Read(fd int, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
@@ -29,8 +30,8 @@ func sockRead(fd int, b []byte) (int, error) {
 	return int(n), nil
 }
 
-// sockWritev writes a then b (b may be empty) in one call.
-func sockWritev(fd int, a, b []byte) (int, error) {
+// Writev writes a then b (b may be empty) in one call.
+func Writev(fd int, a, b []byte) (int, error) {
 	if len(a)+len(b) > rawReadLimit {
 		if len(b) == 0 {
 			return unix.Writev(fd, [][]byte{a})

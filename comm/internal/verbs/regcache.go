@@ -1,4 +1,4 @@
-package comm
+package verbs
 
 import (
 	"unsafe"
@@ -6,43 +6,51 @@ import (
 	"github.com/gorun-hpc/gorun/comm/internal/ibv"
 )
 
-// regCache keeps user buffers registered between messages, since registering (pinning pages,
+// RegCache keeps user buffers registered between messages, since registering (pinning pages,
 // programming the adapter's translation table) costs far more than a message. An entry holds a
 // reference to the registered slice: Go's collector never moves heap objects and cannot free
 // (and hand out again) memory that is still referenced, so a cached registration always
 // describes live memory of the same buffer. Unused entries beyond the limits are deregistered,
 // least recently used first, which drops the reference.
-type regCache struct {
+type RegCache struct {
 	pd       ibv.PD
-	entries  []*regEntry // most recently used last
+	entries  []*RegEntry // most recently used last
 	bytes    int
 	maxBytes int
 	maxCount int
 }
 
-type regEntry struct {
+// A RegEntry is one registered buffer.
+type RegEntry struct {
 	buf    []byte
 	mr     ibv.MR
 	access ibv.Access
 	refs   int
 }
 
-func newRegCache(pd ibv.PD) *regCache {
-	return &regCache{pd: pd, maxBytes: 1 << 30, maxCount: 64}
+// NewRegCache makes an empty cache registering in pd.
+func NewRegCache(pd ibv.PD) *RegCache {
+	return &RegCache{pd: pd, maxBytes: 1 << 30, maxCount: 64}
 }
 
 func bufAddr(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
 
-// addrOf is the device address of b, which lies inside the entry's buffer.
-func (e *regEntry) addrOf(b []byte) uint64 { return e.mr.Addr() + (bufAddr(b) - bufAddr(e.buf)) }
+// AddrOf is the device address of b, which lies inside the entry's buffer.
+func (e *RegEntry) AddrOf(b []byte) uint64 { return e.mr.Addr() + (bufAddr(b) - bufAddr(e.buf)) }
 
-func (e *regEntry) covers(b []byte, access ibv.Access) bool {
+// LKey is the entry's local key.
+func (e *RegEntry) LKey() uint32 { return e.mr.LKey() }
+
+// RKey is the entry's remote key.
+func (e *RegEntry) RKey() uint32 { return e.mr.RKey() }
+
+func (e *RegEntry) covers(b []byte, access ibv.Access) bool {
 	a, base := bufAddr(b), bufAddr(e.buf)
 	return e.access&access == access && a >= base && a+uint64(len(b)) <= base+uint64(len(e.buf))
 }
 
-// acquire returns a registration covering b with at least access, registering b if none does.
-func (c *regCache) acquire(b []byte, access ibv.Access) (*regEntry, error) {
+// Acquire returns a registration covering b with at least access, registering b if none does.
+func (c *RegCache) Acquire(b []byte, access ibv.Access) (*RegEntry, error) {
 	for i, e := range c.entries {
 		if e.covers(b, access) {
 			copy(c.entries[i:], c.entries[i+1:])
@@ -60,15 +68,15 @@ func (c *regCache) acquire(b []byte, access ibv.Access) (*regEntry, error) {
 			return nil, err
 		}
 	}
-	e := &regEntry{buf: b, mr: mr, access: access, refs: 1}
+	e := &RegEntry{buf: b, mr: mr, access: access, refs: 1}
 	c.entries = append(c.entries, e)
 	c.bytes += len(b)
 	c.evict(c.maxCount)
 	return e, nil
 }
 
-// release ends one use of e (nil is ignored).
-func (c *regCache) release(e *regEntry) {
+// Release ends one use of e (nil is ignored).
+func (c *RegCache) Release(e *RegEntry) {
 	if e == nil {
 		return
 	}
@@ -77,7 +85,7 @@ func (c *regCache) release(e *regEntry) {
 }
 
 // evict deregisters unused entries, oldest first, until at most keep remain within maxBytes.
-func (c *regCache) evict(keep int) {
+func (c *RegCache) evict(keep int) {
 	kept := c.entries[:0]
 	over := len(c.entries) - keep
 	for _, e := range c.entries {
@@ -93,7 +101,8 @@ func (c *regCache) evict(keep int) {
 	c.entries = kept
 }
 
-func (c *regCache) close() {
+// Close deregisters every entry.
+func (c *RegCache) Close() {
 	for _, e := range c.entries {
 		e.mr.Close()
 	}

@@ -1,4 +1,4 @@
-package comm
+package tcp
 
 import (
 	"testing"
@@ -12,8 +12,8 @@ import (
 // are reported on the right descriptor, wake cuts a sleep short, and a link dropped from the
 // list is no longer watched.
 func TestEpollLinkWaiter(t *testing.T) {
-	w := newLinkWaiter()
-	defer w.close()
+	w := NewLinkWaiter()
+	defer w.Close()
 	_, ok := w.(*epollWaiter)
 	require.True(t, ok, "no epoll waiter on Linux")
 
@@ -28,7 +28,7 @@ func TestEpollLinkWaiter(t *testing.T) {
 	fds := []unix.PollFd{{Fd: int32(a), Events: unix.POLLIN}, {Fd: int32(b), Events: unix.POLLIN}}
 
 	t0 := time.Now()
-	n, err := w.wait(fds, 30*time.Millisecond)
+	n, err := w.Wait(fds, 30*time.Millisecond)
 	require.NoError(t, err)
 	require.Equal(t, 0, n)
 	require.GreaterOrEqual(t, time.Since(t0), 25*time.Millisecond, "returned before the timeout")
@@ -38,13 +38,13 @@ func TestEpollLinkWaiter(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		unix.Write(bPeer, []byte("x"))
 	}()
-	n, err = w.wait(fds, 5*time.Second)
+	n, err = w.Wait(fds, 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Zero(t, fds[0].Revents)
 	require.NotZero(t, fds[1].Revents&unix.POLLIN)
 	// Unread input stays ready, as with poll(2).
-	n, err = w.wait(fds, 5*time.Second)
+	n, err = w.Wait(fds, 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	var buf [8]byte
@@ -54,17 +54,17 @@ func TestEpollLinkWaiter(t *testing.T) {
 	// wake ends a sleep at once and reports nothing ready.
 	go func() {
 		time.Sleep(10 * time.Millisecond)
-		w.wake()
+		w.Wake()
 	}()
 	t0 = time.Now()
-	n, err = w.wait(fds, 5*time.Second)
+	n, err = w.Wait(fds, 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, 0, n)
 	require.Less(t, time.Since(t0), 2*time.Second, "wake did not end the sleep")
 
 	// Room for output, asked for on one link only.
 	fds[0].Events |= unix.POLLOUT
-	n, err = w.wait(fds, 5*time.Second)
+	n, err = w.Wait(fds, 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, int16(unix.POLLOUT), fds[0].Revents)
@@ -74,7 +74,7 @@ func TestEpollLinkWaiter(t *testing.T) {
 	unix.Write(aPeer, []byte("y"))
 	unix.Close(bPeer)
 	only := fds[1:]
-	n, err = w.wait(only, 5*time.Second)
+	n, err = w.Wait(only, 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.NotZero(t, only[0].Revents&unix.POLLIN)

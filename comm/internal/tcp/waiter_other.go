@@ -1,0 +1,5 @@
+//go:build !linux
+
+package tcp
+
+func NewLinkWaiter() LinkWaiter { return PollWaiter{} }

@@ -1,5 +1,0 @@
-//go:build !linux
-
-package comm
-
-func newLinkWaiter() linkWaiter { return pollWaiter{} }
