@@ -109,8 +109,10 @@ func stageSplit(w *comm.Comm, path string, stages, tpDeg int, spec, mem string) 
 	ranks := w.Size()
 	if tpDeg > 0 {
 		ranks = stages * tpDeg
+	} else if ranks%stages != 0 {
+		return nil, "", fmt.Errorf("--pp %d does not divide the %d staging ranks: give --tp (ranks per stage of the loading job)", stages, ranks)
 	}
-	if ranks%w.Size() != 0 || ranks%stages != 0 {
+	if ranks%w.Size() != 0 {
 		return nil, "", fmt.Errorf("--pp %d x --tp %d = %d ranks is not a multiple of the %d staging ranks", stages, tpDeg, ranks, w.Size())
 	}
 	// The model's layers and this rank's memory, from every rank.
