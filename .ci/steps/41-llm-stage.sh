@@ -8,7 +8,8 @@
 #  - staging for pipeline layouts (PP, TP) = (2,1), (4,1), (2,2) on stories260K and a random
 #    mixture of experts (llm mkmodel): `llm generate --pp` from the copies prints the full
 #    file's text with the staged split; with one stage per host the hosts' bytes add up to the
-#    model's (each tensor on one stage); another pp, layer split or ranks per host fails on
+#    model's (each tensor on one stage); `llm serve --pp 2` from copies whose split came from
+#    --mem answers with the same text; another pp, layer split or ranks per host fails on
 #    every rank.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,7 +23,12 @@ if [ ! -f "$model" ]; then
 	exit 0
 fi
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
 go build -o "$tmp/llm" ./cmd/llm
 go build -o "$tmp/gorun" ./cmd/gorun
 want="Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw"
@@ -94,6 +100,23 @@ grep -q "^layer split 1,4 (in proportion to the stages' memory)" "$tmp/out"
 gorun -n 2 "$tmp/llm" generate -m "$tmp/pp{rank}" -p "Once upon a time" -n 32 --pp 2 >"$tmp/out" 2>"$tmp/err"
 check "PP=2 staged copies" "$(cat "$tmp/out")"
 grep -q "layers as staged (stage.json); stage 0: ranks 0-0, layers 0-0; stage 1: ranks 1-1, layers 1-4" "$tmp/err"
+# llm serve --pp 2 from the same copies answers a greedy completion with the same text.
+"$tmp/gorun" -n 2 "$tmp/llm" serve -m "$tmp/pp{rank}" --port 0 --pp 2 2>"$tmp/serve.log" &
+pid=$!
+url=
+for _ in $(seq 100); do
+	url=$(sed -n 's/.* on \(http:\/\/[0-9.:]*\)$/\1/p' "$tmp/serve.log")
+	[ -n "$url" ] && break
+	sleep 0.1
+done
+[ -n "$url" ] || { echo "41-llm-stage: llm serve --pp 2 from staged copies did not start:" >&2; cat "$tmp/serve.log" >&2; exit 1; }
+text=$(curl -s "$url/v1/completions" -H 'Content-Type: application/json' \
+	-d '{"prompt":"Once upon a time","max_tokens":32,"temperature":0}' |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])')
+check "llm serve --pp 2 from staged copies" "Once upon a time$text"
+kill "$pid"
+wait "$pid" || true
+pid=
 if gorun -n 2 "$tmp/llm" generate -m "$tmp/pp{rank}" -n 2 --quiet --pp 2 --layer-split 4,1 2>"$tmp/err"; then
 	echo "41-llm-stage: another layer split ran from the staged copies" >&2
 	exit 1
