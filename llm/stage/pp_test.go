@@ -175,9 +175,19 @@ func stageTensors(f *gguf.File, l stage.Layout, s int) map[string]bool {
 // ranks, nothing else is on its disk, and a stage's hosts between them cover exactly the
 // stage's tensors; another layout is refused on every rank with what differs.
 func TestStagePipelineLayouts(t *testing.T) {
-	models := []struct{ name, path string }{
-		{"stories260K", testfiles.Path(t, "llm", "stories260K.gguf")}, // 5 layers
-		{"qwen2moe", synthetic(t, "qwen2moe-tiny", 4)},                // routed and shared experts
+	type layout struct {
+		pp, tp  int
+		perHost int // ranks per host
+	}
+	all := []layout{{2, 1, 1}, {2, 2, 2}, {4, 1, 2}}
+	models := []struct {
+		name, path string
+		layouts    []layout
+	}{
+		{"stories260K", testfiles.Path(t, "llm", "stories260K.gguf"), all}, // 5 layers
+		{"qwen2moe", synthetic(t, "qwen2moe-tiny", 4), all},                // routed and shared experts
+		// Latent attention, a leading dense layer, routed experts with a score bias.
+		{"deepseek2", synthetic(t, "deepseek2-tiny", 3), []layout{{2, 1, 1}, {2, 2, 2}}},
 	}
 	for _, mc := range models {
 		f, err := gguf.Open(mc.path)
@@ -189,10 +199,7 @@ func TestStagePipelineLayouts(t *testing.T) {
 			t.Fatal(err)
 		}
 		full, _ := decode(t, func(int) string { return mc.path }, 1, 1, nil)
-		for _, c := range []struct {
-			pp, tp  int
-			perHost int // ranks per host
-		}{{2, 1, 1}, {2, 2, 2}, {4, 1, 2}} {
+		for _, c := range mc.layouts {
 			split := make([]int, c.pp) // uneven: the first stage takes the layers left over
 			for s := range split {
 				split[s] = cfg.Layers / c.pp
