@@ -14,6 +14,7 @@ import (
 	"github.com/gorun-hpc/gorun/llm/gguf"
 	"github.com/gorun-hpc/gorun/llm/model"
 	"github.com/gorun-hpc/gorun/llm/pipeline"
+	"github.com/gorun-hpc/gorun/llm/stage"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
@@ -112,7 +113,8 @@ func load(path string, threads, ctx int, kvType string, pp *ppFlags, progress bo
 		l.close()
 		return nil, err
 	}
-	if path, err = resolveModel(w, path, opt.Stages); err != nil {
+	byHand := opt.Split != nil
+	if path, err = resolveModel(w, path, &opt); err != nil {
 		l.close()
 		return nil, fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}
@@ -124,6 +126,9 @@ func load(path string, threads, ctx int, kvType string, pp *ppFlags, progress bo
 	if l.pm, err = pipeline.Load(w, l.file, opt); err != nil {
 		l.close()
 		return nil, fmt.Errorf("rank %d: %w", w.Rank(), err)
+	}
+	if !byHand && opt.Split != nil {
+		l.pm.How = "as staged (" + stage.ManifestFile + ")"
 	}
 	l.m = l.pm.Local
 	var bar func(done, total int64)

@@ -118,7 +118,7 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 			}
 		}
 	}
-	modelPath, err := resolveModel(w, *path, popt.Stages)
+	modelPath, err := resolveModel(w, *path, &popt)
 	if err != nil {
 		return fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}

@@ -81,9 +81,6 @@ func ShardNeeds(f *gguf.File, r, p int) (Needs, error) {
 // needsFor is ShardNeeds for shard s restricted to layers [l0,l1), with or without the
 // embedding (first pipeline stage) and the classifier (last).
 func needsFor(f *gguf.File, c *model.Config, s model.Shard, l0, l1 int, embed, head bool) (Needs, error) {
-	if c.Experts > 0 || c.KVLoraRank > 0 {
-		return nil, fmt.Errorf("%s: %s with experts or latent attention: per-rank byte ranges (llm plan, llm stage) are not computed for it yet", f.Path, c.Arch)
-	}
 	n := Needs{}
 	var err error
 	tensor := func(name string) (*gguf.TensorInfo, bool) {
@@ -115,6 +112,20 @@ func needsFor(f *gguf.File, c *model.Config, s model.Shard, l0, l1 int, embed, h
 		if t, ok := tensor(name); ok {
 			es := int64(t.Type.TypeSize())
 			n[name] = []Piece{{int64(e0) * es, int64(e1-e0) * es}}
+		}
+	}
+	optional := func(name string) {
+		if _, ok := f.Tensor(name); ok {
+			whole(name)
+		}
+	}
+	// experts: routed experts [e0,e1) of a [cols, rows, experts] tensor, one after another.
+	experts := func(name string, e0, e1 int) {
+		if t, ok := tensor(name); ok && len(t.Dims) == 3 {
+			eb := rowBytes(t, t.Dims[0]) * t.Dims[1]
+			n[name] = []Piece{{int64(e0) * eb, int64(e1-e0) * eb}}
+		} else if ok && err == nil {
+			err = fmt.Errorf("%s: tensor %s has shape %v, want 3 dimensions", f.Path, name, t.Dims)
 		}
 	}
 	cols := func(name string, c0, c1 int) {
@@ -153,11 +164,25 @@ func needsFor(f *gguf.File, c *model.Config, s model.Shard, l0, l1 int, embed, h
 		p := fmt.Sprintf("blk.%d.", i)
 		whole(p + "attn_norm.weight")
 		whole(p + "ffn_norm.weight")
-		rows(p+"attn_q.weight", s.H0*hd, s.H1*hd)
-		rows(p+"attn_k.weight", s.KV0*hd, s.KV1*hd)
-		rows(p+"attn_v.weight", s.KV0*hd, s.KV1*hd)
-		cols(p+"attn_output.weight", s.O0, s.O1)
 		blk := c.Block(i)
+		if blk.MLA { // as model.bindMLA reads it
+			if c.QLoraRank > 0 {
+				whole(p + "attn_q_a.weight")
+				whole(p + "attn_q_a_norm.weight")
+				rows(p+"attn_q_b.weight", s.H0*hd, s.H1*hd)
+			} else {
+				rows(p+"attn_q.weight", s.H0*hd, s.H1*hd)
+			}
+			whole(p + "attn_kv_a_mqa.weight")
+			whole(p + "attn_kv_a_norm.weight")
+			w := hd - c.RopeDim + c.VHeadDim
+			rows(p+"attn_kv_b.weight", s.H0*w, s.H1*w)
+		} else {
+			rows(p+"attn_q.weight", s.H0*hd, s.H1*hd)
+			rows(p+"attn_k.weight", s.KV0*hd, s.KV1*hd)
+			rows(p+"attn_v.weight", s.KV0*hd, s.KV1*hd)
+		}
+		cols(p+"attn_output.weight", s.O0, s.O1)
 		if blk.AttnBias {
 			elems(p+"attn_q.bias", s.H0*hd, s.H1*hd)
 			elems(p+"attn_k.bias", s.KV0*hd, s.KV1*hd)
@@ -167,9 +192,27 @@ func needsFor(f *gguf.File, c *model.Config, s model.Shard, l0, l1 int, embed, h
 			whole(p + "attn_q_norm.weight")
 			whole(p + "attn_k_norm.weight")
 		}
-		rows(p+"ffn_gate.weight", s.F0, s.F1)
-		rows(p+"ffn_up.weight", s.F0, s.F1)
-		cols(p+"ffn_down.weight", s.F0, s.F1)
+		if blk.MoE == nil {
+			rows(p+"ffn_gate.weight", s.F0, s.F1)
+			rows(p+"ffn_up.weight", s.F0, s.F1)
+			cols(p+"ffn_down.weight", s.F0, s.F1)
+			continue
+		}
+		// A mixture of experts, as model.bindMoE reads it: the router whole, whole experts
+		// [E0,E1) (expert parallelism), a slice of the shared expert.
+		whole(p + "ffn_gate_inp.weight")
+		optional(p + "exp_probs_b.bias")
+		experts(p+"ffn_gate_exps.weight", s.E0, s.E1)
+		experts(p+"ffn_up_exps.weight", s.E0, s.E1)
+		experts(p+"ffn_down_exps.weight", s.E0, s.E1)
+		if blk.MoE.SharedGate {
+			whole(p + "ffn_gate_inp_shexp.weight")
+		}
+		if blk.MoE.SharedGate || blk.MoE.Shared {
+			rows(p+"ffn_gate_shexp.weight", s.S0, s.S1)
+			rows(p+"ffn_up_shexp.weight", s.S0, s.S1)
+			cols(p+"ffn_down_shexp.weight", s.S0, s.S1)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -193,4 +236,84 @@ func StageNeeds(f *gguf.File, r, p, l0, l1 int, first, last bool) (Needs, error)
 		return nil, fmt.Errorf("layers [%d,%d) outside the model's %d", l0, l1, cfg.Layers)
 	}
 	return needsFor(f, cfg, s, l0, l1, first, last)
+}
+
+// Layout is the job that loads staged copies: PP pipeline stages of TP ranks each, as package
+// pipeline places them (rank r is stage r/TP, tensor-parallel rank r%TP in it), stage s
+// holding the next Split[s] layers.
+type Layout struct {
+	PP, TP int
+	Split  []int // layers per stage, in order; nil or empty with PP = 1 (all layers)
+}
+
+// Ranks is the job's size.
+func (l Layout) Ranks() int { return l.PP * l.TP }
+
+func (l Layout) String() string {
+	if l.PP <= 1 {
+		return fmt.Sprintf("TP=%d", l.TP)
+	}
+	return fmt.Sprintf("PP=%d x TP=%d, layer split %s", l.PP, l.TP, SplitString(l.Split))
+}
+
+// SplitString writes a layer split as --layer-split takes it.
+func SplitString(split []int) string {
+	s := ""
+	for i, v := range split {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprint(v)
+	}
+	return s
+}
+
+// Check checks l against a model of the given layers.
+func (l Layout) Check(layers int) error {
+	if l.PP < 1 || l.TP < 1 {
+		return fmt.Errorf("layout PP=%d x TP=%d: want at least one stage of at least one rank", l.PP, l.TP)
+	}
+	if l.PP == 1 && len(l.Split) == 0 {
+		return nil
+	}
+	total := 0
+	for _, v := range l.Split {
+		if v < 1 {
+			return fmt.Errorf("layer split %s: a stage of %d layers", SplitString(l.Split), v)
+		}
+		total += v
+	}
+	if len(l.Split) != l.PP || total != layers {
+		return fmt.Errorf("layer split %s: %d stages of %d layers in all, want %d stages of the model's %d layers",
+			SplitString(l.Split), len(l.Split), total, l.PP, layers)
+	}
+	return nil
+}
+
+// RankNeeds returns the bytes that rank r of a job of layout l reads from f: its
+// tensor-parallel shard of its stage's layers, the embedding on the first stage and the
+// output norm and head on the last.
+func RankNeeds(f *gguf.File, l Layout, r int) (Needs, error) {
+	cfg, err := model.ReadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Check(cfg.Layers); err != nil {
+		return nil, err
+	}
+	if r < 0 || r >= l.Ranks() {
+		return nil, fmt.Errorf("rank %d of a job of %d ranks", r, l.Ranks())
+	}
+	s, l0, l1 := r/l.TP, 0, cfg.Layers
+	if len(l.Split) > 0 {
+		for i := 0; i < s; i++ {
+			l0 += l.Split[i]
+		}
+		l1 = l0 + l.Split[s]
+	}
+	sh, err := model.PlanShard(cfg, f, r%l.TP, l.TP)
+	if err != nil {
+		return nil, err
+	}
+	return needsFor(f, cfg, sh, l0, l1, s == 0, s == l.PP-1)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gorun-hpc/gorun/collectives"
 	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/llm/gguf"
+	"github.com/gorun-hpc/gorun/llm/model"
 )
 
 // File names inside a staging directory.
@@ -33,17 +34,29 @@ const (
 // chunk bounds one data message, so a large tensor is never held whole.
 const chunk = 16 << 20
 
+// manifestVersion is the version written; 1 (tensor parallelism only, no pp) is still read.
+const manifestVersion = 2
+
 // Manifest describes a staging directory: which model and layout its sparse file serves, and
 // which tensors arrived whole.
 type Manifest struct {
-	Version      int      `json:"version"`
-	Model        string   `json:"model"`         // the source's file name
-	HeaderSHA256 string   `json:"header_sha256"` // of model.gguf's header: the model's identity
-	TP           int      `json:"tp"`            // tensor-parallel degree of the job it serves
-	Ranks        []int    `json:"ranks"`         // the ranks of that job whose shards it holds
-	Bytes        int64    `json:"bytes"`         // tensor bytes the host needs
+	Version      int    `json:"version"`
+	Model        string `json:"model"`         // the source's file name
+	HeaderSHA256 string `json:"header_sha256"` // of model.gguf's header: the model's identity
+	// The layout of the job it serves: pipeline stages, ranks per stage (tensor-parallel
+	// degree), layers per stage (absent with one stage).
+	PP    int   `json:"pp"`
+	TP    int   `json:"tp"`
+	Split []int `json:"layer_split,omitempty"`
+	// The ranks of that job whose parts it holds (the ranks the job places on this host).
+	Ranks        []int    `json:"ranks"`
+	RanksPerHost int      `json:"ranks_per_host"`
+	Bytes        int64    `json:"bytes"` // tensor bytes the host needs
 	Tensors      []Tensor `json:"tensors"`
 }
+
+// Layout is the layout m serves.
+func (m *Manifest) Layout() Layout { return Layout{PP: m.PP, TP: m.TP, Split: m.Split} }
 
 // Tensor is one tensor's entry: the bytes of it the host holds and their checksum.
 type Tensor struct {
@@ -56,10 +69,14 @@ type Tensor struct {
 type Options struct {
 	Model string // the model on the ranks that have it (any part of a split model); others may give a path that does not exist
 	Dir   string // the staging directory on every host
-	// TP is the tensor-parallel degree of the job that will load the staged copies; a
-	// multiple of the staging job's size (0: the job's size). Staging rank r stands for ranks
-	// r*k ... r*k+k-1 of it, k = TP/size, so a host's copy holds the shards of its ranks'.
-	TP int
+	// PP (0: 1) and TP are the layout of the job that will load the staged copies: PP
+	// pipeline stages of TP ranks each (TP 0: the staging job's size / PP). PP x TP is a
+	// multiple of the staging job's size: staging rank r stands for ranks r*k ... r*k+k-1 of
+	// it, k = PP*TP/size, so a host's copy holds the parts of its ranks'.
+	PP, TP int
+	// Split is the layers of each pipeline stage, in order; required with PP > 1, and the
+	// run must use the same (it reads it from the manifest).
+	Split []int
 	// HostOf names the host of each rank (nil: the communicator's host identity). Ranks on
 	// one host share one copy, written by the lowest of them.
 	HostOf   func(r int) string
@@ -83,14 +100,25 @@ type Result struct {
 func Stage(c *comm.Comm, opt Options) (Result, error) {
 	var res Result
 	size, rank := c.Size(), c.Rank()
-	tp := opt.TP
-	if tp == 0 {
-		tp = size
+	lay := Layout{PP: max(opt.PP, 1), TP: opt.TP, Split: opt.Split}
+	if lay.TP == 0 {
+		if size%lay.PP != 0 {
+			return res, fmt.Errorf("stage: --pp %d does not divide the %d ranks: give --tp", lay.PP, size)
+		}
+		lay.TP = size / lay.PP
 	}
-	if tp < size || tp%size != 0 {
-		return res, fmt.Errorf("stage: --tp %d is not a multiple of the %d ranks", tp, size)
+	if lay.TP < 1 || lay.Ranks() < size || lay.Ranks()%size != 0 {
+		return res, fmt.Errorf("stage: --pp %d x --tp %d = %d ranks is not a multiple of the %d staging ranks", lay.PP, lay.TP, lay.Ranks(), size)
 	}
-	k := tp / size
+	if lay.PP == 1 && len(lay.Split) > 1 {
+		return res, fmt.Errorf("stage: layer split %s for one pipeline stage", SplitString(lay.Split))
+	}
+	if lay.PP == 1 {
+		lay.Split = nil
+	} else if lay.Split == nil {
+		return res, fmt.Errorf("stage: --pp %d without a layer split", lay.PP)
+	}
+	k := lay.Ranks() / size
 	hostOf := opt.HostOf
 	if hostOf == nil {
 		hostOf = c.HostID
@@ -176,10 +204,13 @@ func Stage(c *comm.Comm, opt Options) (Result, error) {
 	if src != nil && !slices.Equal(header, rootHeader) {
 		setupErr = fmt.Errorf("stage: rank %d's copy of the model (%s) differs from rank %d's", rank, opt.Model, root)
 	}
+	if setupErr == nil {
+		setupErr = checkLayout(rootHeader, lay)
+	}
 	var rc *receiverState
 	if setupErr == nil && slices.Contains(receivers, rank) {
 		res.Receiver = true
-		rc, setupErr = openReceiver(opt, rootHeader, tp, hostRanks[hostOf(rank)])
+		rc, setupErr = openReceiver(opt, rootHeader, lay, hostRanks[hostOf(rank)])
 		if rc != nil {
 			defer rc.close()
 		}
@@ -222,7 +253,7 @@ func Stage(c *comm.Comm, opt Options) (Result, error) {
 			if sourceOf[r] != rank || r == rank {
 				continue
 			}
-			needs, err := hostNeeds(src, tp, hostRanks[hostOf(r)])
+			needs, err := hostNeeds(src, lay, hostRanks[hostOf(r)])
 			if err == nil {
 				err = serve(c, src, needs, r)
 			}
@@ -268,11 +299,34 @@ func headerOf(f *gguf.File) ([]byte, error) {
 	return h, err
 }
 
-// hostNeeds is the union of the shards of ranks (of a tensor-parallel group of tp) in f.
-func hostNeeds(f *gguf.File, tp int, ranks []int) (Needs, error) {
+// checkLayout checks on every rank, before any transfer, that the layout fits the model
+// whose header is given.
+func checkLayout(header []byte, l Layout) error {
+	f, err := gguf.ParseHeader(header)
+	if err != nil {
+		return err
+	}
+	cfg, err := model.ReadConfig(f)
+	if err != nil {
+		return fmt.Errorf("stage: %w", err)
+	}
+	if err := l.Check(cfg.Layers); err != nil {
+		return fmt.Errorf("stage: %w", err)
+	}
+	if l.PP > cfg.Layers {
+		return fmt.Errorf("stage: --pp %d: more pipeline stages than the model's %d layers", l.PP, cfg.Layers)
+	}
+	if err := cfg.CheckDegree(l.TP); err != nil {
+		return fmt.Errorf("stage: %w", err)
+	}
+	return nil
+}
+
+// hostNeeds is the union of the parts of f that ranks of a job of layout l read.
+func hostNeeds(f *gguf.File, l Layout, ranks []int) (Needs, error) {
 	all := Needs{}
 	for _, r := range ranks {
-		n, err := ShardNeeds(f, r, tp)
+		n, err := RankNeeds(f, l, r)
 		if err != nil {
 			return nil, err
 		}
@@ -362,7 +416,7 @@ type receiverState struct {
 	done   int
 }
 
-func openReceiver(opt Options, header []byte, tp int, ranks []int) (*receiverState, error) {
+func openReceiver(opt Options, header []byte, lay Layout, ranks []int) (*receiverState, error) {
 	if opt.Dir == "" {
 		return nil, errors.New("stage: no directory: give --to DIR")
 	}
@@ -378,8 +432,8 @@ func openReceiver(opt Options, header []byte, tp int, ranks []int) (*receiverSta
 		if m.HeaderSHA256 != hsum {
 			return nil, fmt.Errorf("stage: %s holds a staging of another model (%s); remove it or stage elsewhere", opt.Dir, m.Model)
 		}
-		if m.TP != tp || !slices.Equal(m.Ranks, ranks) {
-			return nil, fmt.Errorf("stage: %s holds ranks %v of TP=%d; this job stages ranks %v of TP=%d: remove it or stage elsewhere", opt.Dir, m.Ranks, m.TP, ranks, tp)
+		if !sameLayout(m.Layout(), lay) || !slices.Equal(m.Ranks, ranks) {
+			return nil, fmt.Errorf("stage: %s holds ranks %v of %s; this job stages ranks %v of %s: remove it or stage elsewhere", opt.Dir, m.Ranks, m.Layout(), ranks, lay)
 		}
 		old = m
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -410,7 +464,7 @@ func openReceiver(opt Options, header []byte, tp int, ranks []int) (*receiverSta
 		rs.close()
 		return nil, err
 	}
-	if rs.needs, err = hostNeeds(rs.staged, tp, ranks); err != nil {
+	if rs.needs, err = hostNeeds(rs.staged, lay, ranks); err != nil {
 		rs.close()
 		return nil, err
 	}
@@ -418,7 +472,8 @@ func openReceiver(opt Options, header []byte, tp int, ranks []int) (*receiverSta
 	if old != nil {
 		name = old.Model
 	}
-	rs.man = Manifest{Version: 1, Model: name, HeaderSHA256: hsum, TP: tp, Ranks: ranks, Bytes: rs.needs.Bytes()}
+	rs.man = Manifest{Version: manifestVersion, Model: name, HeaderSHA256: hsum, PP: lay.PP, TP: lay.TP, Split: lay.Split,
+		Ranks: ranks, RanksPerHost: len(ranks), Bytes: rs.needs.Bytes()}
 	prev := map[string]string{}
 	if old != nil {
 		for _, t := range old.Tensors {
@@ -643,26 +698,42 @@ func (rs *receiverState) copyLocal(src *gguf.File, opt Options) (int64, error) {
 	return got, nil
 }
 
-// Resolve returns the model file to open for rank of a job of size: path itself, or, when path
-// is a staging directory, its sparse copy after checking that the copy serves this layout
-// (the job's tensor-parallel degree, this rank's shard) and arrived whole.
-func Resolve(path string, rank, size int) (string, error) {
+// Resolve returns the model file to open for rank of a job of layout want: path itself (and a
+// nil manifest), or, when path is a staging directory, its sparse copy after checking that
+// the copy serves this layout (pipeline stages, ranks per stage, the layer split, this rank
+// among the ranks staged on this host) and arrived whole. A want.Split of nil accepts the
+// manifest's split: the run then uses the manifest's (Manifest.Split).
+func Resolve(path string, rank int, want Layout) (string, *Manifest, error) {
 	st, err := os.Stat(path)
 	if err != nil || !st.IsDir() {
-		return path, nil
+		return path, nil, nil
 	}
 	m, err := readManifest(filepath.Join(path, ManifestFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("%s is a directory without a staging manifest (%s): %w", path, ManifestFile, err)
+		return "", nil, fmt.Errorf("%s is a directory without a staging manifest (%s): %w", path, ManifestFile, err)
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	if m.TP != size {
-		return "", fmt.Errorf("%s was staged for TP=%d (ranks %v); this job has %d ranks: run with -n %d or stage again with --tp %d", path, m.TP, m.Ranks, size, m.TP, size)
+	want.PP = max(want.PP, 1)
+	if want.PP == 1 {
+		want.Split = nil
+	}
+	if m.PP != want.PP || m.TP != want.TP {
+		run, again := fmt.Sprintf("-n %d --pp %d", m.Layout().Ranks(), m.PP), fmt.Sprintf("--pp %d --tp %d", want.PP, want.TP)
+		if m.PP == 1 && want.PP == 1 {
+			run, again = fmt.Sprintf("-n %d", m.TP), fmt.Sprintf("--tp %d", want.TP)
+		}
+		return "", nil, fmt.Errorf("%s was staged for %s (%d ranks); this job is %s: run with %s or stage again with %s",
+			path, m.Layout(), m.Layout().Ranks(), fmt.Sprintf("PP=%d x TP=%d", want.PP, want.TP), run, again)
+	}
+	if want.Split != nil && !slices.Equal(want.Split, m.Split) {
+		return "", nil, fmt.Errorf("%s was staged with layer split %s; this job asks for --layer-split %s: drop --layer-split (the run takes the staged split) or stage again with it",
+			path, SplitString(m.Split), SplitString(want.Split))
 	}
 	if !slices.Contains(m.Ranks, rank) {
-		return "", fmt.Errorf("%s holds the shards of ranks %v of TP=%d, not rank %d's: this host's ranks differ from the staging job's", path, m.Ranks, m.TP, rank)
+		return "", nil, fmt.Errorf("%s holds the parts of ranks %v of %s (%d ranks per host), not rank %d's: this host's ranks differ from the staging job's (place %d ranks per host as it did, or stage again)",
+			path, m.Ranks, m.Layout(), m.RanksPerHost, rank, m.RanksPerHost)
 	}
 	missing := 0
 	for _, t := range m.Tensors {
@@ -671,9 +742,14 @@ func Resolve(path string, rank, size int) (string, error) {
 		}
 	}
 	if missing > 0 {
-		return "", fmt.Errorf("%s: staging incomplete, %d of %d tensors missing: run llm stage again to finish it", path, missing, len(m.Tensors))
+		return "", nil, fmt.Errorf("%s: staging incomplete, %d of %d tensors missing: run llm stage again to finish it", path, missing, len(m.Tensors))
 	}
-	return filepath.Join(path, ModelFile), nil
+	return filepath.Join(path, ModelFile), m, nil
+}
+
+// sameLayout reports whether a and b are the same layout (a nil split is an empty one).
+func sameLayout(a, b Layout) bool {
+	return a.PP == b.PP && a.TP == b.TP && slices.Equal(a.Split, b.Split)
 }
 
 // maxManifest bounds the manifest read from disk: a few hundred bytes per tensor.
@@ -696,8 +772,20 @@ func readManifest(path string) (*Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	if m.Version != 1 {
-		return nil, fmt.Errorf("%s: manifest version %d (this llm reads 1)", path, m.Version)
+	switch m.Version {
+	case 1: // tensor parallelism only: tp was the job's size
+		m.PP, m.RanksPerHost = 1, len(m.Ranks)
+	case manifestVersion:
+	default:
+		return nil, fmt.Errorf("%s: manifest version %d (this llm reads 1 and %d)", path, m.Version, manifestVersion)
+	}
+	if m.PP < 1 || m.TP < 1 || m.PP > 1<<20 || m.TP > 1<<20 {
+		return nil, fmt.Errorf("%s: layout PP=%d x TP=%d in the manifest", path, m.PP, m.TP)
+	}
+	if m.PP == 1 && len(m.Split) <= 1 {
+		m.Split = nil
+	} else if len(m.Split) != m.PP {
+		return nil, fmt.Errorf("%s: layer split %v for %d pipeline stages in the manifest", path, m.Split, m.PP)
 	}
 	return &m, nil
 }

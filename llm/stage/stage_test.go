@@ -67,7 +67,7 @@ func generate(t *testing.T, path func(r int) string, p int) (result, error) {
 	t.Helper()
 	res := make([]result, p)
 	err := comm.Run(p, func(c *comm.Comm) error {
-		mp, err := Resolve(path(c.Rank()), c.Rank(), c.Size())
+		mp, _, err := Resolve(path(c.Rank()), c.Rank(), Layout{PP: 1, TP: c.Size()})
 		if err != nil {
 			return err
 		}
@@ -167,7 +167,7 @@ func TestStageLoadsAndResumes(t *testing.T) {
 	if res[1].Received != first5 || !res[1].Receiver {
 		t.Errorf("interrupted: rank 1 received %d bytes, want the first 5 tensors' %d", res[1].Received, first5)
 	}
-	if _, err := Resolve(filepath.Join(root, "h1"), 1, 2); err == nil || !strings.Contains(err.Error(), "staging incomplete") {
+	if _, _, err := Resolve(filepath.Join(root, "h1"), 1, Layout{PP: 1, TP: 2}); err == nil || !strings.Contains(err.Error(), "staging incomplete") {
 		t.Errorf("incomplete staging resolved: %v", err)
 	}
 	// Resume: nothing of the first 5 is sent again; rank 1 ends with exactly its shard.
@@ -215,7 +215,7 @@ func TestStageLoadsAndResumes(t *testing.T) {
 	if _, err := generate(t, func(r int) string { return dir(r % 2) }, 4); err == nil || !strings.Contains(err.Error(), "staged for TP=2") {
 		t.Errorf("TP=4 from a TP=2 staging: %v", err)
 	}
-	if _, err := Resolve(dir(1), 0, 2); err == nil || !strings.Contains(err.Error(), "not rank 0's") {
+	if _, _, err := Resolve(dir(1), 0, Layout{PP: 1, TP: 2}); err == nil || !strings.Contains(err.Error(), "not rank 0's") {
 		t.Errorf("rank 0 from rank 1's copy: %v", err)
 	}
 	if _, _, err := stageRun(t, src, root, hosts, has, 4, 0); err == nil {
@@ -301,11 +301,11 @@ func TestStageErrors(t *testing.T) {
 	} {
 		d := t.TempDir()
 		os.WriteFile(filepath.Join(d, ManifestFile), []byte(c.manifest), 0o644)
-		if _, err := Resolve(d, 1, 2); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := Resolve(d, 1, Layout{PP: 1, TP: 2}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.manifest, err, c.want)
 		}
 	}
-	if _, err := Resolve(t.TempDir(), 0, 1); err == nil || !strings.Contains(err.Error(), "without a staging manifest") {
+	if _, _, err := Resolve(t.TempDir(), 0, Layout{PP: 1, TP: 1}); err == nil || !strings.Contains(err.Error(), "without a staging manifest") {
 		t.Errorf("empty dir: %v", err)
 	}
 }
