@@ -67,8 +67,8 @@ type job struct {
 	// scheduler state (rank 0's engine goroutine only)
 	slot      int
 	busy      bool // in a step whose tokens have not come back
-	pos       int // tokens in the slot's cache
-	fed       int // prompt tokens fed so far
+	pos       int  // tokens in the slot's cache
+	fed       int  // prompt tokens fed so far
 	generated []int32
 	sampler   *sample.Sampler
 	dec       *tokenizer.StreamDecoder
