@@ -97,7 +97,10 @@ func (pm *Model) SendResults(pass int32, rows []int) error {
 	if pm.world.Rank() != pm.root() {
 		return nil
 	}
-	msg := append([]int32{pass}, pm.ids[:pm.rows]...)
+	if len(pm.ids) != pm.rows {
+		return fmt.Errorf("stage %d: %d greedy tokens for the %d logits rows of pass %d", pm.Stage, len(pm.ids), pm.rows, pass)
+	}
+	msg := append([]int32{pass}, pm.ids...)
 	if err := comm.Send(pm.pc, msg, 0, tagIDs); err != nil {
 		return fmt.Errorf("stage %d: sending pass %d's tokens to rank 0: %w", pm.Stage, pass, err)
 	}

@@ -376,6 +376,9 @@ func (e *engine) run(ctx context.Context) error {
 					fail(err)
 					return err
 				}
+				if len(flights) > 0 {
+					e.metrics.overlapped.Inc()
+				}
 				flights = append(flights, f)
 				e.mu.Lock()
 				e.maxInFlight = max(e.maxInFlight, len(flights))

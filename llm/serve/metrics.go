@@ -21,6 +21,7 @@ type metrics struct {
 	queue        prometheus.Gauge
 	active       prometheus.Gauge
 	inFlight     prometheus.Gauge
+	overlapped   prometheus.Counter
 	allreduce    prometheus.Counter
 	// prompt caching
 	cachedTokens    *prometheus.CounterVec
@@ -55,6 +56,8 @@ func newMetrics() *metrics {
 			Help: "KV cache slots in use."}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "steps_in_flight",
 			Help: "Steps issued into the pipeline whose tokens have not come back (at most the pipeline's stages)."}),
+		overlapped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "overlapped_steps_total",
+			Help: "Steps issued while an earlier step was still in the pipeline."}),
 		allreduce: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "allreduce_seconds_total",
 			Help: "Time rank 0 spent in the tensor-parallel allreduces."}),
 		cachedTokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "prompt_cached_tokens_total",
@@ -70,7 +73,7 @@ func newMetrics() *metrics {
 		kvSlotBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "kv_cache_slot_bytes",
 			Help: "KV cache memory of one slot on rank 0, by key and value type."}, []string{"type_k", "type_v"}),
 	}
-	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.cancelled, m.ttft, m.tps, m.step, m.queue, m.active, m.inFlight, m.allreduce,
+	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.cancelled, m.ttft, m.tps, m.step, m.queue, m.active, m.inFlight, m.overlapped, m.allreduce,
 		m.cachedTokens, m.prefixBytes, m.prefixBlocks, m.prefixBudget, m.prefixEvictions, m.kvSlotBytes)
 	return m
 }

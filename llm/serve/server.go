@@ -1,7 +1,8 @@
 // Package serve is an OpenAI-compatible HTTP server over a tensor-parallel model: rank 0
 // answers /v1/chat/completions, /v1/completions (streaming with Server-Sent Events or not),
 // /v1/models, /health, /metrics and a chat page at /, while every rank steps the model in
-// lockstep, replaying the plan rank 0 broadcasts for each step. Requests are batched
+// lockstep, replaying the plan rank 0 broadcasts for each step (with pipeline stages, the plans
+// go down the pipeline and several steps of different requests are in flight at once). Requests are batched
 // continuously: each step carries one decode token of every running request and prompt
 // chunks of new ones, through one matrix product per weight; each request owns a KV cache slot
 // from its admission to its end (or its client's departure). Config sets the HTTP guards: an
