@@ -5,7 +5,9 @@
 #  - unequal memory (--mem per rank): the layer split follows it (the stage lines say which);
 #  - a random-weight mixture of experts (llm mkmodel): the same text at every layout;
 #  - `llm serve --pp 2` answers a greedy completion with llama.cpp's text, and four concurrent
-#    ones each with one rank's `llm generate` text;
+#    ones (their steps overlapping in the pipeline) each with one rank's `llm generate` text;
+#    so does `llm serve --pp 2` over four ranks (TP 2 in each stage), whose /metrics counts
+#    steps issued while another was in flight;
 #  - a layout that does not fit the ranks fails on every rank, not a hang (staged copies for
 #    pipeline layouts: 41-llm-stage.sh).
 # Under CI=true a missing ../shared/testdata model fails the step; elsewhere it is skipped.
@@ -75,24 +77,53 @@ if [ "Once upon a time$text" != "$want" ]; then
 	echo "42-llm-pp: llm serve --pp 2 answered: $text" >&2
 	exit 1
 fi
-# Four requests at once (decoded in the same steps, cut into micro-batches across the
-# stages): each answer is one rank's `llm generate` text for its prompt.
+# Four requests at once (kept in up to two steps in flight, each cut into micro-batches
+# across the stages): each answer is one rank's `llm generate` text for its prompt.
 prompts=("The little dog" "Tom and Sue went" "A big red ball" "Once upon a time")
-cpids=()
+refs=()
 for i in 0 1 2 3; do
-	curl -s "$url/v1/completions" -H 'Content-Type: application/json' \
-		-d "{\"prompt\":\"${prompts[$i]}\",\"max_tokens\":24,\"temperature\":0}" >"$tmp/c$i" &
-	cpids+=($!)
+	refs+=("$("$tmp/llm" generate -m "$model" -p "${prompts[$i]}" -n 24 --quiet)")
 done
-wait "${cpids[@]}"
-for i in 0 1 2 3; do
-	got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$tmp/c$i")
-	ref=$("$tmp/llm" generate -m "$model" -p "${prompts[$i]}" -n 24 --quiet)
-	if [ "${prompts[$i]}$got" != "$ref" ]; then
-		echo "42-llm-pp: llm serve --pp 2, concurrent request $i: $got; llm generate: $ref" >&2
-		exit 1
-	fi
+concurrent() {
+	local cpids=() i got
+	for i in 0 1 2 3; do
+		curl -s "$url/v1/completions" -H 'Content-Type: application/json' \
+			-d "{\"prompt\":\"${prompts[$i]}\",\"max_tokens\":24,\"temperature\":0}" >"$tmp/c$i" &
+		cpids+=($!)
+	done
+	wait "${cpids[@]}"
+	for i in 0 1 2 3; do
+		got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$tmp/c$i")
+		if [ "${prompts[$i]}$got" != "${refs[$i]}" ]; then
+			echo "42-llm-pp: llm serve $1, concurrent request $i: $got; llm generate: ${refs[$i]}" >&2
+			exit 1
+		fi
+	done
+}
+concurrent "--pp 2"
+kill "$pid"
+wait "$pid" || true
+pid=
+
+# Two stages of two ranks each (TP allreduces inside the stages while steps overlap).
+"$tmp/gorun" -n 4 --oversubscribe "$tmp/llm" serve -m "$model" --port 0 --pp 2 --parallel 4 --metrics 2>"$tmp/serve.log" &
+pid=$!
+url=
+for _ in $(seq 100); do
+	url=$(sed -n 's/.* on \(http:\/\/[0-9.:]*\)$/\1/p' "$tmp/serve.log")
+	[ -n "$url" ] && break
+	sleep 0.1
 done
+[ -n "$url" ] || { echo "42-llm-pp: the server did not start:" >&2; cat "$tmp/serve.log" >&2; exit 1; }
+grep -q "PP=2 x TP=2" "$tmp/serve.log"
+concurrent "-n 4 --pp 2"
+# Steps overlapped (issued while another was in the pipeline); none is in flight now.
+curl -s "$url/metrics" >"$tmp/metrics"
+if ! grep -q '^gorun_llm_steps_in_flight 0$' "$tmp/metrics" || ! grep -q '^gorun_llm_overlapped_steps_total [1-9]' "$tmp/metrics"; then
+	echo "42-llm-pp: /metrics after four concurrent requests:" >&2
+	grep 'steps_in_flight\|overlapped_steps' "$tmp/metrics" >&2
+	exit 1
+fi
 kill "$pid"
 wait "$pid" || true
 pid=

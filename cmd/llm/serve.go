@@ -46,6 +46,7 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	typeK := fs.String("cache-type-k", "", "KV cache type of the keys (default: --kv-type)")
 	typeV := fs.String("cache-type-v", "", "KV cache type of the values (default: --kv-type)")
 	cacheRAM := fs.Int("cache-ram", serve.DefaultCacheRAM>>20, "MiB per rank of KV blocks kept to reuse prompt prefixes across slots (0: none, -1: no limit)")
+	ppSync := fs.Bool("pp-sync", false, "with --pp: run one step at a time through the stages (no overlap of steps; for comparison)")
 	noCache := fs.Bool("no-cache-prompt", false, "turn off prompt caching (a request reusing a slot's KV cache for the tokens its prompt shares with that slot's last request)")
 	alias := fs.String("alias", "", "model name in the API (default: the file's base name)")
 	tmpl := fs.String("chat-template", "auto", "chat template: auto (the model's tokenizer.chat_template, else a built-in matching its vocabulary), gguf, "+strings.Join(serve.BuiltinTemplateNames(), ", "))
@@ -151,6 +152,7 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	cfg.NoPromptCache = *noCache
 	if pm.Stages > 1 {
 		cfg.Stepper = pm
+		cfg.PipelineSync = *ppSync
 	}
 	switch *cacheRAM {
 	case 0:

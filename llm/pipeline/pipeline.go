@@ -16,7 +16,8 @@
 // next stage (one collective less on the critical path of every decoded token), and with TP > 1
 // the copies cross the links between hosts in parallel. The last stage computes the logits;
 // its greedy tokens (or gathered logits, for sampling) are broadcast to every rank, so that
-// every rank takes the same decisions (stop, next step) without further messages.
+// every rank takes the same decisions (stop, next step) without further messages. A server
+// overlaps passes instead (overlap.go): plans go down the pipeline and results to rank 0 alone.
 //
 // A pass's tokens are cut into micro-batches (at most UBatch tokens, and at least as many
 // micro-batches as stages when the pass has the tokens) so that stage s works on micro-batch

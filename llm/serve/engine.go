@@ -11,6 +11,7 @@ import (
 	"github.com/gorun-hpc/gorun/collectives"
 	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/pipeline"
 	"github.com/gorun-hpc/gorun/llm/sample"
 	"github.com/gorun-hpc/gorun/llm/serve/constrain"
 	"github.com/gorun-hpc/gorun/llm/tokenizer"
@@ -65,8 +66,9 @@ type job struct {
 
 	// scheduler state (rank 0's engine goroutine only)
 	slot      int
-	pos       int // tokens in the slot's cache
-	fed       int // prompt tokens fed so far
+	busy      bool // in a step whose tokens have not come back
+	pos       int  // tokens in the slot's cache
+	fed       int  // prompt tokens fed so far
 	generated []int32
 	sampler   *sample.Sampler
 	dec       *tokenizer.StreamDecoder
@@ -118,6 +120,12 @@ type engine struct {
 	// rank's shard of them.
 	prefix *prefixCache
 	blocks blockStore
+
+	// pipe, when set (a model of several pipeline stages), carries the steps point to point
+	// and lets rank 0 keep up to pipe.Stages steps of disjoint sequences in flight (see run).
+	pipe *pipeline.Model
+	// maxInFlight is the most steps in flight at once so far (rank 0; tests).
+	maxInFlight int
 
 	// failAfter, when > 0, makes this rank's loop fail at that step (tests of a dying rank).
 	failAfter int
@@ -248,20 +256,79 @@ func (e *engine) run(ctx context.Context) error {
 		e.metrics.cachedTokens.WithLabelValues("slot").Add(float64(fromSlot))
 		e.metrics.cachedTokens.WithLabelValues("blocks").Add(float64(n - fromSlot))
 	}
+	// Steps in flight, oldest first. With one stage (or a synchronous pipeline) a step runs
+	// to its end when issued; with a pipeline of N stages up to N steps of disjoint sequences
+	// are issued before the oldest one's tokens come back, so that every stage has work.
+	depth := 1
+	if e.pipe != nil {
+		depth = e.pipe.Stages
+	}
+	var flights []*flight
+	finish := func(f *flight) error {
+		ids, logits, err := f.results()
+		if err != nil {
+			return err
+		}
+		if len(ids) != len(f.rows) || len(logits) != len(f.rows) {
+			return fmt.Errorf("step %d: %d tokens and %d logits rows for %d rows", f.pass, len(ids), len(logits), len(f.rows))
+		}
+		e.metrics.step.Observe(time.Since(f.t0).Seconds())
+		for i, q := range f.seqs {
+			f.owners[i].pos += len(q.Tokens)
+			f.owners[i].busy = false
+		}
+		for k, j := range f.rows {
+			var id int32
+			switch {
+			case j.matcher != nil:
+				id = e.constrained(j, logits[k])
+			case j.sampler != nil:
+				id = j.sampler.Sample(logits[k], nil)
+			default:
+				id = ids[k]
+			}
+			var lp *TokenLogprob
+			if j.logprobs && logits[k] != nil {
+				l := tokenLogprob(e.tok, logits[k], id, j.topK)
+				lp = &l
+			}
+			if done := e.emit(j, id, lp); done {
+				release(j)
+			}
+		}
+		return nil
+	}
+	// drain waits for the steps still in flight (their sends complete before the ranks stop).
+	drain := func() {
+		for _, f := range flights {
+			f.results()
+		}
+		flights = nil
+	}
 	shutdown := func() error {
 		e.mu.Lock()
 		e.closed = true
 		e.mu.Unlock()
 		fail(ErrShuttingDown)
-		if err := e.broadcast([]int32{opShutdown}); err != nil {
+		if err := e.send([]int32{opShutdown}); err != nil {
 			return fmt.Errorf("telling the ranks to stop: %w", err)
 		}
+		drain()
 		return nil
 	}
 	step := 0
 	for {
 		if ctx.Err() != nil {
 			return shutdown()
+		}
+		// The steps whose tokens have come back, oldest first (they come back in order).
+		for len(flights) > 0 && flights[0].ready() {
+			f := flights[0]
+			flights = flights[1:]
+			if err := finish(f); err != nil {
+				fail(err)
+				return err
+			}
 		}
 		// Admit waiting jobs into free slots; drop the cancelled ones at once.
 		e.mu.Lock()
@@ -285,7 +352,9 @@ func (e *engine) run(ctx context.Context) error {
 		clear(e.waiting[len(kept):])
 		e.waiting = kept
 		for _, j := range slots {
-			if j != nil && j.ctx.Err() != nil {
+			// A job in flight is released when its step comes back (its slot's cache is in use
+			// on the stages until then).
+			if j != nil && !j.busy && j.ctx.Err() != nil {
 				e.metrics.cancelled.Inc()
 				release(j) // the client left: its slot is free for the next job at once
 			}
@@ -293,70 +362,152 @@ func (e *engine) run(ctx context.Context) error {
 		e.active = len(slots) - len(free)
 		e.metrics.queue.Set(float64(len(e.waiting)))
 		e.metrics.active.Set(float64(e.active))
+		e.metrics.inFlight.Set(float64(len(flights)))
 		e.mu.Unlock()
 
-		plan, seqs, rows := e.plan(slots)
-		if len(seqs) == 0 {
-			select {
-			case <-ctx.Done():
-				return shutdown()
-			case <-e.wake:
-				continue
-			case <-time.After(e.idlePing):
-				if err := e.broadcast([]int32{opPing}); err != nil {
+		if len(flights) < depth {
+			if plan, seqs, owners, rows := e.plan(slots, depth); len(seqs) > 0 {
+				step++
+				if e.beforeStep != nil {
+					e.beforeStep()
+				}
+				f, err := e.issue(plan, step, seqs, owners, rows)
+				if err != nil {
 					fail(err)
 					return err
 				}
+				if len(flights) > 0 {
+					e.metrics.overlapped.Inc()
+				}
+				flights = append(flights, f)
+				e.mu.Lock()
+				e.maxInFlight = max(e.maxInFlight, len(flights))
+				e.mu.Unlock()
 				continue
 			}
 		}
-		step++
-		if e.beforeStep != nil {
-			e.beforeStep()
-		}
-		t0 := time.Now()
-		ids, logits, err := e.execute(plan, step)
-		if err != nil {
-			fail(err)
-			return err
-		}
-		e.metrics.step.Observe(time.Since(t0).Seconds())
-		for _, q := range seqs {
-			slots[q.Slot].pos += len(q.Tokens)
-		}
-		for k, j := range rows {
-			var id int32
-			switch {
-			case j.matcher != nil:
-				id = e.constrained(j, logits[k])
-			case j.sampler != nil:
-				id = j.sampler.Sample(logits[k], nil)
-			default:
-				id = ids[k]
+		if len(flights) > 0 {
+			select {
+			case <-ctx.Done():
+			case <-e.wake:
+			case <-flights[0].done():
 			}
-			var lp *TokenLogprob
-			if j.logprobs && logits[k] != nil {
-				l := tokenLogprob(e.tok, logits[k], id, j.topK)
-				lp = &l
-			}
-			if done := e.emit(j, id, lp); done {
-				release(j)
-			}
+			continue
 		}
-		e.mu.Lock()
-		e.active = len(slots) - len(free)
-		e.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return shutdown()
+		case <-e.wake:
+			continue
+		case <-time.After(e.idlePing):
+			if err := e.send([]int32{opPing}); err != nil {
+				fail(err)
+				return err
+			}
+			continue
+		}
 	}
 }
 
-// plan chooses this step's work: one decode token for every running job, then prompt
-// chunks of jobs still reading their prompt, up to the batch budget. rows are the jobs whose
-// logits the step yields, in the order of their logits rows.
-func (e *engine) plan(slots []*job) (plan []int32, seqs []model.Seq, rows []*job) {
+// flight is a step issued and not yet finished on rank 0.
+type flight struct {
+	pass    int
+	seqs    []model.Seq
+	owners  []*job // the job of each sequence
+	rows    []*job // the jobs of the logits rows, in order
+	sampled []int  // the rows whose full logits come back
+	t0      time.Time
+	res     *pipeline.Results // the results to come (overlapped pipeline); nil: ids and logits
+	ids     []int32
+	logits  [][]float32
+}
+
+// closed is a channel that is always ready (a step run to its end when issued).
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (f *flight) done() <-chan struct{} {
+	if f.res == nil {
+		return closed
+	}
+	return f.res.Done()
+}
+
+func (f *flight) ready() bool {
+	select {
+	case <-f.done():
+		return true
+	default:
+		return false
+	}
+}
+
+// results waits for the step's greedy tokens and its logits rows (nil where not sampled).
+func (f *flight) results() ([]int32, [][]float32, error) {
+	if f.res == nil {
+		return f.ids, f.logits, nil
+	}
+	ids, rows, err := f.res.Wait()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rows) != len(f.sampled) {
+		return nil, nil, fmt.Errorf("step %d: %d logits rows back, %d asked", f.pass, len(rows), len(f.sampled))
+	}
+	logits := make([][]float32, len(f.rows))
+	for k, r := range f.sampled {
+		logits[r] = rows[k]
+	}
+	return ids, logits, nil
+}
+
+// issue starts a step. Synchronously (one stage, or a synchronous pipeline) it broadcasts the
+// plan and runs it to its end on every rank. Overlapped, rank 0 posts the receives of the
+// step's results, hands the plan down the pipeline and runs its own stage of it; the step's
+// tokens come back later (flight.done).
+func (e *engine) issue(plan []int32, step int, seqs []model.Seq, owners, rows []*job) (*flight, error) {
+	f := &flight{pass: step, seqs: seqs, owners: owners, rows: rows, t0: time.Now()}
+	for _, o := range owners {
+		o.busy = true
+	}
+	if e.pipe == nil {
+		var err error
+		f.ids, f.logits, err = e.execute(plan, step)
+		return f, err
+	}
+	if e.failAfter > 0 && step >= e.failAfter {
+		return nil, fmt.Errorf("rank %d: injected failure at step %d", e.rank(), step)
+	}
+	_, modes, _, err := decodePlan(plan)
+	if err != nil {
+		return nil, err
+	}
+	f.sampled = sampledRows(modes)
+	f.res = e.pipe.PostResults(int32(step), len(rows), len(f.sampled))
+	if err := e.pipe.SendPlan(plan); err != nil {
+		return nil, err
+	}
+	if _, _, err := e.forward(plan); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// plan chooses this step's work among the jobs not in flight: one decode token for every
+// running job, then prompt chunks of jobs still reading their prompt, up to the batch budget.
+// With depth steps in flight (a pipeline's stages), a step takes at most 1/depth of the
+// running jobs' decode tokens, so that the others make the next steps. owners are the jobs of
+// seqs; rows the jobs whose logits the step yields, in the order of their logits rows.
+func (e *engine) plan(slots []*job, depth int) (plan []int32, seqs []model.Seq, owners, rows []*job) {
 	budget := e.batch
-	var owners []*job
+	decoding := 0
 	for _, j := range slots {
-		if j == nil || j.fed < len(j.prompt) {
+		if j != nil && j.fed >= len(j.prompt) {
+			decoding++
+		}
+	}
+	limit := (decoding + depth - 1) / depth
+	for _, j := range slots {
+		if j == nil || j.busy || j.fed < len(j.prompt) || len(seqs) >= limit {
 			continue
 		}
 		seqs = append(seqs, model.Seq{Slot: j.slot, Pos: j.pos, Tokens: j.generated[len(j.generated)-1:], Logits: true})
@@ -364,7 +515,7 @@ func (e *engine) plan(slots []*job) (plan []int32, seqs []model.Seq, rows []*job
 		budget--
 	}
 	for _, j := range slots {
-		if j == nil || j.fed >= len(j.prompt) || budget <= 0 {
+		if j == nil || j.busy || j.fed >= len(j.prompt) || budget <= 0 {
 			continue
 		}
 		n := min(len(j.prompt)-j.fed, budget)
@@ -374,7 +525,7 @@ func (e *engine) plan(slots []*job) (plan []int32, seqs []model.Seq, rows []*job
 		budget -= n
 	}
 	if len(seqs) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	var ops []int32
 	if e.prefix != nil {
@@ -396,7 +547,7 @@ func (e *engine) plan(slots []*job) (plan []int32, seqs []model.Seq, rows []*job
 	for _, q := range seqs {
 		plan = append(plan, q.Tokens...)
 	}
-	return plan, seqs, rows
+	return plan, seqs, owners, rows
 }
 
 // decodePlan turns a broadcast plan back into sequences, row modes and the block operations
@@ -427,6 +578,15 @@ func decodePlan(plan []int32) ([]model.Seq, []int32, []int32, error) {
 		return nil, nil, nil, fmt.Errorf("plan: %d words left over", len(plan)-tok)
 	}
 	return seqs, modes, ops, nil
+}
+
+// send gives every rank a plan without a step (ping, shutdown): down the pipeline when steps
+// overlap, else broadcast.
+func (e *engine) send(plan []int32) error {
+	if e.pipe != nil {
+		return e.pipe.SendPlan(plan)
+	}
+	return e.broadcast(plan)
 }
 
 // broadcast sends a plan from rank 0 to every rank (length, then the words).
@@ -475,31 +635,15 @@ func (e *engine) execute(plan []int32, step int) ([]int32, [][]float32, error) {
 // the full logits of the rows that sample (nil for the others). Every rank calls it with the
 // same plan, so the collectives inside match.
 func (e *engine) runStep(plan []int32) ([]int32, [][]float32, error) {
-	seqs, modes, ops, err := decodePlan(plan)
+	rows, sampled, err := e.forward(plan)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := e.blocks.apply(e.m, e.cache, ops); err != nil {
-		return nil, nil, err
-	}
-	if err := e.step.ForwardBatch(e.cache, seqs); err != nil {
 		return nil, nil, err
 	}
 	ids, err := e.step.BatchArgmax(e.cache)
 	if err != nil {
 		return nil, nil, err
 	}
-	var sampled []int
-	row := 0
-	for _, md := range modes {
-		if md == rowSample {
-			sampled = append(sampled, row)
-		}
-		if md != rowNone {
-			row++
-		}
-	}
-	logits := make([][]float32, row)
+	logits := make([][]float32, rows)
 	if len(sampled) > 0 {
 		gathered, err := e.step.BatchLogits(e.cache, sampled)
 		if err != nil {
@@ -512,6 +656,42 @@ func (e *engine) runStep(plan []int32) ([]int32, [][]float32, error) {
 	return ids, logits, nil
 }
 
+// forward runs a step plan's block operations and pass on this rank (with a pipeline, its
+// stage of the pass) and returns the pass's logits rows and which of them sample.
+func (e *engine) forward(plan []int32) (rows int, sampled []int, err error) {
+	seqs, modes, ops, err := decodePlan(plan)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := e.blocks.apply(e.m, e.cache, ops); err != nil {
+		return 0, nil, err
+	}
+	if err := e.step.ForwardBatch(e.cache, seqs); err != nil {
+		return 0, nil, err
+	}
+	for _, md := range modes {
+		if md != rowNone {
+			rows++
+		}
+	}
+	return rows, sampledRows(modes), nil
+}
+
+// sampledRows are the logits rows, among a plan's, whose full logits rank 0 needs.
+func sampledRows(modes []int32) []int {
+	var sampled []int
+	row := 0
+	for _, md := range modes {
+		if md == rowSample {
+			sampled = append(sampled, row)
+		}
+		if md != rowNone {
+			row++
+		}
+	}
+	return sampled
+}
+
 func (e *engine) rank() int {
 	if e.world == nil {
 		return 0
@@ -521,6 +701,9 @@ func (e *engine) rank() int {
 
 // work is the loop of ranks other than 0: replay every plan until told to stop.
 func (e *engine) work() error {
+	if e.pipe != nil {
+		return e.workStage()
+	}
 	step := 0
 	for {
 		plan, err := e.receive()
@@ -538,6 +721,40 @@ func (e *engine) work() error {
 			return fmt.Errorf("rank %d: injected failure at step %d", e.rank(), step)
 		}
 		if _, _, err := e.runStep(plan); err != nil {
+			return err
+		}
+	}
+}
+
+// workStage is work with overlapped pipeline steps: each plan comes from the previous stage
+// (from rank 0 in stage 0) and goes on to the next before this rank runs its stage of the
+// step; the last stage sends the step's results to rank 0. Every rank runs the steps in the
+// order rank 0 issued them.
+func (e *engine) workStage() error {
+	step := 0
+	for {
+		plan, err := e.pipe.RecvPlan()
+		if err != nil {
+			return err
+		}
+		if err := e.pipe.SendPlan(plan); err != nil {
+			return err
+		}
+		switch plan[0] {
+		case opShutdown:
+			return nil
+		case opPing:
+			continue
+		}
+		step++
+		if e.failAfter > 0 && step >= e.failAfter {
+			return fmt.Errorf("rank %d: injected failure at step %d", e.rank(), step)
+		}
+		_, sampled, err := e.forward(plan)
+		if err != nil {
+			return err
+		}
+		if err := e.pipe.SendResults(int32(step), sampled); err != nil {
 			return err
 		}
 	}

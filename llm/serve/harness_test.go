@@ -17,6 +17,7 @@ import (
 	"github.com/gorun-hpc/gorun/internal/testfiles"
 	"github.com/gorun-hpc/gorun/llm/gguf"
 	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/pipeline"
 	"github.com/gorun-hpc/gorun/llm/tokenizer"
 	"github.com/gorun-hpc/gorun/llm/tp"
 )
@@ -40,11 +41,13 @@ type serverOpts struct {
 	grace time.Duration
 	ctx   int    // KV cache length (0: 128)
 	kv    string // KV cache type (keys and values; "": f16)
+	// pp > 1 runs the model as pp pipeline stages of ranks/pp ranks (cfg.Stepper is set).
+	pp int
 }
 
 func storiesPath(t testing.TB) string { return testfiles.Path(t, "llm", "stories260K.gguf") }
 
-// startServer runs a server at TP = o.ranks on the TinyStories model and stops it when the
+// startServer runs a server at TP = o.ranks (or o.pp stages of o.ranks/o.pp) on the TinyStories model and stops it when the
 // test ends, failing the test if Serve failed unexpectedly.
 func startServer(t *testing.T, o serverOpts) *testServer {
 	t.Helper()
@@ -65,18 +68,31 @@ func startServer(t *testing.T, o serverOpts) *testServer {
 				return err
 			}
 			defer f.Close()
-			g := NewTimedGroup(tp.New(c))
-			m, err := model.Load(f, model.Options{Group: g, Context: max(o.ctx, 128), KVType: o.kv})
-			if err != nil {
-				ready <- err
-				return err
+			mo := model.Options{Context: max(o.ctx, 128), KVType: o.kv}
+			var g *TimedGroup
+			var m *model.Model
+			cfg := o.cfg
+			if o.pp > 1 {
+				pm, err := pipeline.Load(c, f, pipeline.Options{Stages: o.pp, Mem: 1 << 30, Model: mo,
+					Wrap: func(in model.Group) model.Group { g = NewTimedGroup(in); return g }})
+				if err != nil {
+					ready <- err
+					return err
+				}
+				m, cfg.Stepper = pm.Local, pm
+			} else {
+				g = NewTimedGroup(tp.New(c))
+				mo.Group = g
+				if m, err = model.Load(f, mo); err != nil {
+					ready <- err
+					return err
+				}
 			}
 			tok, err := model.LoadTokenizer(f)
 			if err != nil {
 				ready <- err
 				return err
 			}
-			cfg := o.cfg
 			cfg.ModelName = "stories"
 			s, err := New(c, m, tok, g, cfg)
 			if err != nil {

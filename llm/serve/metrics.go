@@ -20,6 +20,8 @@ type metrics struct {
 	step         prometheus.Histogram
 	queue        prometheus.Gauge
 	active       prometheus.Gauge
+	inFlight     prometheus.Gauge
+	overlapped   prometheus.Counter
 	allreduce    prometheus.Counter
 	// prompt caching
 	cachedTokens    *prometheus.CounterVec
@@ -47,11 +49,15 @@ func newMetrics() *metrics {
 		tps: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "request_tokens_per_second",
 			Help: "Decode rate of each finished request (tokens after the first over their time).", Buckets: prometheus.ExponentialBuckets(0.5, 2, 18)}),
 		step: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "step_seconds",
-			Help: "Time of one batched model step on all ranks.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+			Help: "Time of one batched model step on all ranks, from its issue to its tokens.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 		queue: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth",
 			Help: "Requests waiting for a KV cache slot."}),
 		active: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "active_slots",
 			Help: "KV cache slots in use."}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "steps_in_flight",
+			Help: "Steps issued into the pipeline whose tokens have not come back (at most the pipeline's stages)."}),
+		overlapped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "overlapped_steps_total",
+			Help: "Steps issued while an earlier step was still in the pipeline."}),
 		allreduce: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "allreduce_seconds_total",
 			Help: "Time rank 0 spent in the tensor-parallel allreduces."}),
 		cachedTokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "prompt_cached_tokens_total",
@@ -67,7 +73,7 @@ func newMetrics() *metrics {
 		kvSlotBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "kv_cache_slot_bytes",
 			Help: "KV cache memory of one slot on rank 0, by key and value type."}, []string{"type_k", "type_v"}),
 	}
-	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.cancelled, m.ttft, m.tps, m.step, m.queue, m.active, m.allreduce,
+	m.reg.MustRegister(m.requests, m.promptTokens, m.genTokens, m.cancelled, m.ttft, m.tps, m.step, m.queue, m.active, m.inFlight, m.overlapped, m.allreduce,
 		m.cachedTokens, m.prefixBytes, m.prefixBlocks, m.prefixBudget, m.prefixEvictions, m.kvSlotBytes)
 	return m
 }

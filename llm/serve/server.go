@@ -1,7 +1,8 @@
 // Package serve is an OpenAI-compatible HTTP server over a tensor-parallel model: rank 0
 // answers /v1/chat/completions, /v1/completions (streaming with Server-Sent Events or not),
 // /v1/models, /health, /metrics and a chat page at /, while every rank steps the model in
-// lockstep, replaying the plan rank 0 broadcasts for each step. Requests are batched
+// lockstep, replaying the plan rank 0 broadcasts for each step (with pipeline stages, the plans
+// go down the pipeline and several steps of different requests are in flight at once). Requests are batched
 // continuously: each step carries one decode token of every running request and prompt
 // chunks of new ones, through one matrix product per weight; each request owns a KV cache slot
 // from its admission to its end (or its client's departure). Config sets the HTTP guards: an
@@ -22,6 +23,7 @@ import (
 
 	"github.com/gorun-hpc/gorun/comm"
 	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/pipeline"
 	"github.com/gorun-hpc/gorun/llm/serve/constrain"
 	"github.com/gorun-hpc/gorun/llm/tokenizer"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -47,6 +49,10 @@ type Config struct {
 	// (package llm/pipeline), which runs every pass over all ranks and gives every rank its
 	// results. nil: the model.
 	Stepper Stepper
+	// PipelineSync, with a Stepper that is a pipeline of several stages, runs one step at a
+	// time over all ranks (every step pays the pipeline's fill and drain). Otherwise rank 0
+	// keeps up to one step per stage in flight, each of other sequences.
+	PipelineSync bool
 	// CacheRAM is the memory, per rank, of the KV blocks kept for prefix caching across slots
 	// (see prefix.go); 0: DefaultCacheRAM, negative: no blocks kept (a slot's own last request
 	// is still reused).
@@ -135,6 +141,9 @@ func New(world *comm.Comm, m *model.Model, tok *tokenizer.Tokenizer, group *Time
 	s.eng = newEngine(world, m, cache, tok, cfg.Batch, cfg.Queue, s.metrics)
 	if cfg.Stepper != nil {
 		s.eng.step = cfg.Stepper
+		if pm, ok := cfg.Stepper.(*pipeline.Model); ok && pm.Stages > 1 && !cfg.PipelineSync {
+			s.eng.pipe = pm
+		}
 	}
 	s.eng.noPromptCache = cfg.NoPromptCache
 	if cfg.CacheRAM == 0 {

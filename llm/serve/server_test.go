@@ -410,46 +410,51 @@ func TestBadInput(t *testing.T) {
 // A rank that dies mid-generation: the requests in flight get an error (streamed: an error
 // event; whole: a 500 error object), /health turns 503, and Serve returns the error.
 func TestRankFailure(t *testing.T) {
-	ts := startServer(t, serverOpts{ranks: 2, grace: 3 * time.Second, setup: func(rank int, s *Server) {
-		s.eng.beforeStep = func() { time.Sleep(5 * time.Millisecond) }
-		if rank == 1 {
-			s.eng.failAfter = 20
-		}
-	}})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var whole []byte
-	var wholeCode int
-	go func() {
-		defer wg.Done()
-		wholeCode, _, whole = ts.post(t, "/v1/completions", map[string]any{"prompt": "The cat", "max_tokens": 100, "temperature": 0})
-	}()
-	s := ts.stream(t, "/v1/completions", map[string]any{"prompt": "Once upon a time", "max_tokens": 100, "temperature": 0})
-	wg.Wait()
-	if s.errMsg == "" || s.done || s.finish != "" {
-		t.Errorf("streamed request: error %q, done %v, finish %q, text %q", s.errMsg, s.done, s.finish, s.text)
-	}
-	t.Logf("stream error event: %s", s.errMsg)
-	if wholeCode != http.StatusInternalServerError {
-		t.Errorf("whole request: %d %s", wholeCode, whole)
-	} else if e := errorOf(t, whole); e.Error.Code != "rank_failure" {
-		t.Errorf("whole request error: %s", whole)
-	}
-	code, body := ts.get(t, "/health")
-	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "rank 1") {
-		t.Errorf("health after the failure: %d %s", code, body)
-	}
-	code, _, body = ts.post(t, "/v1/completions", map[string]any{"prompt": "hi"})
-	if code != http.StatusInternalServerError {
-		t.Errorf("new request after the failure: %d %s", code, body)
-	}
-	select {
-	case err := <-ts.done:
-		if err == nil || !strings.Contains(err.Error(), "injected failure") {
-			t.Errorf("Serve returned %v", err)
-		}
-		ts.done <- nil
-	case <-time.After(10 * time.Second):
-		t.Errorf("Serve did not return after the failure")
+	// TP=2, and two pipeline stages (overlapped steps)
+	for _, pp := range []int{1, 2} {
+		t.Run(fmt.Sprintf("PP=%d", pp), func(t *testing.T) {
+			ts := startServer(t, serverOpts{ranks: 2, pp: pp, grace: 3 * time.Second, setup: func(rank int, s *Server) {
+				s.eng.beforeStep = func() { time.Sleep(5 * time.Millisecond) }
+				if rank == 1 {
+					s.eng.failAfter = 20
+				}
+			}})
+			var wg sync.WaitGroup
+			wg.Add(1)
+			var whole []byte
+			var wholeCode int
+			go func() {
+				defer wg.Done()
+				wholeCode, _, whole = ts.post(t, "/v1/completions", map[string]any{"prompt": "The cat", "max_tokens": 100, "temperature": 0})
+			}()
+			s := ts.stream(t, "/v1/completions", map[string]any{"prompt": "Once upon a time", "max_tokens": 100, "temperature": 0})
+			wg.Wait()
+			if s.errMsg == "" || s.done || s.finish != "" {
+				t.Errorf("streamed request: error %q, done %v, finish %q, text %q", s.errMsg, s.done, s.finish, s.text)
+			}
+			t.Logf("stream error event: %s", s.errMsg)
+			if wholeCode != http.StatusInternalServerError {
+				t.Errorf("whole request: %d %s", wholeCode, whole)
+			} else if e := errorOf(t, whole); e.Error.Code != "rank_failure" {
+				t.Errorf("whole request error: %s", whole)
+			}
+			code, body := ts.get(t, "/health")
+			if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "rank 1") {
+				t.Errorf("health after the failure: %d %s", code, body)
+			}
+			code, _, body = ts.post(t, "/v1/completions", map[string]any{"prompt": "hi"})
+			if code != http.StatusInternalServerError {
+				t.Errorf("new request after the failure: %d %s", code, body)
+			}
+			select {
+			case err := <-ts.done:
+				if err == nil || !strings.Contains(err.Error(), "injected failure") {
+					t.Errorf("Serve returned %v", err)
+				}
+				ts.done <- nil
+			case <-time.After(10 * time.Second):
+				t.Errorf("Serve did not return after the failure")
+			}
+		})
 	}
 }
