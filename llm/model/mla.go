@@ -110,21 +110,95 @@ func (m *Model) bindMLA(L *layer, p string) error {
 
 func (m *Model) growMLA(t int) {
 	c, s := &m.Cfg, &m.scratch
-	nh := m.Shard.H1 - m.Shard.H0
 	s.qa = make([]float32, t*max(c.QLoraRank, 1))
 	s.kva = make([]float32, t*(c.KVLoraRank+c.RopeDim))
-	s.qabs = make([]float32, nh*c.KVLoraRank)
-	s.lctx = make([]float32, nh*c.KVLoraRank)
-	s.lrow = make([]float32, nh*(c.KVLoraRank+c.RopeDim))
-	s.hvecs = make([]quant.Vec, nh)
 }
 
-// attentionMLA is attention for a latent-attention layer (see mlaLayer).
+// mlaChunk is the number of query tokens of one head that latent attention processes together:
+// enough for each product to reuse its matrix from cache, few enough to bound the score rows.
+const mlaChunk = 32
+
+// mlaHead is one local head's scratch for latent attention over up to mlaChunk tokens.
+type mlaHead struct {
+	qcat  []float32 // [token][KVLoraRank+RopeDim]: the absorbed query, then the rotary query
+	w     []float32 // [token][n]: the scores (row stride: the chunk's n)
+	wb    []byte    // the same rows' attention weights, as an F32 matrix
+	lctxT []float32 // [KVLoraRank][token]: the weighted sums of latents, transposed
+	lctx  []float32 // [token][KVLoraRank]
+	vecs  []quant.Vec
+	ys    [][]float32
+}
+
+// mlaScratch is latent attention's per-call state: the F32 copies of the slot's latents that all
+// heads read (row-major for the scores, the latent part transposed for the weighted sums) and the
+// heads' scratch.
+type mlaScratch struct {
+	rows  []byte    // F32 matrix [n][KVLoraRank+RopeDim]
+	colT  []float32 // [KVLoraRank][n]
+	heads []mlaHead
+}
+
+func (m *Model) mlaScratch(ctx int) *mlaScratch {
+	c, a := &m.Cfg, &m.scratch.mla
+	kvl, w := c.KVLoraRank, c.KVLoraRank+c.RopeDim
+	if len(a.rows) < 4*ctx*w {
+		a.rows, a.colT = make([]byte, 4*ctx*w), make([]float32, ctx*kvl)
+	}
+	if len(a.heads) == 0 {
+		a.heads = make([]mlaHead, m.Shard.H1-m.Shard.H0)
+	}
+	for h := range a.heads {
+		hs := &a.heads[h]
+		if len(hs.w) < mlaChunk*ctx {
+			hs.w, hs.wb = make([]float32, mlaChunk*ctx), make([]byte, 4*mlaChunk*ctx)
+		}
+		if hs.qcat == nil {
+			hs.qcat = make([]float32, mlaChunk*w)
+			hs.lctxT = make([]float32, kvl*mlaChunk)
+			hs.lctx = make([]float32, mlaChunk*kvl)
+			hs.vecs = make([]quant.Vec, max(mlaChunk, kvl))
+			hs.ys = make([][]float32, max(mlaChunk, kvl))
+		}
+	}
+	return a
+}
+
+// latents writes the first n cached latent rows of one slot (r0: its first row) as F32 to
+// a.rows and, their KVLoraRank latent values transposed, to a.colT, once for all heads.
+func (a *mlaScratch) latents(kb *kvBuf, r0, n, kvl int) {
+	w := kb.width
+	for p := 0; p < n; p++ {
+		row := a.rows[4*p*w : 4*(p+1)*w]
+		for j := 0; j < w; j++ {
+			var x float32
+			if kb.t == kvF32 {
+				x = kb.f32[(r0+p)*w+j]
+			} else {
+				x = quant.F16ToF32(kb.f16[(r0+p)*w+j])
+			}
+			binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(x))
+			if j < kvl {
+				a.colT[j*n+p] = x
+			}
+		}
+	}
+}
+
+// f32Matrix is the F32 matrix of rows x cols elements at the start of b.
+func f32Matrix(b []byte, rows, cols int) *quant.Matrix {
+	return &quant.Matrix{Type: gguf.F32, Rows: rows, Cols: cols, RowBytes: 4 * cols, Data: b[:4*rows*cols]}
+}
+
+// attentionMLA is attention for a latent-attention layer (see mlaLayer). The batch's tokens
+// are taken slot by slot: the slot's latents are converted to F32 once, then every head runs
+// its tokens in chunks as matrix products: the absorbed queries (W_kb^T times the non-rotary
+// queries), the scores (latents times [absorbed, rotary] queries, causally bounded), the
+// weighted latent sums and their up-projection by W_vb.
 func (m *Model) attentionMLA(li int, c *Cache, t int) error {
 	cf, sh, s, b := &m.Cfg, &m.Shard, &m.scratch, &c.scr
 	L := &m.layers[li]
 	a := L.mla
-	dim, hd, vd := cf.Dim, cf.HeadDim, cf.VHeadDim
+	dim, hd := cf.Dim, cf.HeadDim
 	kvl, nope, half := cf.KVLoraRank, cf.HeadDim-cf.RopeDim, cf.RopeDim/2
 	w := kvl + cf.RopeDim
 	nh := sh.H1 - sh.H0
@@ -149,7 +223,6 @@ func (m *Model) attentionMLA(li int, c *Cache, t int) error {
 	} else if err := m.project(s.xn, t, dim, 0, []*quant.Matrix{L.wq, a.wkvA}, [][]float32{s.q, s.kva}); err != nil {
 		return err
 	}
-	slotLen := c.ctx * w
 	for i := 0; i < t; i++ {
 		cs, sn := s.cos[i*half:(i+1)*half], s.sin[i*half:(i+1)*half]
 		lat := s.kva[i*w : (i+1)*w]
@@ -162,62 +235,98 @@ func (m *Model) attentionMLA(li int, c *Cache, t int) error {
 	}
 	scale := float32(cf.AttnScale)
 	one := &quant.Pool{Threads: 1} // the heads are the parallel loop
-	m.pool.For(nh, func(h0, h1 int) {
-		for h := h0; h < h1; h++ {
-			qabs, lctx, row := s.qabs[h*kvl:(h+1)*kvl], s.lctx[h*kvl:(h+1)*kvl], s.lrow[h*w:(h+1)*w]
-			vec := &s.hvecs[h]
-			sc := s.scores[h*m.ctx : (h+1)*m.ctx]
-			for i := 0; i < t; i++ {
-				q := s.q[i*nq+h*hd : i*nq+(h+1)*hd]
-				if err := vec.Load(gguf.F32, q[:nope]); err != nil {
-					panic(err) // F32 loads do not fail
-				}
-				quant.MatVec(one, a.kbT[h], vec, qabs)
-				n := b.pos[i] + 1
-				base := b.slot[i] * slotLen
-				kb := &c.k[li] // f16 or f32 (Load refuses the block types for latent caches)
-				latent := func(p int) []float32 {
-					if kb.t == kvF32 {
-						return kb.f32[base+p*w : base+(p+1)*w]
-					}
-					for j, x := range kb.f16[base+p*w : base+(p+1)*w] {
-						row[j] = quant.F16ToF32(x)
-					}
-					return row
-				}
-				mx := float32(math.Inf(-1))
-				for p := 0; p < n; p++ {
-					l := latent(p)
-					var d float32
-					for j, x := range qabs {
-						d += x * l[j]
-					}
-					for j, x := range q[nope:] {
-						d += x * l[kvl+j]
-					}
-					sc[p] = d * scale
-					mx = max(mx, sc[p])
-				}
-				var sum float64
-				for p := 0; p < n; p++ {
-					e := math.Exp(float64(sc[p] - mx))
-					sc[p] = float32(e)
-					sum += e
-				}
-				inv := float32(1 / sum)
-				clear(lctx)
-				for p := 0; p < n; p++ {
-					wp, l := sc[p]*inv, latent(p)
-					for j := range lctx {
-						lctx[j] += wp * l[j]
-					}
-				}
-				if err := vec.Load(gguf.F32, lctx); err != nil {
-					panic(err)
-				}
-				quant.MatVec(one, a.vb[h], vec, s.att[i*nh*vd+h*vd:i*nh*vd+(h+1)*vd])
-			}
+	ms := m.mlaScratch(c.ctx)
+	kb := &c.k[li] // f16 or f32 (Load refuses the block types for latent caches)
+	for i0 := 0; i0 < t; {
+		// tokens [i0, i1) share a slot; its positions [0, n) are what they attend to.
+		i1, n := i0+1, b.pos[i0]+1
+		for i1 < t && b.slot[i1] == b.slot[i0] {
+			n = max(n, b.pos[i1]+1)
+			i1++
 		}
-	})
+		ms.latents(kb, b.slot[i0]*c.ctx, n, kvl)
+		lat := f32Matrix(ms.rows, n, w)
+		m.pool.For(nh, func(h0, h1 int) {
+			for h := h0; h < h1; h++ {
+				hs := &ms.heads[h]
+				for j0 := i0; j0 < i1; j0 += mlaChunk {
+					m.mlaChunk(a, h, hs, lat, ms.colT, n, j0, min(j0+mlaChunk, i1), b.pos, one, scale)
+				}
+			}
+		})
+		i0 = i1
+	}
 	return m.attnOut(li, t)
+}
+
+// mlaChunk computes head h's attention outputs (into scratch.att) for tokens [j0, j1) of one
+// slot, whose latents are lat (n rows) and colT (their latent part transposed, n columns).
+func (m *Model) mlaChunk(a *mlaLayer, h int, hs *mlaHead, lat *quant.Matrix, colT []float32, n, j0, j1 int, pos []int, one *quant.Pool, scale float32) {
+	cf, s := &m.Cfg, &m.scratch
+	hd, vd, kvl := cf.HeadDim, cf.VHeadDim, cf.KVLoraRank
+	nope, w := hd-cf.RopeDim, lat.Cols
+	nh := m.Shard.H1 - m.Shard.H0
+	nt := j1 - j0
+	load := func(v *quant.Vec, x []float32) {
+		if err := v.Load(gguf.F32, x); err != nil {
+			panic(err) // F32 loads do not fail
+		}
+	}
+	// absorbed queries: W_kb^T q_nope, next to the rotary part of each query
+	nmax := 0
+	for j := 0; j < nt; j++ {
+		q := s.q[(j0+j)*nh*hd+h*hd : (j0+j)*nh*hd+(h+1)*hd]
+		load(&hs.vecs[j], q[:nope])
+		hs.ys[j] = hs.qcat[j*w : j*w+kvl]
+		copy(hs.qcat[j*w+kvl:(j+1)*w], q[nope:])
+		nmax = max(nmax, pos[j0+j]+1)
+	}
+	quant.MatMul(one, a.kbT[h], hs.vecs[:nt], hs.ys[:nt])
+	// scores against the latents up to the chunk's last position, then the causal softmax:
+	// token j's weights over [0, pos+1), zero after it
+	for j := 0; j < nt; j++ {
+		load(&hs.vecs[j], hs.qcat[j*w:(j+1)*w])
+		hs.ys[j] = hs.w[j*nmax : (j+1)*nmax]
+	}
+	quant.MatMul(one, &quant.Matrix{Type: lat.Type, Rows: nmax, Cols: w, RowBytes: lat.RowBytes, Data: lat.Data[:nmax*lat.RowBytes]}, hs.vecs[:nt], hs.ys[:nt])
+	for j := 0; j < nt; j++ {
+		sc := hs.w[j*nmax : (j+1)*nmax]
+		np := pos[j0+j] + 1
+		mx := float32(math.Inf(-1))
+		for p := 0; p < np; p++ {
+			sc[p] *= scale
+			mx = max(mx, sc[p])
+		}
+		var sum float64
+		for p := 0; p < np; p++ {
+			e := math.Exp(float64(sc[p] - mx))
+			sc[p] = float32(e)
+			sum += e
+		}
+		inv := float32(1 / sum)
+		wb := hs.wb[4*j*nmax : 4*(j+1)*nmax]
+		for p := 0; p < np; p++ {
+			binary.LittleEndian.PutUint32(wb[4*p:], math.Float32bits(sc[p]*inv))
+		}
+		clear(wb[4*np:])
+	}
+	// weighted latent sums: the weights (nt rows of nmax) times each latent coordinate's
+	// column over [0, nmax), which is a prefix of its row in colT
+	for k := 0; k < kvl; k++ {
+		load(&hs.vecs[k], colT[k*n:k*n+nmax])
+		hs.ys[k] = hs.lctxT[k*nt : (k+1)*nt]
+	}
+	quant.MatMul(one, f32Matrix(hs.wb, nt, nmax), hs.vecs[:kvl], hs.ys[:kvl])
+	for j := 0; j < nt; j++ {
+		for k := 0; k < kvl; k++ {
+			hs.lctx[j*kvl+k] = hs.lctxT[k*nt+j]
+		}
+	}
+	// up-projection by W_vb into the head's output
+	for j := 0; j < nt; j++ {
+		i := j0 + j
+		load(&hs.vecs[j], hs.lctx[j*kvl:(j+1)*kvl])
+		hs.ys[j] = s.att[i*nh*vd+h*vd : i*nh*vd+(h+1)*vd]
+	}
+	quant.MatMul(one, a.vb[h], hs.vecs[:nt], hs.ys[:nt])
 }
