@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/gorun-hpc/gorun/llm/gguf"
 	"github.com/gorun-hpc/gorun/llm/quant"
@@ -21,10 +22,11 @@ type mlaLayer struct {
 	qANorm  []float32
 	wkvA    *quant.Matrix // attn_kv_a_mqa: KVLoraRank + RopeDim rows
 	kvANorm []float32
-	// attn_kv_b of the local heads, as F32 matrices: per head the key up-projection transposed
-	// (KVLoraRank rows of nope), which takes a query into the latent space, and the value
+	// attn_kv_b of the local heads: per head the key up-projection transposed as an F32
+	// matrix (KVLoraRank rows of nope), which takes a query into the latent space, and, as
+	// the file stores them, the key up-projection (nope rows of KVLoraRank) and the value
 	// up-projection (VHeadDim rows of KVLoraRank).
-	kbT, vb []*quant.Matrix
+	kbT, kb, vb []*quant.Matrix
 }
 
 // kvWidth is the number of cached values per token and layer on this rank.
@@ -99,11 +101,11 @@ func (m *Model) bindMLA(L *layer, p string) error {
 		if err != nil {
 			return err
 		}
-		v, err := f32(vd, kvl, func(r, c int) float32 { return w[base+(nope+r)*kvl+c] })
-		if err != nil {
-			return err
-		}
-		a.kbT, a.vb = append(a.kbT, kt), append(a.vb, v)
+		r0 := h * (nope + vd) * kvb.RowBytes
+		k := &quant.Matrix{Type: kvb.Type, Rows: nope, Cols: kvl, RowBytes: kvb.RowBytes, Data: kvb.Data[r0 : r0+nope*kvb.RowBytes]}
+		r0 += nope * kvb.RowBytes
+		v := &quant.Matrix{Type: kvb.Type, Rows: vd, Cols: kvl, RowBytes: kvb.RowBytes, Data: kvb.Data[r0 : r0+vd*kvb.RowBytes]}
+		a.kbT, a.kb, a.vb = append(a.kbT, kt), append(a.kb, k), append(a.vb, v)
 	}
 	return nil
 }
@@ -125,17 +127,31 @@ type mlaHead struct {
 	wb    []byte    // the same rows' attention weights, as an F32 matrix
 	lctxT []float32 // [KVLoraRank][token]: the weighted sums of latents, transposed
 	lctx  []float32 // [token][KVLoraRank]
+	qb    []byte    // [token][HeadDim]: the queries as an F32 matrix (keys up-projected)
+	scT   []float32 // [position][token]: their scores
 	vecs  []quant.Vec
 	ys    [][]float32
+	err   error
 }
 
 // mlaScratch is latent attention's per-call state: the F32 copies of the slot's latents that all
 // heads read (row-major for the scores, the latent part transposed for the weighted sums) and the
 // heads' scratch.
 type mlaScratch struct {
-	rows  []byte    // F32 matrix [n][KVLoraRank+RopeDim]
-	colT  []float32 // [KVLoraRank][n]
+	rows  []byte      // F32 matrix [n][KVLoraRank+RopeDim]
+	flat  []float32   // the same, as floats
+	colT  []float32   // [KVLoraRank][n]
+	lvecs []quant.Vec // the latents loaded for attn_kv_b's type (keys up-projected)
 	heads []mlaHead
+	keys  sync.Pool // *mlaKeys
+}
+
+// mlaKeys holds one head's keys [position][HeadDim] (the up-projected latent, then the rotary
+// key) while the head is being computed.
+type mlaKeys struct {
+	k    []float32
+	vecs []quant.Vec
+	ys   [][]float32
 }
 
 func (m *Model) mlaScratch(ctx int) *mlaScratch {
@@ -143,6 +159,7 @@ func (m *Model) mlaScratch(ctx int) *mlaScratch {
 	kvl, w := c.KVLoraRank, c.KVLoraRank+c.RopeDim
 	if len(a.rows) < 4*ctx*w {
 		a.rows, a.colT = make([]byte, 4*ctx*w), make([]float32, ctx*kvl)
+		a.flat, a.lvecs = make([]float32, ctx*w), make([]quant.Vec, ctx)
 	}
 	if len(a.heads) == 0 {
 		a.heads = make([]mlaHead, m.Shard.H1-m.Shard.H0)
@@ -151,11 +168,13 @@ func (m *Model) mlaScratch(ctx int) *mlaScratch {
 		hs := &a.heads[h]
 		if len(hs.w) < mlaChunk*ctx {
 			hs.w, hs.wb = make([]float32, mlaChunk*ctx), make([]byte, 4*mlaChunk*ctx)
+			hs.scT = make([]float32, mlaChunk*ctx)
 		}
 		if hs.qcat == nil {
 			hs.qcat = make([]float32, mlaChunk*w)
 			hs.lctxT = make([]float32, kvl*mlaChunk)
 			hs.lctx = make([]float32, mlaChunk*kvl)
+			hs.qb = make([]byte, 4*mlaChunk*c.HeadDim)
 			hs.vecs = make([]quant.Vec, max(mlaChunk, kvl))
 			hs.ys = make([][]float32, max(mlaChunk, kvl))
 		}
@@ -164,7 +183,8 @@ func (m *Model) mlaScratch(ctx int) *mlaScratch {
 }
 
 // latents writes the first n cached latent rows of one slot (r0: its first row) as F32 to
-// a.rows and, their KVLoraRank latent values transposed, to a.colT, once for all heads.
+// a.rows and a.flat and, for an F32 cache, their KVLoraRank latent values transposed to a.colT,
+// once for all heads.
 func (a *mlaScratch) latents(kb *kvBuf, r0, n, kvl int) {
 	w := kb.width
 	for p := 0; p < n; p++ {
@@ -177,7 +197,8 @@ func (a *mlaScratch) latents(kb *kvBuf, r0, n, kvl int) {
 				x = quant.F16ToF32(kb.f16[(r0+p)*w+j])
 			}
 			binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(x))
-			if j < kvl {
+			a.flat[p*w+j] = x
+			if j < kvl && kb.t == kvF32 {
 				a.colT[j*n+p] = x
 			}
 		}
@@ -245,50 +266,103 @@ func (m *Model) attentionMLA(li int, c *Cache, t int) error {
 			i1++
 		}
 		ms.latents(kb, b.slot[i0]*c.ctx, n, kvl)
+		var lat16 []uint16
+		if kb.t == kvF16 {
+			lat16 = kb.f16[b.slot[i0]*c.ctx*w : (b.slot[i0]*c.ctx+n)*w]
+		}
 		lat := f32Matrix(ms.rows, n, w)
+		// Many queries (a prefill) over few positions: each head's keys are up-projected from
+		// the latents (one product with attn_kv_b's key rows in the file's type, as for any
+		// weight) rather than each query absorbed into the latent space by the F32 transpose.
+		direct := i1-i0 >= mlaChunk/2 && n <= 8*(i1-i0)
+		if direct {
+			for p := 0; p < n; p++ {
+				if err := ms.lvecs[p].Load(a.kb[0].Type, ms.flat[p*w:p*w+kvl]); err != nil {
+					return fmt.Errorf("layer %d: latent attention: %w", li, err)
+				}
+			}
+		}
 		m.pool.For(nh, func(h0, h1 int) {
+			var keys *mlaKeys
+			if direct {
+				keys, _ = ms.keys.Get().(*mlaKeys)
+				if keys == nil {
+					keys = &mlaKeys{}
+				}
+				defer ms.keys.Put(keys)
+			}
 			for h := h0; h < h1; h++ {
 				hs := &ms.heads[h]
-				for j0 := i0; j0 < i1; j0 += mlaChunk {
-					m.mlaChunk(a, h, hs, lat, ms.colT, n, j0, min(j0+mlaChunk, i1), b.pos, one, scale)
+				if direct {
+					m.mlaKeys(a, h, keys, ms, n)
+				}
+				for j0 := i0; j0 < i1 && hs.err == nil; j0 += mlaChunk {
+					hs.err = m.mlaChunk(a, h, hs, lat, ms.colT, n, j0, min(j0+mlaChunk, i1), b.pos, one, scale, keys, lat16)
 				}
 			}
 		})
+		for h := range ms.heads {
+			if err := ms.heads[h].err; err != nil {
+				ms.heads[h].err = nil
+				return fmt.Errorf("layer %d: latent attention: %w", li, err)
+			}
+		}
 		i0 = i1
 	}
 	return m.attnOut(li, t)
 }
 
+// mlaKeys up-projects the n latents of ms.lvecs to head h's keys in keys.k.
+func (m *Model) mlaKeys(a *mlaLayer, h int, keys *mlaKeys, ms *mlaScratch, n int) {
+	cf := &m.Cfg
+	hd, kvl, w := cf.HeadDim, cf.KVLoraRank, cf.KVLoraRank+cf.RopeDim
+	nope := hd - cf.RopeDim
+	if len(keys.k) < n*hd {
+		keys.k = make([]float32, n*hd)
+		keys.vecs, keys.ys = make([]quant.Vec, n), make([][]float32, n)
+	}
+	for p := 0; p < n; p++ {
+		keys.ys[p] = keys.k[p*hd : p*hd+nope]
+		copy(keys.k[p*hd+nope:(p+1)*hd], ms.flat[p*w+kvl:(p+1)*w])
+	}
+	quant.MatMul(&quant.Pool{Threads: 1}, a.kb[h], ms.lvecs[:n], keys.ys[:n])
+}
+
 // mlaChunk computes head h's attention outputs (into scratch.att) for tokens [j0, j1) of one
-// slot, whose latents are lat (n rows) and colT (their latent part transposed, n columns).
-func (m *Model) mlaChunk(a *mlaLayer, h int, hs *mlaHead, lat *quant.Matrix, colT []float32, n, j0, j1 int, pos []int, one *quant.Pool, scale float32) {
+// slot, whose latents are lat (n rows), lat16 (as cached, if F16) and colT (their latent part
+// transposed, n columns, if not).
+// With keys (the head's up-projected keys) the scores are the queries times the keys, else
+// the absorbed queries times the latents.
+func (m *Model) mlaChunk(a *mlaLayer, h int, hs *mlaHead, lat *quant.Matrix, colT []float32, n, j0, j1 int, pos []int, one *quant.Pool, scale float32, keys *mlaKeys, lat16 []uint16) error {
 	cf, s := &m.Cfg, &m.scratch
 	hd, vd, kvl := cf.HeadDim, cf.VHeadDim, cf.KVLoraRank
-	nope, w := hd-cf.RopeDim, lat.Cols
 	nh := m.Shard.H1 - m.Shard.H0
 	nt := j1 - j0
-	load := func(v *quant.Vec, x []float32) {
-		if err := v.Load(gguf.F32, x); err != nil {
-			panic(err) // F32 loads do not fail
-		}
-	}
-	// absorbed queries: W_kb^T q_nope, next to the rotary part of each query
 	nmax := 0
 	for j := 0; j < nt; j++ {
-		q := s.q[(j0+j)*nh*hd+h*hd : (j0+j)*nh*hd+(h+1)*hd]
-		load(&hs.vecs[j], q[:nope])
-		hs.ys[j] = hs.qcat[j*w : j*w+kvl]
-		copy(hs.qcat[j*w+kvl:(j+1)*w], q[nope:])
 		nmax = max(nmax, pos[j0+j]+1)
 	}
-	quant.MatMul(one, a.kbT[h], hs.vecs[:nt], hs.ys[:nt])
-	// scores against the latents up to the chunk's last position, then the causal softmax:
-	// token j's weights over [0, pos+1), zero after it
-	for j := 0; j < nt; j++ {
-		load(&hs.vecs[j], hs.qcat[j*w:(j+1)*w])
-		hs.ys[j] = hs.w[j*nmax : (j+1)*nmax]
+	if keys != nil {
+		for j := 0; j < nt; j++ {
+			q := s.q[(j0+j)*nh*hd+h*hd : (j0+j)*nh*hd+(h+1)*hd]
+			for k, x := range q {
+				binary.LittleEndian.PutUint32(hs.qb[4*(j*hd+k):], math.Float32bits(x))
+			}
+		}
+		for p := 0; p < nmax; p++ {
+			loadF32(&keys.vecs[p], keys.k[p*hd:(p+1)*hd])
+			keys.ys[p] = hs.scT[p*nt : (p+1)*nt]
+		}
+		quant.MatMul(one, f32Matrix(hs.qb, nt, hd), keys.vecs[:nmax], keys.ys[:nmax])
+		for j := 0; j < nt; j++ {
+			for p := 0; p < nmax; p++ {
+				hs.w[j*nmax+p] = hs.scT[p*nt+j]
+			}
+		}
+	} else {
+		m.mlaAbsorbed(a, h, hs, lat, j0, nt, nmax, one)
 	}
-	quant.MatMul(one, &quant.Matrix{Type: lat.Type, Rows: nmax, Cols: w, RowBytes: lat.RowBytes, Data: lat.Data[:nmax*lat.RowBytes]}, hs.vecs[:nt], hs.ys[:nt])
+	// the causal softmax: token j's weights over [0, pos+1), zero after it
 	for j := 0; j < nt; j++ {
 		sc := hs.w[j*nmax : (j+1)*nmax]
 		np := pos[j0+j] + 1
@@ -306,27 +380,74 @@ func (m *Model) mlaChunk(a *mlaLayer, h int, hs *mlaHead, lat *quant.Matrix, col
 		inv := float32(1 / sum)
 		wb := hs.wb[4*j*nmax : 4*(j+1)*nmax]
 		for p := 0; p < np; p++ {
-			binary.LittleEndian.PutUint32(wb[4*p:], math.Float32bits(sc[p]*inv))
+			sc[p] *= inv
+			if lat16 == nil {
+				binary.LittleEndian.PutUint32(wb[4*p:], math.Float32bits(sc[p]))
+			}
 		}
-		clear(wb[4*np:])
+		if lat16 == nil {
+			clear(wb[4*np:])
+		}
 	}
-	// weighted latent sums: the weights (nt rows of nmax) times each latent coordinate's
+	// weighted latent sums: over an F16 cache, each token's weights rounded to F16 (as ggml
+	// rounds the F32 operand of a product with F16 values) times the slot's cached rows; over
+	// an F32 one, the weights (nt rows of nmax) times each latent coordinate's
 	// column over [0, nmax), which is a prefix of its row in colT
-	for k := 0; k < kvl; k++ {
-		load(&hs.vecs[k], colT[k*n:k*n+nmax])
-		hs.ys[k] = hs.lctxT[k*nt : (k+1)*nt]
-	}
-	quant.MatMul(one, f32Matrix(hs.wb, nt, nmax), hs.vecs[:kvl], hs.ys[:kvl])
-	for j := 0; j < nt; j++ {
+	if lat16 != nil {
+		for j := 0; j < nt; j++ {
+			out := hs.lctx[j*kvl : (j+1)*kvl]
+			clear(out)
+			wj := hs.w[j*nmax : j*nmax+pos[j0+j]+1]
+			quant.ScaleRoundF16s(wj, 1)
+			quant.AxpyF16Rows(out, wj, lat16, lat.Cols, 0)
+		}
+	} else {
 		for k := 0; k < kvl; k++ {
-			hs.lctx[j*kvl+k] = hs.lctxT[k*nt+j]
+			loadF32(&hs.vecs[k], colT[k*n:k*n+nmax])
+			hs.ys[k] = hs.lctxT[k*nt : (k+1)*nt]
+		}
+		quant.MatMul(one, f32Matrix(hs.wb, nt, nmax), hs.vecs[:kvl], hs.ys[:kvl])
+		for j := 0; j < nt; j++ {
+			for k := 0; k < kvl; k++ {
+				hs.lctx[j*kvl+k] = hs.lctxT[k*nt+j]
+			}
 		}
 	}
-	// up-projection by W_vb into the head's output
+	// up-projection by W_vb (in its file type) into the head's output
 	for j := 0; j < nt; j++ {
 		i := j0 + j
-		load(&hs.vecs[j], hs.lctx[j*kvl:(j+1)*kvl])
+		if err := hs.vecs[j].Load(a.vb[h].Type, hs.lctx[j*kvl:(j+1)*kvl]); err != nil {
+			return err
+		}
 		hs.ys[j] = s.att[i*nh*vd+h*vd : i*nh*vd+(h+1)*vd]
 	}
 	quant.MatMul(one, a.vb[h], hs.vecs[:nt], hs.ys[:nt])
+	return nil
+}
+
+// mlaAbsorbed writes head h's scores for tokens [j0, j0+nt) to hs.w (rows of nmax, the
+// chunk's last position + 1): the absorbed queries W_kb^T q_nope next to the rotary queries,
+// times the latents.
+func (m *Model) mlaAbsorbed(a *mlaLayer, h int, hs *mlaHead, lat *quant.Matrix, j0, nt, nmax int, one *quant.Pool) {
+	cf, s := &m.Cfg, &m.scratch
+	hd, kvl, w := cf.HeadDim, cf.KVLoraRank, lat.Cols
+	nope, nh := hd-cf.RopeDim, m.Shard.H1-m.Shard.H0
+	for j := 0; j < nt; j++ {
+		q := s.q[(j0+j)*nh*hd+h*hd : (j0+j)*nh*hd+(h+1)*hd]
+		loadF32(&hs.vecs[j], q[:nope])
+		hs.ys[j] = hs.qcat[j*w : j*w+kvl]
+		copy(hs.qcat[j*w+kvl:(j+1)*w], q[nope:])
+	}
+	quant.MatMul(one, a.kbT[h], hs.vecs[:nt], hs.ys[:nt])
+	for j := 0; j < nt; j++ {
+		loadF32(&hs.vecs[j], hs.qcat[j*w:(j+1)*w])
+		hs.ys[j] = hs.w[j*nmax : (j+1)*nmax]
+	}
+	quant.MatMul(one, &quant.Matrix{Type: lat.Type, Rows: nmax, Cols: w, RowBytes: lat.RowBytes, Data: lat.Data[:nmax*lat.RowBytes]}, hs.vecs[:nt], hs.ys[:nt])
+}
+
+func loadF32(v *quant.Vec, x []float32) {
+	if err := v.Load(gguf.F32, x); err != nil {
+		panic(err) // F32 loads do not fail
+	}
 }
