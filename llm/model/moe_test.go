@@ -204,10 +204,11 @@ func greedyRun(m *model.Model, prompt []int32, n int) ([]int32, []float32, error
 // full keys and values in F16, gorun the F16 latent; 2.2e-3 measured).
 // Q8_0 weights: the first logits within 0.03 (0.15 for deepseek2; 0.023 and 0.089 measured)
 // and the tokens llama.cpp's up to its first step whose margin between the two best logits
-// is under 0.05 (exclusive). With 5 or 8 experts and 1 < top-k < 8, Q8_0 logits differ from
-// llama.cpp's by ~0.02 per MoE layer (not understood: with top-1, with all experts, with 3, 4
-// or 16 experts top-2, with F32 weights, and for every dense Q8_0 model they agree to ~1e-5);
-// the same distance separates either from a float64 forward without activation rounding.
+// is under 0.05 (exclusive). The 0.023 of mixtral is the order of float sums in the experts'
+// batched products: ggml's mul_mat_id computes every (expert, token) row with its one-vector
+// dot product, gorun's MatMul with its batched kernels, and the Q8_0 rounding of the next
+// products' inputs turns ulps into ~0.02 (computed row by row with MatVec the difference is
+// 5.5e-6, at twice the prefill time of the experts). qwen2moe's 0.023 has another source.
 // Q4_K_M weights: the first logits within 0.06 (0.25 for deepseek2; 0.041, 0.031 and 0.18
 // measured) and the tokens up to llama.cpp's first margin under twice that.
 // deepseek2 quantized: on llama.cpp's tokens its choice falls up to 1.7 (Q8_0) and 2.7 (Q4_K_M)
