@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -120,7 +121,8 @@ func (m *Model) growMLA(t int) {
 // enough for each product to reuse its matrix from cache, few enough to bound the score rows.
 const mlaChunk = 32
 
-// mlaHead is one local head's scratch for latent attention over up to mlaChunk tokens.
+// mlaHead is the scratch of one worker of the head loop: one head's latent attention over up
+// to mlaChunk tokens attending to n positions.
 type mlaHead struct {
 	qcat  []float32 // [token][KVLoraRank+RopeDim]: the absorbed query, then the rotary query
 	w     []float32 // [token][n]: the scores (row stride: the chunk's n)
@@ -131,19 +133,19 @@ type mlaHead struct {
 	scT   []float32 // [position][token]: their scores
 	vecs  []quant.Vec
 	ys    [][]float32
-	err   error
 }
 
 // mlaScratch is latent attention's per-call state: the F32 copies of the slot's latents that all
-// heads read (row-major for the scores, the latent part transposed for the weighted sums) and the
-// heads' scratch.
+// heads read (row-major for the scores, the latent part transposed for the weighted sums), sized
+// to the positions attended to, and the head loop's per-worker scratch.
 type mlaScratch struct {
 	rows  []byte      // F32 matrix [n][KVLoraRank+RopeDim]
 	flat  []float32   // the same, as floats
 	colT  []float32   // [KVLoraRank][n]
 	lvecs []quant.Vec // the latents loaded for attn_kv_b's type (keys up-projected)
-	heads []mlaHead
-	keys  sync.Pool // *mlaKeys
+	errs  []error     // per local head
+	heads sync.Pool   // *mlaHead
+	keys  sync.Pool   // *mlaKeys
 }
 
 // mlaKeys holds one head's keys [position][HeadDim] (the up-projected latent, then the rotary
@@ -154,32 +156,36 @@ type mlaKeys struct {
 	ys   [][]float32
 }
 
-func (m *Model) mlaScratch(ctx int) *mlaScratch {
-	c, a := &m.Cfg, &m.scratch.mla
+// grow sizes the shared buffers for n positions.
+func (a *mlaScratch) grow(c *Config, nh, n int) {
 	kvl, w := c.KVLoraRank, c.KVLoraRank+c.RopeDim
-	if len(a.rows) < 4*ctx*w {
-		a.rows, a.colT = make([]byte, 4*ctx*w), make([]float32, ctx*kvl)
-		a.flat, a.lvecs = make([]float32, ctx*w), make([]quant.Vec, ctx)
+	if len(a.rows) < 4*n*w {
+		a.rows, a.colT = make([]byte, 4*n*w), make([]float32, n*kvl)
+		a.flat, a.lvecs = make([]float32, n*w), make([]quant.Vec, n)
 	}
-	if len(a.heads) == 0 {
-		a.heads = make([]mlaHead, m.Shard.H1-m.Shard.H0)
+	if len(a.errs) < nh {
+		a.errs = make([]error, nh)
 	}
-	for h := range a.heads {
-		hs := &a.heads[h]
-		if len(hs.w) < mlaChunk*ctx {
-			hs.w, hs.wb = make([]float32, mlaChunk*ctx), make([]byte, 4*mlaChunk*ctx)
-			hs.scT = make([]float32, mlaChunk*ctx)
+}
+
+// head returns a worker's scratch sized for n positions.
+func (a *mlaScratch) head(c *Config, n int) *mlaHead {
+	kvl, w := c.KVLoraRank, c.KVLoraRank+c.RopeDim
+	hs, _ := a.heads.Get().(*mlaHead)
+	if hs == nil {
+		hs = &mlaHead{
+			qcat:  make([]float32, mlaChunk*w),
+			lctxT: make([]float32, kvl*mlaChunk),
+			lctx:  make([]float32, mlaChunk*kvl),
+			qb:    make([]byte, 4*mlaChunk*c.HeadDim),
+			vecs:  make([]quant.Vec, max(mlaChunk, kvl)),
+			ys:    make([][]float32, max(mlaChunk, kvl)),
 		}
-		if hs.qcat == nil {
-			hs.qcat = make([]float32, mlaChunk*w)
-			hs.lctxT = make([]float32, kvl*mlaChunk)
-			hs.lctx = make([]float32, mlaChunk*kvl)
-			hs.qb = make([]byte, 4*mlaChunk*c.HeadDim)
-			hs.vecs = make([]quant.Vec, max(mlaChunk, kvl))
-			hs.ys = make([][]float32, max(mlaChunk, kvl))
-		}
 	}
-	return a
+	if len(hs.w) < mlaChunk*n {
+		hs.w, hs.wb, hs.scT = make([]float32, mlaChunk*n), make([]byte, 4*mlaChunk*n), make([]float32, mlaChunk*n)
+	}
+	return hs
 }
 
 // latents writes the first n cached latent rows of one slot (r0: its first row) as F32 to
@@ -256,7 +262,7 @@ func (m *Model) attentionMLA(li int, c *Cache, t int) error {
 	}
 	scale := float32(cf.AttnScale)
 	one := &quant.Pool{Threads: 1} // the heads are the parallel loop
-	ms := m.mlaScratch(c.ctx)
+	ms := &s.mla
 	kb := &c.k[li] // f16 or f32 (Load refuses the block types for latent caches)
 	for i0 := 0; i0 < t; {
 		// tokens [i0, i1) share a slot; its positions [0, n) are what they attend to.
@@ -265,6 +271,7 @@ func (m *Model) attentionMLA(li int, c *Cache, t int) error {
 			n = max(n, b.pos[i1]+1)
 			i1++
 		}
+		ms.grow(cf, nh, n)
 		ms.latents(kb, b.slot[i0]*c.ctx, n, kvl)
 		var lat16 []uint16
 		if kb.t == kvF16 {
@@ -291,21 +298,24 @@ func (m *Model) attentionMLA(li int, c *Cache, t int) error {
 				}
 				defer ms.keys.Put(keys)
 			}
+			hs := ms.head(cf, n)
+			defer ms.heads.Put(hs)
 			for h := h0; h < h1; h++ {
-				hs := &ms.heads[h]
 				if direct {
 					m.mlaKeys(a, h, keys, ms, n)
 				}
-				for j0 := i0; j0 < i1 && hs.err == nil; j0 += mlaChunk {
-					hs.err = m.mlaChunk(a, h, hs, lat, ms.colT, n, j0, min(j0+mlaChunk, i1), b.pos, one, scale, keys, lat16)
+				for j0 := i0; j0 < i1 && ms.errs[h] == nil; j0 += mlaChunk {
+					ms.errs[h] = m.mlaChunk(a, h, hs, lat, ms.colT, n, j0, min(j0+mlaChunk, i1), b.pos, one, scale, keys, lat16)
 				}
 			}
 		})
-		for h := range ms.heads {
-			if err := ms.heads[h].err; err != nil {
-				ms.heads[h].err = nil
-				return fmt.Errorf("layer %d: latent attention: %w", li, err)
-			}
+		var err error
+		for h := 0; h < nh; h++ {
+			err = cmp.Or(err, ms.errs[h])
+			ms.errs[h] = nil
+		}
+		if err != nil {
+			return fmt.Errorf("layer %d: latent attention: %w", li, err)
 		}
 		i0 = i1
 	}
