@@ -22,8 +22,8 @@ type scratch struct {
 	pairs                              []float32
 	counts                             []int
 	// latent attention
-	qa, kva, qabs, lctx, lrow []float32
-	hvecs                     []quant.Vec // one per local head
+	qa, kva []float32
+	mla     mlaScratch
 	// mixture of experts
 	route, selW, ew, gx, ey, choice []float32
 	sel                             []int32

@@ -29,7 +29,8 @@ def main():
     doc = {
         "description": "llama.cpp c392e50 greedy (argmax of raw logits) continuation of 'Once upon "
         "a time' with BOS, 64 tokens, one thread, F16 KV cache, context 256, on the mixture-of-experts "
-        "models `llm mkmodel --shape SHAPE --type TYPE --seed 1` writes (model = SHAPE-TYPE): ids, "
+        "models `llm mkmodel --shape SHAPE --type TYPE --seed 1` writes (model = SHAPE-TYPE; TYPE "
+        "q4_k_m: the f32 file quantized by `llm quantize ... Q4_K_M`): ids, "
         "the argmax's margin over the runner-up at each step, all logits of the first generated "
         "position (5 decimals). Made by testdata/moeref/make_reference.py.",
         "runs": runs,
