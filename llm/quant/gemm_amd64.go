@@ -17,9 +17,14 @@ type vecRef struct {
 }
 
 // The kernels on interleaved rows (repack.go), eight rows (Y registers, AVX-512 VL) or sixteen
-// (Z registers) per group. gemv: groups consecutive groups against one vector. gemm (Q4_0):
-// one group against nvec vectors, two at a time, results at byte offset off of each vector's
-// output; Q8_0, whose kernel keeps eight sums per row, runs gemv per vector on a group.
+// (Z registers) per group. gemv: groups consecutive groups against one vector. gemm: one group
+// against nvec vectors, two at a time, results at byte offset off of each vector's output.
+
+//go:noescape
+func gemmQ8_0x8VNNI(pack *byte, nb, shift int, vecs *vecRef, nvec, off int)
+
+//go:noescape
+func gemmQ8_0x16VNNI(pack *byte, nb, shift int, vecs *vecRef, nvec, off int)
 
 //go:noescape
 func gemmQ4_0x8VNNI(pack *byte, nb, shift int, vecs *vecRef, nvec, off int)
@@ -103,26 +108,22 @@ func gemmAsm(m *Matrix, xs []Vec, ys [][]float32, g0, g1 int) bool {
 	if len(xs) == 0 || g1 <= g0 {
 		return true
 	}
-	if m.Type == gguf.Q8_0 {
-		for gi := g0; gi < g1; gi++ {
-			w := m.Data[gi*g*m.RowBytes : (gi+1)*g*m.RowBytes]
-			for t := range xs {
-				gemv(m, w, nb, &xs[t], 1, ys[t][gi*g:(gi+1)*g])
-			}
-		}
-		return true
-	}
 	refs := make([]vecRef, len(xs))
 	for t := range xs {
 		refs[t] = vecRef{&xs[t].Q8[0], &xs[t].D[0], &xs[t].Q8Neg8[0], &ys[t][0]}
 	}
-	k := gemmQ4_0x8VNNI
-	if g == 16 {
+	k, shift := gemmQ4_0x8VNNI, 0
+	switch {
+	case m.Type == gguf.Q8_0 && g == 8:
+		k, shift = gemmQ8_0x8VNNI, 4
+	case m.Type == gguf.Q8_0:
+		k, shift = gemmQ8_0x16VNNI, 4
+	case g == 16:
 		k = gemmQ4_0x16VNNI
 	}
 	for gi := g0; gi < g1; gi++ {
 		w := m.Data[gi*g*m.RowBytes : (gi+1)*g*m.RowBytes]
-		k(&w[0], nb, 0, &refs[0], len(refs), gi*g*4)
+		k(&w[0], nb, shift, &refs[0], len(refs), gi*g*4)
 	}
 	return true
 }

@@ -10,7 +10,28 @@
 // Q8_0 quants + 128), so integer sums start from the activation's correction (Vec.Q8Neg8,
 // Vec.Q8Neg128). The float operations are those of the row kernels, so that results equal
 // Dot's bit for bit: Q4_0 per block and row acc += float(total) * (d_w*d_x), one fused
-// multiply-add, blocks in order (the `shift` argument is 0).
+// multiply-add, blocks in order (the `shift` argument is 0); the Q8_0 gemv keeps Dot's eight
+// sums per row. The Q8_0 gemm sums block totals as Q4_0 (the correction Q8Neg8 << 4, i.e.
+// -128 x sum(x)), close to Dot but not bit for bit.
+
+// Q8STEP: four quants of every row (at WOFF(SI)) against four activation quants of vector A
+// (XOFF(R10)) and of vector B (XOFF(R13)), into integer accumulators IA and IB.
+#define Q8STEP(WOFF, XOFF, W, XA, XB, IA, IB) \
+	VMOVDQU32 WOFF(SI), W \
+	VPBROADCASTD XOFF(R10), XA \
+	VPBROADCASTD XOFF(R13), XB \
+	VPDPBUSD XA, W, IA \
+	VPDPBUSD XB, W, IB
+
+#define Q8BODY(Q, KS, W, WH, M, XA, XB, IA, IA2, IB, IB2) \
+	Q8STEP(Q+0*KS, 2, W, XA, XB, IA, IB) \
+	Q8STEP(Q+1*KS, 6, W, XA, XB, IA2, IB2) \
+	Q8STEP(Q+2*KS, 10, W, XA, XB, IA, IB) \
+	Q8STEP(Q+3*KS, 14, W, XA, XB, IA2, IB2) \
+	Q8STEP(Q+4*KS, 18, W, XA, XB, IA, IB) \
+	Q8STEP(Q+5*KS, 22, W, XA, XB, IA2, IB2) \
+	Q8STEP(Q+6*KS, 26, W, XA, XB, IA, IB) \
+	Q8STEP(Q+7*KS, 30, W, XA, XB, IA2, IB2)
 
 // Q4STEP: four packed bytes of every row: low nibbles against activation quants XLO.., high
 // nibbles against XHI.. (M holds 0x0f in every byte).
@@ -172,6 +193,152 @@ block:
 	VFMADD231PS Z2, Z10, Z0
 	VFMADD231PS Z4, Z11, Z1
 	ADDQ $288, SI
+	ADDQ $34, R10
+	ADDQ $34, R13
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ $4, R14
+	ADDQ $4, R15
+	DECQ BX
+	JNZ block
+	MOVQ off+40(FP), AX
+	MOVQ 24(DX), R10
+	VMOVUPS Z0, (R10)(AX*1)
+	MOVQ 24(DI), R10
+	VMOVUPS Z1, (R10)(AX*1)
+	ADDQ $64, DX
+	SUBQ $2, R9
+	JG pairs
+done:
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0x8VNNI(pack *byte, nb, shift int, vecs *vecRef, nvec, off int)
+// Vectors in pairs: A = the first of each pair, B the next (A again when A is the last).
+// Block totals (integers, from Q8Neg8 << 4), as for Q4_0: not the order of Dot, whose eight
+// float sums per row would double the float work of a batch.
+TEXT ·gemmQ8_0x8VNNI(SB), NOSPLIT, $0-48
+	MOVQ pack+0(FP), R8
+	MOVQ nb+8(FP), CX
+	MOVQ shift+16(FP), AX
+	MOVQ AX, X15
+	MOVQ vecs+24(FP), DX
+	MOVQ nvec+32(FP), R9
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Y12
+	TESTQ R9, R9
+	JZ done
+	TESTQ CX, CX
+	JZ done
+pairs:
+	MOVQ DX, DI
+	CMPQ R9, $1
+	JEQ one
+	ADDQ $32, DI
+one:
+	MOVQ 0(DX), R10
+	MOVQ 8(DX), R11
+	MOVQ 16(DX), R12
+	MOVQ 0(DI), R13
+	MOVQ 8(DI), R14
+	MOVQ 16(DI), R15
+	MOVQ R8, SI
+	MOVQ CX, BX
+	VPXORD Y0, Y0, Y0
+	VPXORD Y1, Y1, Y1
+block:
+	VPBROADCASTD (R12), Y2
+	VPSLLD X15, Y2, Y2
+	VPXORD Y3, Y3, Y3
+	VPBROADCASTD (R15), Y4
+	VPSLLD X15, Y4, Y4
+	VPXORD Y5, Y5, Y5
+	Q8BODY(16, 32, Y6, Y13, Y12, Y7, Y8, Y2, Y3, Y4, Y5)
+	VPADDD Y3, Y2, Y2
+	VPADDD Y5, Y4, Y4
+	VCVTDQ2PS Y2, Y2
+	VCVTDQ2PS Y4, Y4
+	VCVTPH2PS (SI), Y9
+	VBROADCASTSS (R11), Y10
+	VMULPS Y10, Y9, Y10
+	VBROADCASTSS (R14), Y11
+	VMULPS Y11, Y9, Y11
+	VFMADD231PS Y2, Y10, Y0
+	VFMADD231PS Y4, Y11, Y1
+	ADDQ $272, SI
+	ADDQ $34, R10
+	ADDQ $34, R13
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ $4, R14
+	ADDQ $4, R15
+	DECQ BX
+	JNZ block
+	MOVQ off+40(FP), AX
+	MOVQ 24(DX), R10
+	VMOVUPS Y0, (R10)(AX*1)
+	MOVQ 24(DI), R10
+	VMOVUPS Y1, (R10)(AX*1)
+	ADDQ $64, DX
+	SUBQ $2, R9
+	JG pairs
+done:
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0x16VNNI(pack *byte, nb, shift int, vecs *vecRef, nvec, off int)
+// Vectors in pairs: A = the first of each pair, B the next (A again when A is the last).
+// Block totals (integers, from Q8Neg8 << 4), as for Q4_0: not the order of Dot, whose eight
+// float sums per row would double the float work of a batch.
+TEXT ·gemmQ8_0x16VNNI(SB), NOSPLIT, $0-48
+	MOVQ pack+0(FP), R8
+	MOVQ nb+8(FP), CX
+	MOVQ shift+16(FP), AX
+	MOVQ AX, X15
+	MOVQ vecs+24(FP), DX
+	MOVQ nvec+32(FP), R9
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z12
+	TESTQ R9, R9
+	JZ done
+	TESTQ CX, CX
+	JZ done
+pairs:
+	MOVQ DX, DI
+	CMPQ R9, $1
+	JEQ one
+	ADDQ $32, DI
+one:
+	MOVQ 0(DX), R10
+	MOVQ 8(DX), R11
+	MOVQ 16(DX), R12
+	MOVQ 0(DI), R13
+	MOVQ 8(DI), R14
+	MOVQ 16(DI), R15
+	MOVQ R8, SI
+	MOVQ CX, BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+block:
+	VPBROADCASTD (R12), Z2
+	VPSLLD X15, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPBROADCASTD (R15), Z4
+	VPSLLD X15, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	Q8BODY(32, 64, Z6, Z13, Z12, Z7, Z8, Z2, Z3, Z4, Z5)
+	VPADDD Z3, Z2, Z2
+	VPADDD Z5, Z4, Z4
+	VCVTDQ2PS Z2, Z2
+	VCVTDQ2PS Z4, Z4
+	VCVTPH2PS (SI), Z9
+	VBROADCASTSS (R11), Z10
+	VMULPS Z10, Z9, Z10
+	VBROADCASTSS (R14), Z11
+	VMULPS Z11, Z9, Z11
+	VFMADD231PS Z2, Z10, Z0
+	VFMADD231PS Z4, Z11, Z1
+	ADDQ $544, SI
 	ADDQ $34, R10
 	ADDQ $34, R13
 	ADDQ $4, R11
