@@ -120,13 +120,17 @@ func rowsDot(m *Matrix, x *Vec, y []float32, lo, hi int) {
 			break
 		}
 	}
-	for ; i < hi; i++ {
-		y[i] = Dot(m.Type, m.Data[i*m.RowBytes:(i+1)*m.RowBytes], x)
+	if i < hi {
+		rowsPlain(m, x, y, i, hi)
 	}
 }
 
-// rowsDot2 is rowsDot for two vectors, with the two-vector kernels where they exist.
+// rowsDot2 is rowsDot for two vectors, with the two-vector kernels where they exist (one
+// pass over the rows for both).
 func rowsDot2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) {
+	if kRows2(m, a, b, ya, yb, lo, hi) {
+		return
+	}
 	i := lo
 	for ; i+4 <= hi; i += 4 {
 		if !dot4x2(m, i, a, b, ya, yb) {
