@@ -32,6 +32,9 @@ func dotQ4_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *
 func dotQ5_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
 
 //go:noescape
+func dotQ6_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
+
+//go:noescape
 func quantizeQ8_KAVX2(x *float32, y *BlockQ8K, nb int)
 
 // quantizeQ8_K fills y from len(y) blocks of x (quantizeQ8_KBlock each).
@@ -123,6 +126,8 @@ func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {
 		k, bs = dotQ4_KRows2AVX2, BlockQ4_K
 	case gguf.Q5_K:
 		k, bs = dotQ5_KRows2AVX2, BlockQ5_K
+	case gguf.Q6_K:
+		k, bs = dotQ6_KRows2AVX2, BlockQ6_K
 	default:
 		return false
 	}

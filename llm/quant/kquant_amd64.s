@@ -607,6 +607,80 @@ DATA kq5bits<>+48(SB)/8, $0x0202020202020202
 DATA kq5bits<>+56(SB)/8, $0x0202020202020202
 GLOBL kq5bits<>(SB), RODATA, $64
 
+// Q6_K, two vectors: each vector's integer sum starts from -32*sum sc*Bsums (Y8, Y13) and
+// the 0x30 mask is read from memory (no free registers); Y2 is the high-bits temporary.
+#define Q6ONE2(L, AOFF, K, SC) \
+	VPSHUFB kq6shuf<>+(32*K)(SB), SC, Y7 \
+	VPMADDUBSW AOFF(R11), L, Y3 \
+	VPMADDWD Y7, Y3, Y3 \
+	VPADDD Y3, Y8, Y8 \
+	VPMADDUBSW AOFF(R14), L, Y3 \
+	VPMADDWD Y7, Y3, Y3 \
+	VPADDD Y3, Y13, Y13
+
+#define Q6HALF2(N, SC) \
+	VMOVDQU (64*N)(R10), Y9 \
+	VMOVDQU (64*N+32)(R10), Y10 \
+	VMOVDQU (128+32*N)(R10), Y11 \
+	VPAND Y15, Y9, Y4 \
+	VPSLLW $4, Y11, Y2 \
+	VPAND kq6m30<>(SB), Y2, Y2 \
+	VPOR Y2, Y4, Y4 \
+	Q6ONE2(Y4, (Q8K_QS+128*N), 0, SC) \
+	VPAND Y15, Y10, Y4 \
+	VPSLLW $2, Y11, Y2 \
+	VPAND kq6m30<>(SB), Y2, Y2 \
+	VPOR Y2, Y4, Y4 \
+	Q6ONE2(Y4, (Q8K_QS+128*N+32), 1, SC) \
+	VPSRLW $4, Y9, Y4 \
+	VPAND Y15, Y4, Y4 \
+	VPAND kq6m30<>(SB), Y11, Y2 \
+	VPOR Y2, Y4, Y4 \
+	Q6ONE2(Y4, (Q8K_QS+128*N+64), 2, SC) \
+	VPSRLW $4, Y10, Y4 \
+	VPAND Y15, Y4, Y4 \
+	VPSRLW $2, Y11, Y2 \
+	VPAND kq6m30<>(SB), Y2, Y2 \
+	VPOR Y2, Y4, Y4 \
+	Q6ONE2(Y4, (Q8K_QS+128*N+96), 3, SC)
+
+// FIN6X(ACC, ACCX, XP, SUM): sum += d*D*float32(sumi) for the integer sums ACC and the Q8_K
+// block at XP.
+#define FIN6X(ACC, ACCX, XP, SUM) \
+	VEXTRACTI128 $1, ACC, X9 \
+	VPADDD X9, ACCX, ACCX \
+	VPHADDD ACCX, ACCX, ACCX \
+	VPHADDD ACCX, ACCX, ACCX \
+	VCVTDQ2PS ACCX, ACCX \
+	MOVWLZX 208(R10), R12 \
+	VMOVD R12, X10 \
+	VCVTPH2PS X10, X10 \
+	VMULSS (XP), X10, X10 \
+	VMULSS ACCX, X10, X10 \
+	VADDSS X10, SUM, SUM
+
+#define Q6KBLOCKX2 \
+	VPMOVSXBW 192(R10), Y1 \
+	VPXOR Y3, Y3, Y3 \
+	VPMADDWD Q8K_BSUMS(R11), Y1, Y8 \
+	VPSLLD $5, Y8, Y8 \
+	VPSUBD Y8, Y3, Y8 \
+	VPMADDWD Q8K_BSUMS(R14), Y1, Y13 \
+	VPSLLD $5, Y13, Y13 \
+	VPSUBD Y13, Y3, Y13 \
+	VPERMQ $0x44, Y1, Y5 \
+	VPERMQ $0xee, Y1, Y6 \
+	Q6HALF2(0, Y5) \
+	Q6HALF2(1, Y6) \
+	FIN6X(Y8, X8, R11, X0) \
+	FIN6X(Y13, X13, R14, X12)
+
+DATA kq6m30<>+0(SB)/8, $0x3030303030303030
+DATA kq6m30<>+8(SB)/8, $0x3030303030303030
+DATA kq6m30<>+16(SB)/8, $0x3030303030303030
+DATA kq6m30<>+24(SB)/8, $0x3030303030303030
+GLOBL kq6m30<>(SB), RODATA, $32
+
 // KROWS2(BLOCK, SIZE): the row and block loops of the two-vector kernels.
 #define KROWS2(BLOCK, SIZE) \
 	MOVQ w+0(FP), SI \
@@ -651,3 +725,8 @@ TEXT ·dotQ4_KRows2AVX2(SB), NOSPLIT, $0-56
 TEXT ·dotQ5_KRows2AVX2(SB), NOSPLIT, $0-56
 	DWORDS(Y15, 0x0f0f0f0f)
 	KROWS2(Q5KBLOCKX2, 176)
+
+// func dotQ6_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotQ6_KRows2AVX2(SB), NOSPLIT, $0-56
+	DWORDS(Y15, 0x0f0f0f0f)
+	KROWS2(Q6KBLOCKX2, 210)
