@@ -114,20 +114,17 @@ func dotIQ4_NLVec(row []byte, v *Vec) float32 { return dotIQ4_NL(row, v) }
 
 func rowsIQ4_XS(m *Matrix, v *Vec, y []float32, lo, hi int) bool { return false }
 
-type kRows2Kernel func(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
-
 // kRows2 computes ya[lo:hi] and yb[lo:hi] for m's rows against two vectors in one pass over
 // the weights, where a two-vector kernel exists for m's type, or reports false.
 func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {
-	var k kRows2Kernel
 	var bs int
 	switch m.Type {
 	case gguf.Q4_K:
-		k, bs = dotQ4_KRows2AVX2, BlockQ4_K
+		bs = BlockQ4_K
 	case gguf.Q5_K:
-		k, bs = dotQ5_KRows2AVX2, BlockQ5_K
+		bs = BlockQ5_K
 	case gguf.Q6_K:
-		k, bs = dotQ6_KRows2AVX2, BlockQ6_K
+		bs = BlockQ6_K
 	default:
 		return false
 	}
@@ -136,11 +133,18 @@ func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {
 		return false
 	}
 	_, _ = ya[lo:hi], yb[lo:hi]
-	var out [2 * 16]float32
+	var out [2 * 16]float32 // on the stack: the kernels are called directly (noescape)
 	for r0 := lo; r0 < hi; r0 += 16 {
 		n := min(16, hi-r0)
-		rows := m.Data[r0*m.RowBytes : (r0+n)*m.RowBytes]
-		k(&rows[0], m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+		w := &m.Data[r0*m.RowBytes : (r0+n)*m.RowBytes][0]
+		switch m.Type {
+		case gguf.Q4_K:
+			dotQ4_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+		case gguf.Q5_K:
+			dotQ5_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+		default:
+			dotQ6_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+		}
 		for i := 0; i < n; i++ {
 			ya[r0+i], yb[r0+i] = out[2*i], out[2*i+1]
 		}
