@@ -587,6 +587,7 @@ func (m *Model) Touch(progress func(done, total int64)) byte {
 	var done int64
 	var sum byte
 	for _, w := range ms {
+		w.Repack() // the kernels' layout, once, replacing the mapped rows (quant/repack.go)
 		for i := 0; i < len(w.Data); i += 4096 {
 			sum += w.Data[i]
 		}

@@ -2,6 +2,8 @@
 
 package quant
 
+import "github.com/gorun-hpc/gorun/llm/gguf"
+
 // The kernels that have no assembly outside amd64 (arm64's NEON ones are row kernels, in
 // dot_arm64.go and kquant_arm64.go).
 
@@ -18,7 +20,12 @@ func AxpyF16(out []float32, a float32, v []uint16) { axpyU16Generic(out, a, v[:l
 
 func dot4x2(m *Matrix, i int, a, b *Vec, ya, yb []float32) bool { return false }
 
-func matMulPacked(p *Pool, m *Matrix, xs []Vec, ys [][]float32) bool { return false }
+// packGroup: no interleaved kernels here (the NEON ones read rows in the file's layout).
+func packGroup(t gguf.Type) int { return 0 }
+
+func gemvAsm(m *Matrix, x *Vec, y []float32, g0, g1 int) bool { return false }
+
+func gemmAsm(m *Matrix, xs []Vec, ys [][]float32, g0, g1 int) bool { return false }
 
 func quantizeQ8_0(src []float32, dst []byte) { quantizeQ8_0Generic(src, dst) }
 

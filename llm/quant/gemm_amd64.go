@@ -3,15 +3,12 @@
 package quant
 
 import (
-	"encoding/binary"
-	"math"
-	"sync"
-
 	"github.com/gorun-hpc/gorun/llm/gguf"
 	"golang.org/x/sys/cpu"
 )
 
-// vecRef is what gemmQ0x8VNNI reads of one activation vector and where it writes its results.
+// vecRef is what the gemm kernels read of one activation vector and where they write its
+// results.
 type vecRef struct {
 	q8  *byte    // Vec.Q8
 	d   *float32 // Vec.D
@@ -19,100 +16,114 @@ type vecRef struct {
 	out *float32 // ys[t]
 }
 
-//go:noescape
-func gemmQ0x8VNNI(pack *byte, nb, shift int, vecs *vecRef, nvec, off int)
+// The kernels on interleaved rows (repack.go), eight rows (Y registers, AVX-512 VL) or sixteen
+// (Z registers) per group. gemv: groups consecutive groups against one vector. gemm: one group
+// against nvec vectors, two at a time, results at byte offset off of each vector's output.
 
 //go:noescape
-func gemmQ0x16VNNI(pack *byte, nb, shift int, vecs *vecRef, nvec, off int)
+func gemmQ8_0x8VNNI(pack *byte, nb, shift int, vecs *vecRef, nvec, off int)
 
-// use512 selects the sixteen-row kernel (Z registers).
-var use512 = useVNNI && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
+//go:noescape
+func gemmQ8_0x16VNNI(pack *byte, nb, shift int, vecs *vecRef, nvec, off int)
 
-// packedBlock is the size of one block of g packed rows: g float32 scales and g x 32 unsigned
-// quants.
-func packedBlock(g int) int { return g * (4 + 32) }
+//go:noescape
+func gemmQ4_0x8VNNI(pack *byte, nb, shift int, vecs *vecRef, nvec, off int)
 
-// minPackedBatch is the smallest batch for which packing eight rows pays for itself.
-const minPackedBatch = 4
+//go:noescape
+func gemmQ4_0x16VNNI(pack *byte, nb, shift int, vecs *vecRef, nvec, off int)
 
-var packBufs = sync.Pool{New: func() any { return new([]byte) }}
+//go:noescape
+func gemvQ8_0x8VNNI(pack *byte, nb int, x *byte, d *float32, corr *int32, groups int, out *float32)
 
-// matMulPacked is MatMul for Q8_0 and Q4_0 with VNNI: each group of eight or sixteen rows is packed once
-// (pack) and multiplied by every vector of the batch while it sits in L1. It reports false
-// when the kernel does not apply (no VNNI, another type, a small batch).
-func matMulPacked(p *Pool, m *Matrix, xs []Vec, ys [][]float32) bool {
-	nb := m.Cols / QK8_0
-	if !useVNNI || len(xs) < minPackedBatch || nb == 0 || (m.Type != gguf.Q8_0 && m.Type != gguf.Q4_0) {
-		return false
+//go:noescape
+func gemvQ8_0x16VNNI(pack *byte, nb int, x *byte, d *float32, corr *int32, groups int, out *float32)
+
+//go:noescape
+func gemvQ4_0x8VNNI(pack *byte, nb, shift int, x *byte, d *float32, neg *int32, groups int, out *float32)
+
+//go:noescape
+func gemvQ4_0x16VNNI(pack *byte, nb, shift int, x *byte, d *float32, neg *int32, groups int, out *float32)
+
+// use512 selects sixteen-row groups (Z registers).
+var use512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
+
+// packGroup is the number of rows per interleaved group for weights of type t: 16 or 8 where
+// the VNNI kernels run, 0 (the file's layout) elsewhere.
+func packGroup(t gguf.Type) int {
+	if !useVNNI || (t != gguf.Q8_0 && t != gguf.Q4_0) {
+		return 0
 	}
-	refs := make([]vecRef, len(xs))
-	for t := range xs {
-		x := &xs[t]
-		if x.N != m.Cols || len(x.D) < nb || len(x.Q8Neg8) < nb || len(ys[t]) < m.Rows {
-			return false
-		}
-		refs[t] = vecRef{&x.Q8[0], &x.D[0], &x.Q8Neg8[0], &ys[t][0]}
-	}
-	shift := 0
-	if m.Type == gguf.Q8_0 {
-		shift = 4
-	}
-	g, kernel := 8, gemmQ0x8VNNI
 	if use512 {
-		g, kernel = 16, gemmQ0x16VNNI
+		return 16
 	}
-	groups := m.Rows / g
-	p.For(groups, func(lo, hi int) {
-		bp := packBufs.Get().(*[]byte)
-		buf := grow(*bp, nb*packedBlock(g))
-		for gi := lo; gi < hi; gi++ {
-			pack(m, gi*g, g, nb, buf)
-			kernel(&buf[0], nb, shift, &refs[0], len(refs), gi*g*4)
-		}
-		*bp = buf
-		packBufs.Put(bp)
-	})
-	// Rows past the last whole group: one of eight more where it fits, then row by row.
-	r0 := groups * g
-	if g == 16 && r0+8 <= m.Rows {
-		buf := make([]byte, nb*packedBlock(8))
-		pack(m, r0, 8, nb, buf)
-		gemmQ0x8VNNI(&buf[0], nb, shift, &refs[0], len(refs), r0*4)
-		r0 += 8
+	return 8
+}
+
+// kernelArgs checks that x fits m for the assembly and returns the blocks per row.
+func kernelArgs(m *Matrix, x *Vec) (nb int, ok bool) {
+	nb = m.Cols / QK8_0
+	if !useVNNI || (m.group != 8 && (m.group != 16 || !use512)) || nb == 0 || x.N != m.Cols ||
+		len(x.Q8) < nb*BlockQ8_0 || len(x.D) < nb || len(x.Q8Neg8) < nb || len(x.Q8Neg128) < 8*nb {
+		return 0, false
 	}
-	if r0 < m.Rows {
-		for t := range xs {
-			rowsDot(m, &xs[t], ys[t], r0, m.Rows)
-		}
+	return nb, true
+}
+
+// gemv runs the one-vector kernel for m's type and group on groups consecutive groups.
+func gemv(m *Matrix, w []byte, nb int, x *Vec, groups int, out []float32) {
+	switch {
+	case m.Type == gguf.Q8_0 && m.group == 8:
+		gemvQ8_0x8VNNI(&w[0], nb, &x.Q8[0], &x.D[0], &x.Q8Neg128[0], groups, &out[0])
+	case m.Type == gguf.Q8_0:
+		gemvQ8_0x16VNNI(&w[0], nb, &x.Q8[0], &x.D[0], &x.Q8Neg128[0], groups, &out[0])
+	case m.group == 8:
+		gemvQ4_0x8VNNI(&w[0], nb, 0, &x.Q8[0], &x.D[0], &x.Q8Neg8[0], groups, &out[0])
+	default:
+		gemvQ4_0x16VNNI(&w[0], nb, 0, &x.Q8[0], &x.D[0], &x.Q8Neg8[0], groups, &out[0])
 	}
+}
+
+// gemvAsm computes y for the rows of groups [g0,g1) of an interleaved m, or reports false.
+func gemvAsm(m *Matrix, x *Vec, y []float32, g0, g1 int) bool {
+	nb, ok := kernelArgs(m, x)
+	if !ok || g1 <= g0 {
+		return ok
+	}
+	g := m.group
+	gemv(m, m.Data[g0*g*m.RowBytes:g1*g*m.RowBytes], nb, x, g1-g0, y[g0*g:g1*g])
 	return true
 }
 
-// pack lays out rows r0..r0+g-1 of m block by block: the g rows' scales as float32, then for
-// k = 0..7 the quants 4k..4k+3 of row 0, of row 1, ... of row g-1, as unsigned bytes (Q8_0:
-// q+128; Q4_0: the nibble, 0..15).
-func pack(m *Matrix, r0, g, nb int, buf []byte) {
-	pb := packedBlock(g)
-	buf = buf[:nb*pb]
-	bs := m.Type.TypeSize()
-	for r := 0; r < g; r++ {
-		row := m.Data[(r0+r)*m.RowBytes : (r0+r)*m.RowBytes+nb*bs]
-		for b := 0; b < nb; b++ {
-			src := row[b*bs : (b+1)*bs]
-			dst := buf[b*pb : (b+1)*pb]
-			binary.LittleEndian.PutUint32(dst[4*r:], math.Float32bits(F16ToF32(binary.LittleEndian.Uint16(src))))
-			q := dst[4*g+4*r:]
-			if m.Type == gguf.Q8_0 {
-				for k := 0; k < 8; k++ {
-					binary.LittleEndian.PutUint32(q[4*g*k:], binary.LittleEndian.Uint32(src[2+4*k:])^0x80808080)
-				}
-			} else {
-				for k := 0; k < 4; k++ {
-					w := binary.LittleEndian.Uint32(src[2+4*k:])
-					binary.LittleEndian.PutUint32(q[4*g*k:], w&0x0f0f0f0f)
-					binary.LittleEndian.PutUint32(q[4*g*(k+4):], (w>>4)&0x0f0f0f0f)
-				}
-			}
+// gemmAsm computes ys for the rows of groups [g0,g1) of an interleaved m, each group against
+// every vector while it is in cache, or reports false.
+func gemmAsm(m *Matrix, xs []Vec, ys [][]float32, g0, g1 int) bool {
+	g := m.group
+	var nb int
+	for t := range xs {
+		var ok bool
+		if nb, ok = kernelArgs(m, &xs[t]); !ok || len(ys[t]) < m.Rows {
+			return false
 		}
 	}
+	if len(xs) == 0 || g1 <= g0 {
+		return true
+	}
+	refs := make([]vecRef, len(xs))
+	for t := range xs {
+		refs[t] = vecRef{&xs[t].Q8[0], &xs[t].D[0], &xs[t].Q8Neg8[0], &ys[t][0]}
+	}
+	k, shift := gemmQ4_0x8VNNI, 0
+	switch {
+	case m.Type == gguf.Q8_0 && g == 8:
+		k, shift = gemmQ8_0x8VNNI, 4
+	case m.Type == gguf.Q8_0:
+		k, shift = gemmQ8_0x16VNNI, 4
+	case g == 16:
+		k = gemmQ4_0x16VNNI
+	}
+	for gi := g0; gi < g1; gi++ {
+		w := m.Data[gi*g*m.RowBytes : (gi+1)*g*m.RowBytes]
+		k(&w[0], nb, shift, &refs[0], len(refs), gi*g*4)
+	}
+	return true
 }

@@ -2,7 +2,11 @@
 
 package quant
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/gorun-hpc/gorun/llm/gguf"
+)
 
 // The assembly reads BlockQ8K at fixed offsets (kquant_amd64.s): D at 0, Qs at 4, Bsums at
 // 260, 292 bytes each; these fail to compile if the layout changes.
@@ -20,6 +24,15 @@ func dotQ5_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float3
 
 //go:noescape
 func dotQ6_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ4_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ5_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ6_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
 
 //go:noescape
 func quantizeQ8_KAVX2(x *float32, y *BlockQ8K, nb int)
@@ -100,3 +113,41 @@ func dotIQ4_XSVec(row []byte, v *Vec) float32 { return dotIQ4_XS(row, v) }
 func dotIQ4_NLVec(row []byte, v *Vec) float32 { return dotIQ4_NL(row, v) }
 
 func rowsIQ4_XS(m *Matrix, v *Vec, y []float32, lo, hi int) bool { return false }
+
+// kRows2 computes ya[lo:hi] and yb[lo:hi] for m's rows against two vectors in one pass over
+// the weights, where a two-vector kernel exists for m's type, or reports false.
+func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {
+	var bs int
+	switch m.Type {
+	case gguf.Q4_K:
+		bs = BlockQ4_K
+	case gguf.Q5_K:
+		bs = BlockQ5_K
+	case gguf.Q6_K:
+		bs = BlockQ6_K
+	default:
+		return false
+	}
+	nb := len(a.K)
+	if !useAVX2 || nb == 0 || hi <= lo || len(b.K) != nb || a.N != m.Cols || b.N != m.Cols || a.N != nb*QK_K || m.RowBytes < nb*bs {
+		return false
+	}
+	_, _ = ya[lo:hi], yb[lo:hi]
+	var out [2 * 16]float32 // on the stack: the kernels are called directly (noescape)
+	for r0 := lo; r0 < hi; r0 += 16 {
+		n := min(16, hi-r0)
+		w := &m.Data[r0*m.RowBytes : (r0+n)*m.RowBytes][0]
+		switch m.Type {
+		case gguf.Q4_K:
+			dotQ4_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+		case gguf.Q5_K:
+			dotQ5_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+		default:
+			dotQ6_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+		}
+		for i := 0; i < n; i++ {
+			ya[r0+i], yb[r0+i] = out[2*i], out[2*i+1]
+		}
+	}
+	return true
+}

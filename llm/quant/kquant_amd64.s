@@ -470,3 +470,263 @@ DATA kq8perm<>+8(SB)/8, $0x0000000500000001
 DATA kq8perm<>+16(SB)/8, $0x0000000600000002
 DATA kq8perm<>+24(SB)/8, $0x0000000700000003
 GLOBL kq8perm<>(SB), RODATA|NOPTR, $32
+
+// Two activation vectors per pass over the weights (prefill): the row's levels and scales are
+// decoded once and multiplied by both vectors; each vector's integer sums and float operations
+// are those of the one-vector kernels, so results equal theirs (and the Go twins') bit for bit.
+// out receives pairs: row r against x0 at out[2r], against x1 at out[2r+1].
+//
+// Registers: SI row, AX stride, CX nb, DX rows, R9 out; R10 block, R11 and R14 the two Q8_K
+// blocks, BX blocks left; X0 and X12 the row's float sums; Y8 and Y14 the integer sums,
+// Y3 and Y13 the mins times Bsums; Y9 and Y10 products.
+
+// SCMIN2: SCMIN without R14 (Y1 scales, Y2 mins twice; the Bsums products are left to the
+// caller).
+#define SCMIN2 \
+	MOVL 4(R10), R12 \
+	MOVL R12, R15 \
+	SHRL $6, R15 \
+	ANDL $0x03030303, R15 \
+	SHLL $4, R15 \
+	MOVL 12(R10), R8 \
+	ANDL $0x0f0f0f0f, R8 \
+	ORL R8, R15 \
+	ANDL $0x3f3f3f3f, R12 \
+	SHLQ $32, R15 \
+	ORQ R15, R12 \
+	MOVL 8(R10), R13 \
+	MOVL R13, R15 \
+	SHRL $6, R15 \
+	ANDL $0x03030303, R15 \
+	SHLL $4, R15 \
+	MOVL 12(R10), R8 \
+	SHRL $4, R8 \
+	ANDL $0x0f0f0f0f, R8 \
+	ORL R8, R15 \
+	ANDL $0x3f3f3f3f, R13 \
+	SHLQ $32, R15 \
+	ORQ R15, R13 \
+	VMOVQ R12, X1 \
+	VPMOVZXBW X1, X1 \
+	VINSERTI128 $1, X1, Y1, Y1 \
+	VMOVQ R13, X2 \
+	VPUNPCKLBW X2, X2, X2 \
+	VPMOVZXBW X2, Y2 \
+	VPMADDWD Q8K_BSUMS(R11), Y2, Y3 \
+	VPMADDWD Q8K_BSUMS(R14), Y2, Y13
+
+// PAIR45X2(J): sub-blocks 2j and 2j+1 (levels in Y4 and Y5) against activations 64j..64j+63
+// of both vectors, times their scales, into Y8 and Y14.
+#define PAIR45X2(J) \
+	VPSHUFB kq45shuf<>+(64*J)(SB), Y1, Y6 \
+	VPSHUFB kq45shuf<>+(64*J+32)(SB), Y1, Y7 \
+	VPMADDUBSW (Q8K_QS+64*J)(R11), Y4, Y9 \
+	VPMADDUBSW (Q8K_QS+64*J+32)(R11), Y5, Y10 \
+	VPMADDWD Y6, Y9, Y9 \
+	VPMADDWD Y7, Y10, Y10 \
+	VPADDD Y9, Y8, Y8 \
+	VPADDD Y10, Y8, Y8 \
+	VPMADDUBSW (Q8K_QS+64*J)(R14), Y4, Y9 \
+	VPMADDUBSW (Q8K_QS+64*J+32)(R14), Y5, Y10 \
+	VPMADDWD Y6, Y9, Y9 \
+	VPMADDWD Y7, Y10, Y10 \
+	VPADDD Y9, Y14, Y14 \
+	VPADDD Y10, Y14, Y14
+
+// FIN45X(ACC, ACCX, M, XP, SUM): FIN45 for integer sums ACC, mins products M, the Q8_K block
+// at XP and the float sum SUM.
+#define FIN45X(ACC, ACCX, M, XP, SUM) \
+	VPHADDD M, ACC, ACC \
+	VEXTRACTI128 $1, ACC, X9 \
+	VPADDD X9, ACCX, ACCX \
+	VPHADDD ACCX, ACCX, ACCX \
+	VCVTDQ2PS ACCX, ACCX \
+	VMOVD (R10), X10 \
+	VCVTPH2PS X10, X10 \
+	VBROADCASTSS (XP), X11 \
+	VMULPS X11, X10, X10 \
+	VMULPS ACCX, X10, X10 \
+	VMOVSHDUP X10, X11 \
+	VSUBSS X11, X10, X10 \
+	VADDSS X10, SUM, SUM
+
+#define Q4KBLOCKX2 \
+	SCMIN2 \
+	VPXOR Y8, Y8, Y8 \
+	VPXOR Y14, Y14, Y14 \
+	NIB4(16) \
+	PAIR45X2(0) \
+	NIB4(48) \
+	PAIR45X2(1) \
+	NIB4(80) \
+	PAIR45X2(2) \
+	NIB4(112) \
+	PAIR45X2(3) \
+	FIN45X(Y8, X8, Y3, R11, X0) \
+	FIN45X(Y14, X14, Y13, R14, X12)
+
+// HI5X: HI5 with qh in Y2 and the bit masks from memory (no free registers).
+#define HI5X \
+	VPAND kq5bits<>+0(SB), Y2, Y6 \
+	VPSLLW $4, Y6, Y6 \
+	VPOR Y6, Y4, Y4 \
+	VPAND kq5bits<>+32(SB), Y2, Y7 \
+	VPSLLW $3, Y7, Y7 \
+	VPOR Y7, Y5, Y5 \
+	VPSRLW $2, Y2, Y2
+
+// Q5KBLOCKX2: qh goes to Y2 once SCMIN2 is done with the mins.
+#define Q5KBLOCKX2 \
+	SCMIN2 \
+	VMOVDQU 16(R10), Y2 \
+	VPXOR Y8, Y8, Y8 \
+	VPXOR Y14, Y14, Y14 \
+	NIB4(48) \
+	HI5X \
+	PAIR45X2(0) \
+	NIB4(80) \
+	HI5X \
+	PAIR45X2(1) \
+	NIB4(112) \
+	HI5X \
+	PAIR45X2(2) \
+	NIB4(144) \
+	HI5X \
+	PAIR45X2(3) \
+	FIN45X(Y8, X8, Y3, R11, X0) \
+	FIN45X(Y14, X14, Y13, R14, X12)
+
+// 0x01 bytes, then 0x02 bytes.
+DATA kq5bits<>+0(SB)/8, $0x0101010101010101
+DATA kq5bits<>+8(SB)/8, $0x0101010101010101
+DATA kq5bits<>+16(SB)/8, $0x0101010101010101
+DATA kq5bits<>+24(SB)/8, $0x0101010101010101
+DATA kq5bits<>+32(SB)/8, $0x0202020202020202
+DATA kq5bits<>+40(SB)/8, $0x0202020202020202
+DATA kq5bits<>+48(SB)/8, $0x0202020202020202
+DATA kq5bits<>+56(SB)/8, $0x0202020202020202
+GLOBL kq5bits<>(SB), RODATA, $64
+
+// Q6_K, two vectors: each vector's integer sum starts from -32*sum sc*Bsums (Y8, Y13) and
+// the 0x30 mask is read from memory (no free registers); Y2 is the high-bits temporary.
+#define Q6ONE2(L, AOFF, K, SC) \
+	VPSHUFB kq6shuf<>+(32*K)(SB), SC, Y7 \
+	VPMADDUBSW AOFF(R11), L, Y3 \
+	VPMADDWD Y7, Y3, Y3 \
+	VPADDD Y3, Y8, Y8 \
+	VPMADDUBSW AOFF(R14), L, Y3 \
+	VPMADDWD Y7, Y3, Y3 \
+	VPADDD Y3, Y13, Y13
+
+#define Q6HALF2(N, SC) \
+	VMOVDQU (64*N)(R10), Y9 \
+	VMOVDQU (64*N+32)(R10), Y10 \
+	VMOVDQU (128+32*N)(R10), Y11 \
+	VPAND Y15, Y9, Y4 \
+	VPSLLW $4, Y11, Y2 \
+	VPAND kq6m30<>(SB), Y2, Y2 \
+	VPOR Y2, Y4, Y4 \
+	Q6ONE2(Y4, (Q8K_QS+128*N), 0, SC) \
+	VPAND Y15, Y10, Y4 \
+	VPSLLW $2, Y11, Y2 \
+	VPAND kq6m30<>(SB), Y2, Y2 \
+	VPOR Y2, Y4, Y4 \
+	Q6ONE2(Y4, (Q8K_QS+128*N+32), 1, SC) \
+	VPSRLW $4, Y9, Y4 \
+	VPAND Y15, Y4, Y4 \
+	VPAND kq6m30<>(SB), Y11, Y2 \
+	VPOR Y2, Y4, Y4 \
+	Q6ONE2(Y4, (Q8K_QS+128*N+64), 2, SC) \
+	VPSRLW $4, Y10, Y4 \
+	VPAND Y15, Y4, Y4 \
+	VPSRLW $2, Y11, Y2 \
+	VPAND kq6m30<>(SB), Y2, Y2 \
+	VPOR Y2, Y4, Y4 \
+	Q6ONE2(Y4, (Q8K_QS+128*N+96), 3, SC)
+
+// FIN6X(ACC, ACCX, XP, SUM): sum += d*D*float32(sumi) for the integer sums ACC and the Q8_K
+// block at XP.
+#define FIN6X(ACC, ACCX, XP, SUM) \
+	VEXTRACTI128 $1, ACC, X9 \
+	VPADDD X9, ACCX, ACCX \
+	VPHADDD ACCX, ACCX, ACCX \
+	VPHADDD ACCX, ACCX, ACCX \
+	VCVTDQ2PS ACCX, ACCX \
+	MOVWLZX 208(R10), R12 \
+	VMOVD R12, X10 \
+	VCVTPH2PS X10, X10 \
+	VMULSS (XP), X10, X10 \
+	VMULSS ACCX, X10, X10 \
+	VADDSS X10, SUM, SUM
+
+#define Q6KBLOCKX2 \
+	VPMOVSXBW 192(R10), Y1 \
+	VPXOR Y3, Y3, Y3 \
+	VPMADDWD Q8K_BSUMS(R11), Y1, Y8 \
+	VPSLLD $5, Y8, Y8 \
+	VPSUBD Y8, Y3, Y8 \
+	VPMADDWD Q8K_BSUMS(R14), Y1, Y13 \
+	VPSLLD $5, Y13, Y13 \
+	VPSUBD Y13, Y3, Y13 \
+	VPERMQ $0x44, Y1, Y5 \
+	VPERMQ $0xee, Y1, Y6 \
+	Q6HALF2(0, Y5) \
+	Q6HALF2(1, Y6) \
+	FIN6X(Y8, X8, R11, X0) \
+	FIN6X(Y13, X13, R14, X12)
+
+DATA kq6m30<>+0(SB)/8, $0x3030303030303030
+DATA kq6m30<>+8(SB)/8, $0x3030303030303030
+DATA kq6m30<>+16(SB)/8, $0x3030303030303030
+DATA kq6m30<>+24(SB)/8, $0x3030303030303030
+GLOBL kq6m30<>(SB), RODATA, $32
+
+// KROWS2(BLOCK, SIZE): the row and block loops of the two-vector kernels.
+#define KROWS2(BLOCK, SIZE) \
+	MOVQ w+0(FP), SI \
+	MOVQ stride+8(FP), AX \
+	MOVQ nb+32(FP), CX \
+	MOVQ rows+40(FP), DX \
+	MOVQ out+48(FP), R9 \
+	TESTQ DX, DX \
+	JZ done \
+	TESTQ CX, CX \
+	JZ done \
+row: \
+	MOVQ SI, R10 \
+	MOVQ x0+16(FP), R11 \
+	MOVQ x1+24(FP), R14 \
+	MOVQ CX, BX \
+	VXORPS X0, X0, X0 \
+	VXORPS X12, X12, X12 \
+blk: \
+	BLOCK \
+	ADDQ $SIZE, R10 \
+	ADDQ $Q8K_SIZE, R11 \
+	ADDQ $Q8K_SIZE, R14 \
+	DECQ BX \
+	JNZ blk \
+	MOVSS X0, (R9) \
+	MOVSS X12, 4(R9) \
+	ADDQ $8, R9 \
+	ADDQ AX, SI \
+	DECQ DX \
+	JNZ row \
+done: \
+	VZEROUPPER \
+	RET
+
+// func dotQ4_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotQ4_KRows2AVX2(SB), NOSPLIT, $0-56
+	DWORDS(Y15, 0x0f0f0f0f)
+	KROWS2(Q4KBLOCKX2, 144)
+
+// func dotQ5_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotQ5_KRows2AVX2(SB), NOSPLIT, $0-56
+	DWORDS(Y15, 0x0f0f0f0f)
+	KROWS2(Q5KBLOCKX2, 176)
+
+// func dotQ6_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotQ6_KRows2AVX2(SB), NOSPLIT, $0-56
+	DWORDS(Y15, 0x0f0f0f0f)
+	KROWS2(Q6KBLOCKX2, 210)

@@ -103,3 +103,6 @@ func dotIQ4_XSVec(row []byte, v *Vec) float32 {
 func rowsIQ4_XS(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 	return kRows(dotIQ4_XSRowsNEON, BlockIQ4_XS, m, v, y, lo, hi)
 }
+
+// kRows2: no two-vector kernels on arm64; MatMul runs the row kernel per vector.
+func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool { return false }

@@ -123,6 +123,9 @@ func kernelCases(t *testing.T, typ gguf.Type, dp bool, cases []kCase) {
 			}
 			y := make([]float32, rows)
 			MatVec(nil, m, v, y)
+			// The batch kernels (two vectors per pass where they exist), on the same extremes.
+			ys := [][]float32{make([]float32, rows), make([]float32, rows), make([]float32, rows)}
+			MatMul(nil, m, []Vec{*v, *v, *v}, ys)
 			for i := 0; i < rows; i++ {
 				want := twin(m.Row(i), v)
 				got := Dot(typ, m.Row(i), v)
@@ -130,8 +133,73 @@ func kernelCases(t *testing.T, typ gguf.Type, dp bool, cases []kCase) {
 					t.Fatalf("%s %s (dotprod %v) trial %d row %d: Dot %v (%#x), MatVec %v (%#x), Go %v (%#x)", typ, tc.name, dp, trial, i,
 						got, math.Float32bits(got), y[i], math.Float32bits(y[i]), want, math.Float32bits(want))
 				}
+				for b := range ys {
+					if math.Float32bits(ys[b][i]) != math.Float32bits(want) {
+						t.Fatalf("%s %s (dotprod %v) trial %d row %d vector %d: MatMul %v, Go %v", typ, tc.name, dp, trial, i, b, ys[b][i], want)
+					}
+				}
 			}
 		}
+	}
+}
+
+// MatMul (prefill) on random rows and distinct vectors, batches of 1..5, one and three threads,
+// against the Go twins bit for bit.
+func TestKQuantMatMul(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+		twin := kTwin[typ]
+		for _, nb := range []int{1, 3, 8} {
+			rows, cols := 37, nb*QK_K
+			m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
+			if err != nil {
+				t.Fatal(err)
+			}
+			xs := make([]Vec, 5)
+			ys := make([][]float32, len(xs))
+			for i := range xs {
+				if err := xs[i].Load(typ, randVec(r, cols)); err != nil {
+					t.Fatal(err)
+				}
+				ys[i] = make([]float32, rows)
+			}
+			for _, threads := range []int{1, 3} {
+				for n := 1; n <= len(xs); n++ {
+					MatMul(&Pool{Threads: threads}, m, xs[:n], ys[:n])
+					for v := 0; v < n; v++ {
+						for i := 0; i < rows; i++ {
+							if want := twin(m.Row(i), &xs[v]); math.Float32bits(ys[v][i]) != math.Float32bits(want) {
+								t.Fatalf("%s nb=%d batch %d vector %d row %d: MatMul %v, Go %v (kernel %s)", typ, nb, n, v, i, ys[v][i], want, Kernel())
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkKQuantMatMul: prefill's product of a matrix with a batch of 16 vectors.
+func BenchmarkKQuantMatMul(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const rows, cols = 1024, 2048
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+		m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
+		if err != nil {
+			b.Fatal(err)
+		}
+		xs := make([]Vec, 16)
+		ys := make([][]float32, len(xs))
+		for i := range xs {
+			xs[i].Load(typ, randVec(r, cols))
+			ys[i] = make([]float32, rows)
+		}
+		b.Run(typ.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(m.Data)))
+			for i := 0; i < b.N; i++ {
+				MatMul(nil, m, xs, ys)
+			}
+		})
 	}
 }
 

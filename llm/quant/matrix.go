@@ -8,13 +8,20 @@ import (
 )
 
 // Matrix is a row-major weight matrix of Rows rows of Cols elements of one type; Data holds
-// Rows*RowBytes bytes (typically a slice of a mapped GGUF file).
+// Rows*RowBytes bytes (typically a slice of a mapped GGUF file). Repack (which MatVec and
+// MatMul call on first use) may interleave the rows in place for the kernels (see repack.go):
+// read rows through Row, not Data, after that.
 type Matrix struct {
 	Type     gguf.Type
 	Rows     int
 	Cols     int
 	RowBytes int
 	Data     []byte
+
+	// group is 0 while Data holds rows in the file's layout, else the number of rows
+	// interleaved per group (repack.go); prepared (atomic) is 1 once Repack has run.
+	group    int
+	prepared uint32
 }
 
 // NewMatrix checks that data holds rows x cols elements of type t.
@@ -29,11 +36,17 @@ func NewMatrix(t gguf.Type, rows, cols int, data []byte) (*Matrix, error) {
 	if int64(len(data)) != rb*int64(rows) {
 		return nil, fmt.Errorf("quant: %dx%d %s matrix needs %d bytes, have %d", rows, cols, t, rb*int64(rows), len(data))
 	}
-	return &Matrix{t, rows, cols, int(rb), data}, nil
+	return &Matrix{Type: t, Rows: rows, Cols: cols, RowBytes: int(rb), Data: data}, nil
 }
 
-// Row returns the bytes of row i.
-func (m *Matrix) Row(i int) []byte { return m.Data[i*m.RowBytes : (i+1)*m.RowBytes] }
+// Row returns the bytes of row i in the file's layout: a slice of Data, or a copy where the
+// row is interleaved with others.
+func (m *Matrix) Row(i int) []byte {
+	if g := m.group; g > 0 && i < m.Rows/g*g {
+		return m.unpackRow(i)
+	}
+	return m.Data[i*m.RowBytes : (i+1)*m.RowBytes]
+}
 
 // Pool splits loops over rows across a fixed number of goroutines (1: the caller's).
 type Pool struct{ Threads int }
@@ -63,27 +76,24 @@ func (p *Pool) For(n int, fn func(lo, hi int)) {
 // MatVec computes y[i] = row i of m · x for every row; x must be loaded for m.Type.
 func MatVec(p *Pool, m *Matrix, x *Vec, y []float32) {
 	y = y[:m.Rows]
+	m.Repack()
+	if m.group > 0 {
+		matVecGroups(p, m, x, y)
+		return
+	}
 	// One row after the other: a single sequential stream through the weights is what the
 	// hardware prefetchers serve fastest (the four-row kernels, which read four rows at once,
 	// pull half the bandwidth from memory; they serve MatMul, whose tiles sit in cache).
-	p.For(m.Rows, func(lo, hi int) {
-		if matVecRows(m, x, y, lo, hi) {
-			return
-		}
-		if f := lookup(m.Type); f != nil && f.rows != nil && f.rows(m, x, y, lo, hi) {
-			return
-		}
-		for i := lo; i < hi; i++ {
-			y[i] = Dot(m.Type, m.Data[i*m.RowBytes:(i+1)*m.RowBytes], x)
-		}
-	})
+	p.For(m.Rows, func(lo, hi int) { rowsPlain(m, x, y, lo, hi) })
 }
 
 // MatMul computes ys[t][i] = row i of m · xs[t] for a batch of vectors (prefill). Rows are
 // visited in tiles and every vector of the batch is applied to a tile while it is in cache, so
 // each weight byte is read from memory once per batch rather than once per vector.
 func MatMul(p *Pool, m *Matrix, xs []Vec, ys [][]float32) {
-	if matMulPacked(p, m, xs, ys) {
+	m.Repack()
+	if m.group > 0 {
+		matMulGroups(p, m, xs, ys)
 		return
 	}
 	const tile = 16
@@ -110,13 +120,17 @@ func rowsDot(m *Matrix, x *Vec, y []float32, lo, hi int) {
 			break
 		}
 	}
-	for ; i < hi; i++ {
-		y[i] = Dot(m.Type, m.Data[i*m.RowBytes:(i+1)*m.RowBytes], x)
+	if i < hi {
+		rowsPlain(m, x, y, i, hi)
 	}
 }
 
-// rowsDot2 is rowsDot for two vectors, with the two-vector kernels where they exist.
+// rowsDot2 is rowsDot for two vectors, with the two-vector kernels where they exist (one
+// pass over the rows for both).
 func rowsDot2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) {
+	if kRows2(m, a, b, ya, yb, lo, hi) {
+		return
+	}
 	i := lo
 	for ; i+4 <= hi; i += 4 {
 		if !dot4x2(m, i, a, b, ya, yb) {

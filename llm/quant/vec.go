@@ -23,6 +23,9 @@ type Vec struct {
 	// blocks' scales as float32, converted once per vector instead of once per row.
 	Q8Neg8 []int32
 	D      []float32
+	// Q8Neg128 holds -128 x the sum of each four consecutive quants (eight per block): the
+	// interleaved Q8_0 kernels store weights +128 and keep sums of four apart.
+	Q8Neg128 []int32
 	// S is Q8_1's second field per block: d times the sum of the block's quants, rounded
 	// to F16 as ggml stores it (the min terms of Q4_1 and Q5_1 weights multiply it).
 	S []float32
@@ -83,17 +86,21 @@ func (v *Vec) q8_1Sums(x []float32) {
 	}
 }
 
-// resum recomputes Q8Sum8, Q8Neg8 and D from Q8.
+// resum recomputes Q8Sum8, Q8Neg8, Q8Neg128 and D from Q8.
 func (v *Vec) resum() {
 	nb := len(v.Q8) / BlockQ8_0
 	v.Q8Sum8 = grow(v.Q8Sum8, nb)
 	v.Q8Neg8 = grow(v.Q8Neg8, nb)
 	v.D = grow(v.D, nb)
+	v.Q8Neg128 = grow(v.Q8Neg128, 8*nb)
 	for b := 0; b < nb; b++ {
 		blk := v.Q8[b*BlockQ8_0 : (b+1)*BlockQ8_0]
 		var s int32
-		for _, q := range blk[2:] {
-			s += int32(int8(q))
+		for k := 0; k < 8; k++ {
+			q := blk[2+4*k : 6+4*k]
+			s4 := int32(int8(q[0])) + int32(int8(q[1])) + int32(int8(q[2])) + int32(int8(q[3]))
+			v.Q8Neg128[8*b+k] = -128 * s4
+			s += s4
 		}
 		v.Q8Sum8[b] = 8 * s
 		v.Q8Neg8[b] = -8 * s
