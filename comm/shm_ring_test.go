@@ -27,12 +27,20 @@ func testRing(capacity uint64) *ring {
 // TestRingRoundTrip: records of every size up to the largest, written while the consumer
 // lags by random amounts, come out whole and in order across many laps of the ring (pad
 // records at the wrap included), and a full ring refuses a record instead of overwriting.
+// The same holds for a fastbox's format.
 func TestRingRoundTrip(t *testing.T) {
+	for _, fast := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) { ringRoundTrip(t, fast) })
+	}
+}
+
+func ringRoundTrip(t *testing.T, fast bool) {
 	const capacity = 4096
 	prod, cons := testRing(capacity), testRing(capacity)
 	cons.data, cons.head, cons.tail = prod.data, prod.head, prod.tail // two views of one ring
+	prod.fast, cons.fast = fast, fast
 	rng := rand.New(rand.NewPCG(1, 2))
-	maxPayload := prod.maxRecord() - recordHeader
+	maxPayload := prod.maxRecord() - int(prod.hdrLen())
 	var sent, got int
 	var pending [][]byte
 	for sent < 3000 {
