@@ -738,6 +738,9 @@ func (t *shmTransport) poll(r *Request) {
 	t.waits.Add(1)
 	defer t.leave()
 	idle := 0 // polls in a row that found nothing
+	if r.spun && t.oversubscribed {
+		idle = shmSharedSpinPolls - 1 // its spin is spent: one more look, then sleep
+	}
 	var idleSince time.Time
 	nap := shmPatientNapMin
 	for !r.finished() && !t.stopping.Load() {

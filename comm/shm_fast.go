@@ -78,15 +78,16 @@ const shmFastPolls = 4096
 // path: a patient caller, another goroutine polling or serving its own receive, a message or
 // receive already in the engine that comes first, a lost peer, a large message, or a wait
 // longer than shmFastPolls.
-func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (bool, Status, error) {
+// It also reports whether it spent its polls (spun).
+func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (ok, spun bool, st Status, err error) {
 	t := p.t
 	if c.patient || t.stopping.Load() || !t.pollMu.TryLock() {
-		return false, Status{}, nil
+		return false, false, Status{}, nil
 	}
 	e := c.w.eng
 	if t.closed.Load() || e.ndead.Load() != 0 || !e.firstFor(ws, c.ctx, tag) {
 		t.pollMu.Unlock()
-		return false, Status{}, nil
+		return false, false, Status{}, nil
 	}
 	f := &t.fast
 	*f = fastRecv{on: true, src: ws, ctx: c.ctx, tag: tag, buf: b, rank: src}
@@ -107,14 +108,15 @@ func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (bool, Status, e
 			osYield()
 		}
 		if idle == shmFastPolls || (t.oversubscribed && idle == shmSharedSpinPolls) {
+			spun = true
 			break
 		}
 	}
-	done, st, err := f.done, f.st, f.err
+	ok, st, err = f.done, f.st, f.err
 	*f = fastRecv{} // keep no user memory alive
 	t.pollMu.Unlock()
 	t.leave()
-	return done, st, err
+	return ok, spun, st, err
 }
 
 // recvDirect is Recv from the shared-memory peer (world rank ws) with a reused receive
@@ -126,7 +128,8 @@ func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (bool, Status, e
 // operation any more and it can serve the next receive. One that ended in error (a failure,
 // completed elsewhere) is left to the garbage collector.
 func (p *shmPeer) recvDirect(c *Comm, b []byte, ws, tag int) (bool, Status, error) {
-	if ok, st, err := p.recvFast(c, b, c.commRank(ws), ws, tag); ok {
+	ok, spun, st, err := p.recvFast(c, b, c.commRank(ws), ws, tag)
+	if ok {
 		return true, st, err
 	}
 	t := p.t
@@ -135,9 +138,9 @@ func (p *shmPeer) recvDirect(c *Comm, b []byte, ws, tag int) (bool, Status, erro
 		r = &recvOp{}
 	}
 	*r = recvOp{src: ws, ctx: c.ctx, tag: tag, buf: b, comm: c}
-	r.req.prog, r.req.patient = t, c.patient
+	r.req.prog, r.req.patient, r.req.spun = t, c.patient, spun
 	c.w.eng.post(r)
-	st, err := r.req.Wait()
+	st, err = r.req.Wait()
 	if err == nil {
 		t.pollMu.Lock()
 		//lint:ignore SA2001 an empty critical section: waits out a poller still completing r
