@@ -143,32 +143,45 @@ type sig struct {
 	extra uint64 // e.g. a hash of the counts array
 }
 
-// fingerprint is FNV-1a over the collective's name, a zero byte, the type's name and the
-// four numbers in little-endian order (inline: it runs in every collective call).
+// fingerprint hashes the collective's name, the type's name (each in 8-byte words, then its
+// length) and the four numbers a word at a time, h = (h ^ word) * an odd constant, then
+// splitmix64's finalizer: it runs in every collective call, where hashing byte by byte cost
+// more than a small message's transfer. Each step is a bijection of h, so signatures that
+// differ in one word never collide.
 func (s sig) fingerprint() uint64 {
-	h := fnvString(fnvOffset, s.coll)
-	h = fnvByte(h, 0)
-	h = fnvString(h, s.typ)
-	for _, v := range [...]uint64{uint64(s.n), s.op, uint64(s.root), s.extra} {
-		for i := 0; i < 8; i++ {
-			h = fnvByte(h, byte(v>>(8*i)))
-		}
-	}
-	return h
+	h := mixString(fpSeed, s.coll)
+	h = mixString(h, s.typ)
+	h = (h ^ uint64(s.n)) * fpPrime
+	h = (h ^ s.op) * fpPrime
+	h = (h ^ uint64(s.root)) * fpPrime
+	return mix64(h ^ s.extra)
 }
 
 const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
+	fpSeed  = 0x676f72756e636f6c // "goruncol"
+	fpPrime = 0x100000001b3      // FNV's 64-bit prime
 )
 
-func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
+// mix64 is splitmix64's finalizer (a bijection of the 64-bit words).
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
 
-func fnvString(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h = fnvByte(h, s[i])
+// mixString hashes s into h: its bytes in little-endian words (the last one zero-padded),
+// then its length.
+func mixString(h uint64, s string) uint64 {
+	n := len(s)
+	for len(s) >= 8 {
+		h = (h ^ binary.LittleEndian.Uint64([]byte(s[:8]))) * fpPrime
+		s = s[8:]
 	}
-	return h
+	var w uint64
+	for i := len(s) - 1; i >= 0; i-- {
+		w = w<<8 | uint64(s[i])
+	}
+	return (((h ^ w) * fpPrime) ^ uint64(n)) * fpPrime
 }
 
 func typeName[T comm.Elem]() string { return reflect.TypeFor[T]().String() }
