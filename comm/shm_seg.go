@@ -82,6 +82,7 @@ type ring struct {
 	// transport's pollMu) own positions, and the head as the producer last read it.
 	prodTail, headCache uint64
 	consHead            uint64
+	pubHead             uint64 // the consumer's position as last stored in head
 }
 
 // segPopulateMax: segments up to this size are mapped with their pages allocated and mapped
@@ -228,6 +229,7 @@ func mapRing(mem []byte, base int, capacity uint64) *ring {
 	rg.consHead = atomic.LoadUint64(rg.head)
 	rg.prodTail = atomic.LoadUint64(rg.tail)
 	rg.headCache = rg.consHead
+	rg.pubHead = rg.consHead
 	return rg
 }
 
@@ -337,7 +339,9 @@ func (r *ring) tryWrite(h *header, payload []byte) bool {
 	r.putHeader(idx, h)
 	copy(r.data[idx+hl:], payload)
 	r.prodTail = tail + need
-	atomic.StoreUint64(r.tail, r.prodTail) // for inspection only: the consumer reads stamps
+	if !r.fast {
+		atomic.StoreUint64(r.tail, r.prodTail) // for inspection only: the consumer reads stamps
+	}
 	r.stamp(idx, tail)
 	return true
 }
@@ -392,7 +396,7 @@ func (r *ring) peek() (h header, payload []byte, ok bool, err error) {
 		}
 		if h.typ == framePad {
 			r.consHead = head + need
-			atomic.StoreUint64(r.head, r.consHead)
+			r.publish()
 			continue
 		}
 		return h, r.data[idx+hl : idx+hl+n], true, nil
@@ -402,6 +406,18 @@ func (r *ring) peek() (h header, payload []byte, ok bool, err error) {
 // advance consumes the record peek returned.
 func (r *ring) advance(h header) {
 	r.consHead += r.size(recordPayload(h))
+	r.publish()
+}
+
+// publish stores the consumer's position for the producer. A ring's producer reads it to learn
+// that the ring is drained (see shmPeer.put), so every move is stored; a fastbox's reads it only
+// when it seems full, so a quarter of it at a time is enough (it then sees at most that much
+// less room), and the consumer saves a locked store per record.
+func (r *ring) publish() {
+	if r.fast && r.consHead-r.pubHead < r.cap/4 {
+		return
+	}
+	r.pubHead = r.consHead
 	atomic.StoreUint64(r.head, r.consHead)
 }
 
