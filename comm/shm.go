@@ -345,16 +345,23 @@ func (p *shmPeer) queueCtrl(h header) {
 
 // pollOnce drains what it can of every incoming ring and flushes outgoing control; it reports
 // whether anything happened. Only one goroutine polls at a time; others return at once.
-func (t *shmTransport) pollOnce() bool {
+func (t *shmTransport) pollOnce() bool { return t.pollFor(nil) }
+
+// pollFor is pollOnce for a waiter on r: the pass ends once r is finished, leaving the records
+// behind r's in the rings, where the receives their owner posts next take them straight (a
+// record drained ahead of its receive is queued, which allocates and copies it).
+func (t *shmTransport) pollFor(r *Request) bool {
 	if !t.pollMu.TryLock() {
 		return false
 	}
-	did := t.pollLocked()
+	did := t.pollLocked(r)
 	t.pollMu.Unlock()
 	return did
 }
 
-func (t *shmTransport) pollLocked() bool {
+// pollLocked drains the rings as pollOnce, ending early once r (when not nil) is finished or
+// the fast receive is served; the caller holds pollMu.
+func (t *shmTransport) pollLocked(r *Request) bool {
 	if t.closed.Load() {
 		return false
 	}
@@ -364,7 +371,7 @@ func (t *shmTransport) pollLocked() bool {
 			did = true
 		}
 		for n := 0; n < 64; n++ {
-			r, h, payload, ok, err := p.next()
+			rg, h, payload, ok, err := p.next()
 			if err != nil {
 				logf("gorun: rank %d: corrupt shared-memory ring from rank %d: %v; closing the link", t.w.rank, p.rank, err)
 				p.fail(fmt.Errorf("corrupt shared-memory ring: %w", err))
@@ -374,9 +381,9 @@ func (t *shmTransport) pollLocked() bool {
 				break
 			}
 			p.handle(h, payload)
-			r.advance(h)
+			rg.advance(h)
 			did = true
-			if t.fast.done {
+			if t.fast.done || (r != nil && r.finished()) {
 				// The waiting receive is served: the rest can wait for its next call.
 				return true
 			}
@@ -744,7 +751,7 @@ func (t *shmTransport) poll(r *Request) {
 	var idleSince time.Time
 	nap := shmPatientNapMin
 	for !r.finished() && !t.stopping.Load() {
-		if t.pollOnce() {
+		if t.pollFor(r) {
 			idle, nap = 0, shmPatientNapMin
 			continue
 		}

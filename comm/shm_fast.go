@@ -94,7 +94,7 @@ func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (ok, spun bool, 
 	t.waiters.Add(1)
 	t.waits.Add(1)
 	for idle := 0; f.on; {
-		if t.pollLocked() {
+		if t.pollLocked(nil) {
 			idle = 0
 			continue
 		}
