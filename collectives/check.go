@@ -24,10 +24,18 @@ var ErrMismatch = errors.New("ranks' arguments disagree")
 // they diverge. Small allreduces carry their data in the same messages, so for them the check
 // costs nothing; elsewhere it costs one small-message recursive doubling (GORUN_COLL_CHECK=0
 // skips it, as MPI does, at the price of undefined behaviour on bad input).
+//
+// While every header seen agrees (the common case), a rank sends the compact form (its rank,
+// the fingerprint and its count: all a clean header holds), so that an 8-byte allreduce's
+// message stays within one cache line of a shared-memory fastbox; a rank whose header has
+// seen a disagreement sends the full one.
 
 const (
 	hdrLen   = 56
 	hdrMagic = 0x676f6c63 // "golc"
+	// The compact header: compactMagic<<32 | rank, fingerprint, count.
+	compactLen   = 24
+	compactMagic = 0x676f6c43 // "golC"
 
 	flagLocalErr = 1 << 0 // a rank rejected its own arguments (errRank says which, lowest first)
 	flagBadMsg   = 1 << 1 // a check message had an unexpected size or shape
@@ -50,6 +58,29 @@ func (h *header) encode(b []byte) {
 	binary.LittleEndian.PutUint64(b[32:], uint64(h.minRank)<<32|uint64(h.maxRank))
 	binary.LittleEndian.PutUint64(b[40:], h.minN)
 	binary.LittleEndian.PutUint64(b[48:], h.maxN)
+}
+
+// clean reports whether h holds no disagreement, so that its compact form says all of it.
+func (h *header) clean() bool {
+	return h.ok() && h.errRank == noRank && h.minRank == h.maxRank && h.minN == h.maxN
+}
+
+// encodeCompact writes a clean header's compact form.
+func (h *header) encodeCompact(b []byte) {
+	binary.LittleEndian.PutUint64(b[0:], uint64(compactMagic)<<32|uint64(h.minRank))
+	binary.LittleEndian.PutUint64(b[8:], h.fpMin)
+	binary.LittleEndian.PutUint64(b[16:], h.minN)
+}
+
+// decodeAny decodes a full or a compact header and returns its length.
+func decodeAny(b []byte) (header, int, bool) {
+	if len(b) >= compactLen && binary.LittleEndian.Uint32(b[4:]) == compactMagic {
+		rank := binary.LittleEndian.Uint32(b[0:])
+		fp, n := binary.LittleEndian.Uint64(b[8:]), binary.LittleEndian.Uint64(b[16:])
+		return header{errRank: noRank, fpMin: fp, fpMax: fp, minRank: rank, maxRank: rank, minN: n, maxN: n}, compactLen, true
+	}
+	h, ok := decodeHeader(b)
+	return h, hdrLen, ok
 }
 
 func decodeHeader(b []byte) (header, bool) {
@@ -112,32 +143,45 @@ type sig struct {
 	extra uint64 // e.g. a hash of the counts array
 }
 
-// fingerprint is FNV-1a over the collective's name, a zero byte, the type's name and the
-// four numbers in little-endian order (inline: it runs in every collective call).
+// fingerprint hashes the collective's name, the type's name (each in 8-byte words, then its
+// length) and the four numbers a word at a time, h = (h ^ word) * an odd constant, then
+// splitmix64's finalizer: it runs in every collective call, where hashing byte by byte cost
+// more than a small message's transfer. Each step is a bijection of h, so signatures that
+// differ in one word never collide.
 func (s sig) fingerprint() uint64 {
-	h := fnvString(fnvOffset, s.coll)
-	h = fnvByte(h, 0)
-	h = fnvString(h, s.typ)
-	for _, v := range [...]uint64{uint64(s.n), s.op, uint64(s.root), s.extra} {
-		for i := 0; i < 8; i++ {
-			h = fnvByte(h, byte(v>>(8*i)))
-		}
-	}
-	return h
+	h := mixString(fpSeed, s.coll)
+	h = mixString(h, s.typ)
+	h = (h ^ uint64(s.n)) * fpPrime
+	h = (h ^ s.op) * fpPrime
+	h = (h ^ uint64(s.root)) * fpPrime
+	return mix64(h ^ s.extra)
 }
 
 const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
+	fpSeed  = 0x676f72756e636f6c // "goruncol"
+	fpPrime = 0x100000001b3      // FNV's 64-bit prime
 )
 
-func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
+// mix64 is splitmix64's finalizer (a bijection of the 64-bit words).
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
 
-func fnvString(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h = fnvByte(h, s[i])
+// mixString hashes s into h: its bytes in little-endian words (the last one zero-padded),
+// then its length.
+func mixString(h uint64, s string) uint64 {
+	n := len(s)
+	for len(s) >= 8 {
+		h = (h ^ binary.LittleEndian.Uint64([]byte(s[:8]))) * fpPrime
+		s = s[8:]
 	}
-	return h
+	var w uint64
+	for i := len(s) - 1; i >= 0; i-- {
+		w = w<<8 | uint64(s[i])
+	}
+	return (((h ^ w) * fpPrime) ^ uint64(n)) * fpPrime
 }
 
 func typeName[T comm.Elem]() string { return reflect.TypeFor[T]().String() }
@@ -202,11 +246,16 @@ func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []
 		copy(mine, data)
 	}
 	pack := func() []byte {
-		h.encode(out)
+		end := hdrLen
 		if have {
-			return out
+			end += nb
 		}
-		return out[:hdrLen]
+		if h.clean() {
+			h.encodeCompact(out[hdrLen-compactLen : hdrLen])
+			return out[hdrLen-compactLen : end]
+		}
+		h.encode(out)
+		return out[:end]
 	}
 	// unpack validates a received message, merges its header and returns its payload as []T
 	// when it matches ours in size and the exchange is still clean.
@@ -217,19 +266,19 @@ func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []
 		if err != nil && !trunc {
 			return nil, err
 		}
-		ph, ok := decodeHeader(in[:min(st.Count, len(in))])
+		ph, hl, ok := decodeAny(in[:min(st.Count, len(in))])
 		if !ok {
 			h.flags |= flagBadMsg
 			return nil, nil
 		}
 		h.merge(ph)
-		if trunc || (st.Count-hdrLen != nb && !(bcast && st.Count == hdrLen)) {
+		if trunc || (st.Count-hl != nb && !(bcast && st.Count == hl)) {
 			h.flags |= flagBadMsg
 		}
-		if !h.ok() || st.Count == hdrLen {
+		if !h.ok() || st.Count == hl {
 			return nil, nil
 		}
-		return castBytes(in[hdrLen:st.Count], data), nil
+		return castBytes(in[hl:st.Count], data), nil
 	}
 	// absorb combines (allreduce) or takes (broadcast) a peer's payload; lower says whether the
 	// peer's contribution is the left operand.
@@ -288,17 +337,17 @@ func rdCheck[T comm.Elem](cc *comm.Comm, tag int, data []T, fn func(in, inout []
 				return err
 			}
 			// The partner's final header already merged everyone's: take it as ours.
-			ph, ok := decodeHeader(in[:min(st.Count, len(in))])
+			ph, hl, ok := decodeAny(in[:min(st.Count, len(in))])
 			if !ok {
 				h.flags |= flagBadMsg
 			} else {
 				h = ph
-				if trunc || st.Count-hdrLen != nb {
+				if trunc || st.Count-hl != nb {
 					h.flags |= flagBadMsg
 				}
 			}
 			if h.ok() {
-				copy(mine, castBytes(in[hdrLen:st.Count], data))
+				copy(mine, castBytes(in[hl:st.Count], data))
 				have = true
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gorun-hpc/gorun/collectives/internal/kern"
@@ -140,12 +141,52 @@ func NewOp[T comm.Elem](name string, commutative bool, fn func(in, inout []T)) O
 // cost a lookup instead of building kernels (closures) on every call.
 var builtinOps sync.Map // opKey -> Op[T]
 
+// opTable holds one element type's built-in ops by kind: for the common types, a lookup
+// without hashing a type (programs build an op in every call, as in Allreduce(c, x, y, Sum[float64]())).
+type opTable[T comm.Elem] [len(opNames)]atomic.Pointer[Op[T]]
+
+var (
+	f64Ops opTable[float64]
+	f32Ops opTable[float32]
+	i64Ops opTable[int64]
+	i32Ops opTable[int32]
+	intOps opTable[int]
+)
+
+// opTableOf returns T's table, or nil for the types without one (the map serves those).
+func opTableOf[T comm.Elem]() *opTable[T] {
+	var p unsafe.Pointer
+	switch reflect.TypeFor[T]() {
+	case reflect.TypeFor[float64]():
+		p = unsafe.Pointer(&f64Ops)
+	case reflect.TypeFor[float32]():
+		p = unsafe.Pointer(&f32Ops)
+	case reflect.TypeFor[int64]():
+		p = unsafe.Pointer(&i64Ops)
+	case reflect.TypeFor[int32]():
+		p = unsafe.Pointer(&i32Ops)
+	case reflect.TypeFor[int]():
+		p = unsafe.Pointer(&intOps)
+	default:
+		return nil
+	}
+	return (*opTable[T])(p) // T is exactly the table's type
+}
+
 type opKey struct {
 	t reflect.Type
 	k opKind
 }
 
 func builtin[T comm.Elem](k opKind) Op[T] {
+	if tab := opTableOf[T](); tab != nil {
+		if o := tab[k].Load(); o != nil {
+			return *o
+		}
+		o := newBuiltin[T](k)
+		tab[k].Store(&o)
+		return o
+	}
 	key := opKey{reflect.TypeFor[T](), k}
 	if v, ok := builtinOps.Load(key); ok {
 		return v.(Op[T])

@@ -138,6 +138,25 @@ func (e *engine) failure(r *recvOp) error {
 	return nil
 }
 
+// firstFor reports whether a receive from world rank src with (ctx, tag) posted now would come
+// first for the next message from src that it matches: no queued message of src's matches it,
+// and no posted receive could take a message that it could.
+func (e *engine) firstFor(src int, ctx uint64, tag int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, m := range e.unexpected {
+		if m.src == src && m.ctx == ctx && (tag == AnyTag || m.tag == tag) {
+			return false
+		}
+	}
+	for _, r := range e.posted {
+		if r.ctx == ctx && (r.src == AnySource || r.src == src) && (r.tag == AnyTag || tag == AnyTag || r.tag == tag) {
+			return false
+		}
+	}
+	return true
+}
+
 // arrive hands the engine a new message from world rank src. If a posted receive matches, it
 // is removed and returned (the caller moves the payload into it, and nothing is allocated);
 // otherwise the message is queued as a new inMsg, which prepare fills in under the engine lock

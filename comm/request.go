@@ -32,6 +32,9 @@ type Request struct {
 	prog progressor
 	// patient: the waiter sleeps at once instead of polling first (Comm.Patient).
 	patient bool
+	// spun: the caller polled for it already (shm_fast.go), so a waiter that would spin
+	// briefly before it sleeps sleeps sooner.
+	spun bool
 
 	// The done channel is made only for a waiter that blocks on it (most requests of a
 	// polling transport complete without one).

@@ -32,6 +32,12 @@ import (
 const (
 	shmEagerLimit = 16 << 10
 	shmRingCap    = 1 << 20
+	// Eager messages up to shmFastMax bytes go through the fastbox (shm_seg.go) while the
+	// ring is drained: a fastbox of shmFastCap bytes is a few hundred cache lines, which the
+	// producer and the consumer keep in their caches, where each record of the ring's 1 MiB
+	// lap comes from memory or a far cache.
+	shmFastCap = 16 << 10
+	shmFastMax = 1 << 10
 	// A waiter with a core of its own polls this long before it sleeps: about what a
 	// descheduled peer on a busy host takes to answer (a shorter spin turns each such delay
 	// into a futex sleep and wake), and little against a wait that long. It does not yield
@@ -97,6 +103,7 @@ type shmTransport struct {
 	closed         atomic.Bool            // mappings gone; set under pollMu
 	probe          *uint64                // a word peers read to test CMA
 	freeRecv       atomic.Pointer[recvOp] // a receive operation for the next blocking Recv (shm_fast.go)
+	fast           fastRecv               // the blocking receive served without a Request (shm_fast.go); under pollMu
 }
 
 type shmPeer struct {
@@ -108,7 +115,13 @@ type shmPeer struct {
 	bellFD int
 	out    *ring
 	in     *ring
-	cma    bool
+	// fout and fin: the fastboxes we produce into and consume. A small eager message goes
+	// into fout only while everything we put into out has been consumed (ringIdle, under
+	// out.mu), and the consumer takes fin's records before each of in's: so records of the
+	// two reach the consumer in the order they were written.
+	fout, fin *ring
+	ringIdle  bool
+	cma       bool
 
 	rendezvous                     // large messages in flight; its mu also guards ctrl and pushes
 	ctrl       []header            // control records waiting for room in out
@@ -185,7 +198,7 @@ func (p *shmPeer) sendRTS(ctx uint64, tag int, payload []byte, req *Request, fla
 func (p *shmPeer) writeBlocking(h *header, payload []byte) error {
 	for spins := 0; ; spins++ {
 		p.out.mu.Lock()
-		ok := p.out.tryWrite(h, payload)
+		ok := p.put(h, payload)
 		p.out.mu.Unlock()
 		if ok {
 			p.wakePeer()
@@ -199,6 +212,49 @@ func (p *shmPeer) writeBlocking(h *header, payload []byte) error {
 		p.wakePeer()
 		backoff(spins)
 	}
+}
+
+// put appends a record to the fastbox or the ring, or reports false when it fits neither.
+// The caller holds out.mu.
+func (p *shmPeer) put(h *header, payload []byte) bool {
+	if h.typ == frameEager && len(payload) <= shmFastMax {
+		if !p.ringIdle {
+			// One load of the consumer's head (its line moves here) while the ring is busy.
+			p.ringIdle = atomic.LoadUint64(p.out.head) == p.out.prodTail
+		}
+		if p.ringIdle && p.fout.tryWrite(h, payload) {
+			return true
+		}
+	}
+	return p.ringWrite(h, payload)
+}
+
+// ringWrite appends a record to the ring (not the fastbox); the caller holds out.mu.
+func (p *shmPeer) ringWrite(h *header, payload []byte) bool {
+	if !p.out.tryWrite(h, payload) {
+		return false
+	}
+	p.ringIdle = false
+	return true
+}
+
+// next returns the next incoming record from the peer and the ring or fastbox it is in: the
+// fastbox's first. A record in the ring waits while the fastbox holds any: those were
+// written before it (see fout). The caller holds pollMu.
+func (p *shmPeer) next() (r *ring, h header, payload []byte, ok bool, err error) {
+	if p.fin.ready() {
+		h, payload, ok, err = p.fin.peek()
+		if ok || err != nil {
+			return p.fin, h, payload, ok, err
+		}
+	}
+	h, payload, ok, err = p.in.peek()
+	if ok && p.fin.ready() {
+		// A fastbox record stamped before this one became visible after the first look.
+		h, payload, ok, err = p.fin.peek()
+		return p.fin, h, payload, ok, err
+	}
+	return p.in, h, payload, ok, err
 }
 
 func backoff(spins int) {
@@ -245,7 +301,7 @@ func (p *shmPeer) flush() bool {
 	}
 	did := false
 	p.out.mu.Lock()
-	for len(p.ctrl) > 0 && p.out.tryWrite(&p.ctrl[0], nil) {
+	for len(p.ctrl) > 0 && p.ringWrite(&p.ctrl[0], nil) {
 		p.ctrl = p.ctrl[1:]
 		did = true
 	}
@@ -255,7 +311,7 @@ func (p *shmPeer) flush() bool {
 		s := p.pushes[0]
 		data := s.send.payload
 		end := min(s.sent+chunk, len(data))
-		if !p.out.tryWrite(&header{typ: frameData, length: uint64(end - s.sent), id: s.recv, offset: uint64(s.sent)}, data[s.sent:end]) {
+		if !p.ringWrite(&header{typ: frameData, length: uint64(end - s.sent), id: s.recv, offset: uint64(s.sent)}, data[s.sent:end]) {
 			break
 		}
 		did = true
@@ -289,16 +345,23 @@ func (p *shmPeer) queueCtrl(h header) {
 
 // pollOnce drains what it can of every incoming ring and flushes outgoing control; it reports
 // whether anything happened. Only one goroutine polls at a time; others return at once.
-func (t *shmTransport) pollOnce() bool {
+func (t *shmTransport) pollOnce() bool { return t.pollFor(nil) }
+
+// pollFor is pollOnce for a waiter on r: the pass ends once r is finished, leaving the records
+// behind r's in the rings, where the receives their owner posts next take them straight (a
+// record drained ahead of its receive is queued, which allocates and copies it).
+func (t *shmTransport) pollFor(r *Request) bool {
 	if !t.pollMu.TryLock() {
 		return false
 	}
-	did := t.pollLocked()
+	did := t.pollLocked(r)
 	t.pollMu.Unlock()
 	return did
 }
 
-func (t *shmTransport) pollLocked() bool {
+// pollLocked drains the rings as pollOnce, ending early once r (when not nil) is finished or
+// the fast receive is served; the caller holds pollMu.
+func (t *shmTransport) pollLocked(r *Request) bool {
 	if t.closed.Load() {
 		return false
 	}
@@ -308,7 +371,7 @@ func (t *shmTransport) pollLocked() bool {
 			did = true
 		}
 		for n := 0; n < 64; n++ {
-			h, payload, ok, err := p.in.peek()
+			rg, h, payload, ok, err := p.next()
 			if err != nil {
 				logf("gorun: rank %d: corrupt shared-memory ring from rank %d: %v; closing the link", t.w.rank, p.rank, err)
 				p.fail(fmt.Errorf("corrupt shared-memory ring: %w", err))
@@ -318,8 +381,12 @@ func (t *shmTransport) pollLocked() bool {
 				break
 			}
 			p.handle(h, payload)
-			p.in.advance(h)
+			rg.advance(h)
 			did = true
+			if t.fast.done || (r != nil && r.finished()) {
+				// The waiting receive is served: the rest can wait for its next call.
+				return true
+			}
 		}
 	}
 	return did
@@ -331,8 +398,15 @@ func (p *shmPeer) handle(h header, payload []byte) {
 	eng := p.t.w.eng
 	switch h.typ {
 	case frameEager:
+		if f := &p.t.fast; f.on && f.takes(p.rank, h.ctx, int(h.tag)) {
+			f.deliver(int(h.tag), payload)
+			return
+		}
 		arriveEager(eng, p.rank, h, payload)
 	case frameRTS:
+		if f := &p.t.fast; f.on && f.takes(p.rank, h.ctx, int(h.tag)) {
+			f.on = false // a large message: the receive takes the general path
+		}
 		sendID, tag, size, addr := h.id, int(h.tag), h.length, h.offset
 		waits := h.flags&flagSenderWaits != 0
 		r, _ := eng.arrive(p.rank, h.ctx, tag, int(size), func(m *inMsg) {
@@ -535,12 +609,12 @@ func (p *shmPeer) drain() {
 	failed := p.failed != nil
 	p.mu.Unlock()
 	for !failed {
-		h, payload, ok, err := p.in.peek()
+		r, h, payload, ok, err := p.next()
 		if err != nil || !ok {
 			return
 		}
 		p.handle(h, payload)
-		p.in.advance(h)
+		r.advance(h)
 	}
 }
 
@@ -609,7 +683,7 @@ func (t *shmTransport) progressLoop() {
 // its).
 func (t *shmTransport) pending() (ready, backlog bool) {
 	for _, p := range t.active {
-		ready = ready || p.in.ready()
+		ready = ready || p.in.ready() || p.fin.ready()
 		backlog = backlog || p.backlog.Load()
 	}
 	return ready, backlog
@@ -671,10 +745,13 @@ func (t *shmTransport) poll(r *Request) {
 	t.waits.Add(1)
 	defer t.leave()
 	idle := 0 // polls in a row that found nothing
+	if r.spun && t.oversubscribed {
+		idle = shmSharedSpinPolls - 1 // its spin is spent: one more look, then sleep
+	}
 	var idleSince time.Time
 	nap := shmPatientNapMin
 	for !r.finished() && !t.stopping.Load() {
-		if t.pollOnce() {
+		if t.pollFor(r) {
 			idle, nap = 0, shmPatientNapMin
 			continue
 		}
@@ -828,7 +905,7 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		return nil, errNoShm
 	}
 	allowCMA()
-	seg, err := createSegment(id.JobID, w.rank, local, shmRingCap, jobHash)
+	seg, err := createSegment(id.JobID, w.rank, local, shmRingCap, shmFastCap, jobHash)
 	if err != nil {
 		return nil, err
 	}
@@ -884,17 +961,17 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		if err != nil {
 			return fail(fmt.Errorf("comm: rank %d: rank %d's segment: %w", w.rank, r, err))
 		}
-		out, err := pseg.ringFrom(w.rank)
+		out, fout, err := pseg.ringFrom(w.rank)
 		if err != nil {
 			pseg.close()
 			return fail(err)
 		}
-		in, err := seg.ringFrom(r)
+		in, fin, err := seg.ringFrom(r)
 		if err != nil {
 			pseg.close()
 			return fail(err)
 		}
-		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in, rendezvous: newRendezvous(r), splits: map[uint64]shmSplit{}, bellFD: -1}
+		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in, fout: fout, fin: fin, rendezvous: newRendezvous(r), splits: map[uint64]shmSplit{}, bellFD: -1}
 		if info.Bell != "" {
 			if fd, err := openPeerBell(info.Bell, pseg.path); err == nil {
 				p.bellFD = fd

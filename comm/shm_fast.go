@@ -35,8 +35,92 @@ func (p *shmPeer) sendDirect(c *Comm, b []byte, tag int) (bool, error) {
 	return true, p.writeBlocking(&header{typ: frameEager, tag: int32(tag), ctx: c.ctx, length: uint64(len(b))}, b)
 }
 
+// fastRecv is a blocking receive from one shared-memory peer that its caller serves itself:
+// it holds pollMu while it polls, and the record that matches is copied from the ring straight
+// into its buffer, with no Request, no engine queue and no allocation. The engine held no
+// message it would match and no receive posted before it that could take its messages, so it
+// comes first for every message that arrives while it waits: the order of MPI's matching is
+// kept. A large message that matches (an RTS) turns it off (on false, done false), and the
+// receive takes the general path, which finds that message first in the engine's queue.
+type fastRecv struct {
+	on   bool // a receive waits
+	done bool // ... and is served: st and err are its result
+	src  int  // world rank
+	ctx  uint64
+	tag  int // or AnyTag
+	buf  []byte
+	rank int // src in the receive's communicator, for the status
+	st   Status
+	err  error
+}
+
+func (f *fastRecv) takes(src int, ctx uint64, tag int) bool {
+	return src == f.src && ctx == f.ctx && (f.tag == AnyTag || f.tag == tag)
+}
+
+// deliver copies an eager message into the receive and ends it (as recvOp.target and deliver).
+func (f *fastRecv) deliver(tag int, payload []byte) {
+	n := copy(f.buf, payload)
+	f.st = Status{Source: f.rank, Tag: tag, Count: len(payload)}
+	if n < len(payload) {
+		f.err = &TruncateError{Source: f.rank, Tag: tag, Size: len(payload), Have: len(f.buf)}
+	}
+	f.on, f.done = false, true
+}
+
+// shmFastPolls bounds the polls of a fast receive that find nothing (a few tens of
+// microseconds on a core of its own) before it leaves the rest of its wait to the general
+// path, which sleeps after a while.
+const shmFastPolls = 4096
+
+// recvFast serves a blocking receive from the peer (world rank ws, rank src of c) as a
+// fastRecv. It reports false, having taken nothing, when the receive must take the general
+// path: a patient caller, another goroutine polling or serving its own receive, a message or
+// receive already in the engine that comes first, a lost peer, a large message, or a wait
+// longer than shmFastPolls.
+// It also reports whether it spent its polls (spun).
+func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (ok, spun bool, st Status, err error) {
+	t := p.t
+	if c.patient || t.stopping.Load() || !t.pollMu.TryLock() {
+		return false, false, Status{}, nil
+	}
+	e := c.w.eng
+	if t.closed.Load() || e.ndead.Load() != 0 || !e.firstFor(ws, c.ctx, tag) {
+		t.pollMu.Unlock()
+		return false, false, Status{}, nil
+	}
+	f := &t.fast
+	*f = fastRecv{on: true, src: ws, ctx: c.ctx, tag: tag, buf: b, rank: src}
+	t.waiters.Add(1)
+	t.waits.Add(1)
+	for idle := 0; f.on; {
+		if t.pollLocked(nil) {
+			idle = 0
+			continue
+		}
+		if e.ndead.Load() != 0 || t.stopping.Load() {
+			break
+		}
+		idle++
+		if t.oversubscribed && idle%shmYieldEvery == 0 {
+			// Still holding pollMu: no other goroutine of ours needs the rings meanwhile
+			// (the background one keeps off them while we wait).
+			osYield()
+		}
+		if idle == shmFastPolls || (t.oversubscribed && idle == shmSharedSpinPolls) {
+			spun = true
+			break
+		}
+	}
+	ok, st, err = f.done, f.st, f.err
+	*f = fastRecv{} // keep no user memory alive
+	t.pollMu.Unlock()
+	t.leave()
+	return ok, spun, st, err
+}
+
 // recvDirect is Recv from the shared-memory peer (world rank ws) with a reused receive
-// operation. The caller checked the arguments.
+// operation, after recvFast where it applies. The caller checked the arguments.
 //
 // A receive from a shared-memory peer completes successfully only in its caller's goroutine
 // (the message was queued already) or in a goroutine draining the rings, which holds pollMu
@@ -44,15 +128,19 @@ func (p *shmPeer) sendDirect(c *Comm, b []byte, tag int) (bool, error) {
 // operation any more and it can serve the next receive. One that ended in error (a failure,
 // completed elsewhere) is left to the garbage collector.
 func (p *shmPeer) recvDirect(c *Comm, b []byte, ws, tag int) (bool, Status, error) {
+	ok, spun, st, err := p.recvFast(c, b, c.commRank(ws), ws, tag)
+	if ok {
+		return true, st, err
+	}
 	t := p.t
 	r := t.freeRecv.Swap(nil)
 	if r == nil {
 		r = &recvOp{}
 	}
 	*r = recvOp{src: ws, ctx: c.ctx, tag: tag, buf: b, comm: c}
-	r.req.prog, r.req.patient = t, c.patient
+	r.req.prog, r.req.patient, r.req.spun = t, c.patient, spun
 	c.w.eng.post(r)
-	st, err := r.req.Wait()
+	st, err = r.req.Wait()
 	if err == nil {
 		t.pollMu.Lock()
 		//lint:ignore SA2001 an empty critical section: waits out a poller still completing r

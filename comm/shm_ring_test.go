@@ -27,12 +27,20 @@ func testRing(capacity uint64) *ring {
 // TestRingRoundTrip: records of every size up to the largest, written while the consumer
 // lags by random amounts, come out whole and in order across many laps of the ring (pad
 // records at the wrap included), and a full ring refuses a record instead of overwriting.
+// The same holds for a fastbox's format.
 func TestRingRoundTrip(t *testing.T) {
+	for _, fast := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) { ringRoundTrip(t, fast) })
+	}
+}
+
+func ringRoundTrip(t *testing.T, fast bool) {
 	const capacity = 4096
 	prod, cons := testRing(capacity), testRing(capacity)
 	cons.data, cons.head, cons.tail = prod.data, prod.head, prod.tail // two views of one ring
+	prod.fast, cons.fast = fast, fast
 	rng := rand.New(rand.NewPCG(1, 2))
-	maxPayload := prod.maxRecord() - recordHeader
+	maxPayload := prod.maxRecord() - int(prod.hdrLen())
 	var sent, got int
 	var pending [][]byte
 	for sent < 3000 {
@@ -84,22 +92,28 @@ func FuzzShmRing(f *testing.F) {
 	f.Add(append([]byte(nil), r.data...), uint64(0))
 	f.Add(append([]byte(nil), r.data...), uint64(576))
 	f.Fuzz(func(t *testing.T, data []byte, head uint64) {
-		r := testRing(capacity)
-		copy(r.data, data)
-		r.consHead = head &^ (recordAlign - 1)
-		for i := 0; i < 64; i++ {
-			h, payload, ok, err := r.peek()
-			if err != nil || !ok {
-				return
+		for _, fast := range []bool{false, true} { // the same bytes read as a fastbox
+			r := testRing(capacity)
+			r.fast = fast
+			copy(r.data, data)
+			r.consHead = head &^ (recordAlign - 1)
+			for i := 0; i < 64; i++ {
+				h, payload, ok, err := r.peek()
+				if err != nil || !ok {
+					break
+				}
+				idx := r.consHead % capacity
+				if uint64(len(payload)) != recordPayload(h) || idx+r.hdrLen()+uint64(len(payload)) > capacity {
+					t.Fatalf("record at %d of %d bytes outside the ring (fastbox %v)", idx, len(payload), fast)
+				}
+				if fast && h.typ != frameEager {
+					t.Fatalf("fastbox record of type %d", h.typ)
+				}
+				if binary.LittleEndian.Uint64(r.data[idx:]) != r.consHead+1 {
+					t.Fatal("record returned without its stamp")
+				}
+				r.advance(h)
 			}
-			idx := r.consHead % capacity
-			if uint64(len(payload)) != recordPayload(h) || idx+recordHeader+uint64(len(payload)) > capacity {
-				t.Fatalf("record at %d of %d bytes outside the ring", idx, len(payload))
-			}
-			if binary.LittleEndian.Uint64(r.data[idx:]) != r.consHead+1 {
-				t.Fatal("record returned without its stamp")
-			}
-			r.advance(h)
 		}
 	})
 }

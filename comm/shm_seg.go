@@ -16,8 +16,10 @@ import (
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
-// A shared-memory segment belongs to one rank (its owner, the consumer): it holds one
-// single-producer single-consumer ring per peer rank on the same host that sends to it, and the
+// A shared-memory segment belongs to one rank (its owner, the consumer): it holds, per peer rank
+// on the same host that sends to it, one single-producer single-consumer ring and one fastbox
+// (a small ring of the same format for small messages, whose few cache lines stay in the two
+// cores' caches where the large ring's laps would not; shm.go says when each is used), and the
 // owner's wake-up word. The owner creates it; peers map it, write into their own ring, and the
 // owner unlinks the file as soon as every peer has mapped it, so a crash leaves nothing behind.
 //
@@ -28,21 +30,24 @@ import (
 //	16   ring capacity u64 (bytes of record space per ring, a power of two)
 //	24   owner pid u64
 //	32   job hash u64
+//	40   fastbox capacity u64 (a power of two)
 //	64   wake sequence u32 (futex word: bumped by producers after each record)
 //	128  owner's sleeping threads u32 (producers issue a futex wake when it is not 0)
 //	136  owner's doorbell armed u32 (a producer that swaps it from 1 to 0 rings the bell; shm_bell.go)
 //	192  producer world rank of ring i, u32 each
-//	...  rings, each ringHeader bytes (consumer head at +0, producer tail at +64) then capacity bytes
-//	     of records (see tryWrite)
+//	...  per producer: its ring, ringHeader bytes (consumer head at +0, producer tail at +64) then
+//	     capacity bytes of records (see tryWrite); then its fastbox, laid out the same
 const (
 	segMagic      = "GRSHM001"
-	segVersion    = 3
+	segVersion    = 4
 	segTableOff   = 192
 	segMaxRings   = 4096
 	ringHeader    = 128
 	recordAlign   = 64
 	minRingCap    = 64 << 10
 	maxRingCap    = 1 << 30
+	minFastCap    = 4 << 10
+	maxFastCap    = 1 << 20
 	segWakeOff    = 64
 	segSleepOff   = 128
 	segBellOff    = 136
@@ -54,11 +59,13 @@ type segment struct {
 	mem    []byte
 	nrings int
 	cap    uint64
+	fcap   uint64 // fastbox capacity
 	pid    int
 	wake   *uint32
 	sleep  *uint32
 	bell   *uint32
 	rings  []*ring
+	fast   []*ring // fast[i]: the fastbox of the producer of rings[i]
 }
 
 // ring is one SPSC queue of variable-size records inside a segment.
@@ -68,11 +75,14 @@ type ring struct {
 	data []byte
 	cap  uint64
 	mu   sync.Mutex // serializes this process's producers (several goroutines may send)
+	// fast: a fastbox, which holds eager records only.
+	fast bool
 
 	// Process-local copies: the producer's (under mu) and the consumer's (under the
 	// transport's pollMu) own positions, and the head as the producer last read it.
 	prodTail, headCache uint64
 	consHead            uint64
+	pubHead             uint64 // the consumer's position as last stored in head
 }
 
 // segPopulateMax: segments up to this size are mapped with their pages allocated and mapped
@@ -89,16 +99,16 @@ func populateFlag(size int) int {
 	return 0
 }
 
-func segSize(nrings int, capacity uint64) int {
+func segSize(nrings int, capacity, fastCap uint64) int {
 	ringsOff := alignUp(segTableOff+4*nrings, segRingsAlign)
-	return ringsOff + nrings*(ringHeader+int(capacity))
+	return ringsOff + nrings*(2*ringHeader+int(capacity)+int(fastCap))
 }
 
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
 
-func createSegment(jobID string, rank int, producers []int, capacity uint64, jobHash uint64) (*segment, error) {
+func createSegment(jobID string, rank int, producers []int, capacity, fastCap uint64, jobHash uint64) (*segment, error) {
 	path := filepath.Join(jobenv.SegmentDir(), fmt.Sprintf("%s%d", jobenv.SegmentPrefix(jobID), rank))
-	size := segSize(len(producers), capacity)
+	size := segSize(len(producers), capacity, fastCap)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("shared-memory segment %s: %w", path, err)
@@ -119,6 +129,7 @@ func createSegment(jobID string, rank int, producers []int, capacity uint64, job
 	binary.LittleEndian.PutUint64(mem[16:], capacity)
 	binary.LittleEndian.PutUint64(mem[24:], uint64(os.Getpid()))
 	binary.LittleEndian.PutUint64(mem[32:], jobHash)
+	binary.LittleEndian.PutUint64(mem[40:], fastCap)
 	for i, p := range producers {
 		binary.LittleEndian.PutUint32(mem[segTableOff+4*i:], uint32(p))
 	}
@@ -142,7 +153,7 @@ func openSegment(path string, ownerPID int, jobHash uint64) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.Size() < segTableOff || st.Size() > int64(segSize(segMaxRings, maxRingCap)) {
+	if st.Size() < segTableOff || st.Size() > int64(segSize(segMaxRings, maxRingCap, maxFastCap)) {
 		return nil, fmt.Errorf("peer segment %s has an impossible size %d", path, st.Size())
 	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|populateFlag(int(st.Size())))
@@ -177,7 +188,11 @@ func parseSegment(path string, mem []byte, ownerPID int, jobHash uint64) (*segme
 	if capacity < minRingCap || capacity > maxRingCap || capacity&(capacity-1) != 0 {
 		return nil, bad("ring capacity %d is not a power of two in [%d, %d]", capacity, minRingCap, maxRingCap)
 	}
-	if need := segSize(n, capacity); need > len(mem) {
+	fcap := binary.LittleEndian.Uint64(mem[40:])
+	if fcap < minFastCap || fcap > maxFastCap || fcap&(fcap-1) != 0 {
+		return nil, bad("fastbox capacity %d is not a power of two in [%d, %d]", fcap, minFastCap, maxFastCap)
+	}
+	if need := segSize(n, capacity, fcap); need > len(mem) {
 		return nil, bad("header describes %d bytes but the segment has %d", need, len(mem))
 	}
 	if pid := binary.LittleEndian.Uint64(mem[24:]); pid != uint64(ownerPID) {
@@ -186,37 +201,46 @@ func parseSegment(path string, mem []byte, ownerPID int, jobHash uint64) (*segme
 	if jh := binary.LittleEndian.Uint64(mem[32:]); jh != jobHash {
 		return nil, bad("belongs to another job")
 	}
-	s := &segment{path: path, mem: mem, nrings: n, cap: capacity, pid: ownerPID,
+	s := &segment{path: path, mem: mem, nrings: n, cap: capacity, fcap: fcap, pid: ownerPID,
 		wake:  (*uint32)(unsafe.Pointer(&mem[segWakeOff])),
 		sleep: (*uint32)(unsafe.Pointer(&mem[segSleepOff])),
 		bell:  (*uint32)(unsafe.Pointer(&mem[segBellOff])),
 	}
 	off := alignUp(segTableOff+4*n, segRingsAlign)
 	for i := 0; i < n; i++ {
-		base := off + i*(ringHeader+int(capacity))
-		rg := &ring{
-			head: (*uint64)(unsafe.Pointer(&mem[base])),
-			tail: (*uint64)(unsafe.Pointer(&mem[base+64])),
-			data: mem[base+ringHeader : base+ringHeader+int(capacity) : base+ringHeader+int(capacity)],
-			cap:  capacity,
-		}
-		// A mapping starts where the ring's owner and its producer left it (fresh segments: 0).
-		rg.consHead = atomic.LoadUint64(rg.head)
-		rg.prodTail = atomic.LoadUint64(rg.tail)
-		rg.headCache = rg.consHead
-		s.rings = append(s.rings, rg)
+		base := off + i*(2*ringHeader+int(capacity)+int(fcap))
+		s.rings = append(s.rings, mapRing(mem, base, capacity))
+		fb := mapRing(mem, base+ringHeader+int(capacity), fcap)
+		fb.fast = true
+		s.fast = append(s.fast, fb)
 	}
 	return s, nil
 }
 
-// ringFrom returns the ring in s that world rank producer writes into.
-func (s *segment) ringFrom(producer int) (*ring, error) {
+// mapRing is the ring of the given capacity whose header starts at mem[base].
+func mapRing(mem []byte, base int, capacity uint64) *ring {
+	rg := &ring{
+		head: (*uint64)(unsafe.Pointer(&mem[base])),
+		tail: (*uint64)(unsafe.Pointer(&mem[base+64])),
+		data: mem[base+ringHeader : base+ringHeader+int(capacity) : base+ringHeader+int(capacity)],
+		cap:  capacity,
+	}
+	// A mapping starts where the ring's owner and its producer left it (fresh segments: 0).
+	rg.consHead = atomic.LoadUint64(rg.head)
+	rg.prodTail = atomic.LoadUint64(rg.tail)
+	rg.headCache = rg.consHead
+	rg.pubHead = rg.consHead
+	return rg
+}
+
+// ringFrom returns the ring and the fastbox in s that world rank producer writes into.
+func (s *segment) ringFrom(producer int) (*ring, *ring, error) {
 	for i := 0; i < s.nrings; i++ {
 		if int(binary.LittleEndian.Uint32(s.mem[segTableOff+4*i:])) == producer {
-			return s.rings[i], nil
+			return s.rings[i], s.fast[i], nil
 		}
 	}
-	return nil, fmt.Errorf("shared-memory segment %s has no ring for rank %d", s.path, producer)
+	return nil, nil, fmt.Errorf("shared-memory segment %s has no ring for rank %d", s.path, producer)
 }
 
 func (s *segment) close() {
@@ -236,17 +260,62 @@ func (r *ring) maxRecord() int { return int(r.cap / 4) }
 // another position) and never reads the producer's tail, and the producer reads the consumer's
 // head only when its cached copy says the ring is full. A message then costs one cache-line
 // transfer each way instead of one per shared counter.
+//
+// A fastbox's records carry eager messages (and pads) only, with a shorter header (fastHeader:
+// type, tag, context and length), so that a message of up to 32 bytes fills one cache
+// line with its stamp: the consumer that sees the stamp has the message.
 const (
 	recordStamp  = 8
 	recordHeader = recordStamp + headerSize
+	fastHeader   = 24
+	fastRecord   = recordStamp + fastHeader
 )
 
-func recordSize(payload int) uint64 { return uint64(alignUp(recordHeader+payload, recordAlign)) }
+// hdrLen is how many bytes precede a record's payload in r (stamp and header).
+func (r *ring) hdrLen() uint64 {
+	if r.fast {
+		return fastRecord
+	}
+	return recordHeader
+}
+
+// size is the ring space a record of n payload bytes takes in r.
+func (r *ring) size(n uint64) uint64 { return (r.hdrLen() + n + recordAlign - 1) &^ (recordAlign - 1) }
+
+// putFast writes an eager or pad record's header in a fastbox's format.
+func putFast(b []byte, h *header) {
+	b[0], b[1], b[2], b[3] = h.typ, 0, 0, 0
+	binary.LittleEndian.PutUint32(b[4:], uint32(h.tag))
+	binary.LittleEndian.PutUint64(b[8:], h.ctx)
+	binary.LittleEndian.PutUint64(b[16:], h.length) // < 2^32: a fastbox is at most maxFastCap
+}
+
+// parseFast validates a fastbox record's header: an eager message within the fastbox's
+// largest record, or a pad within the fastbox.
+func parseFast(b []byte, r *ring) (header, error) {
+	h := header{typ: b[0], flags: b[1], tag: int32(binary.LittleEndian.Uint32(b[4:])),
+		ctx: binary.LittleEndian.Uint64(b[8:]), length: binary.LittleEndian.Uint64(b[16:])}
+	switch {
+	case h.flags != 0 || b[2] != 0 || b[3] != 0:
+		return h, fmt.Errorf("fastbox record with flags or reserved bytes %#x %#x %#x", b[1], b[2], b[3])
+	case h.typ == frameEager:
+		if h.tag < 0 || int(h.tag) >= MaxTag || h.length > uint64(r.maxRecord()-fastRecord) {
+			return h, fmt.Errorf("fastbox message of %d bytes (tag %d) out of range", h.length, h.tag)
+		}
+	case h.typ == framePad:
+		if h.length > r.cap {
+			return h, fmt.Errorf("fastbox pad of %d bytes", h.length)
+		}
+	default:
+		return h, fmt.Errorf("record type %d in a fastbox", h.typ)
+	}
+	return h, nil
+}
 
 // tryWrite appends one record (header and payload), or reports false when the ring lacks
 // room. The caller holds r.mu.
 func (r *ring) tryWrite(h *header, payload []byte) bool {
-	need := recordSize(len(payload))
+	need, hl := r.size(uint64(len(payload))), r.hdrLen()
 	tail := r.prodTail
 	idx := tail % r.cap
 	room := need
@@ -262,17 +331,28 @@ func (r *ring) tryWrite(h *header, payload []byte) bool {
 	if idx+need > r.cap {
 		// The record would straddle the end: fill the rest with a pad record and wrap.
 		pad := r.cap - idx
-		(&header{typ: framePad, length: pad - recordHeader}).put(r.data[idx+recordStamp : idx+recordHeader])
+		r.putHeader(idx, &header{typ: framePad, length: pad - hl})
 		r.stamp(idx, tail)
 		tail += pad
 		idx = 0
 	}
-	h.put(r.data[idx+recordStamp : idx+recordHeader])
-	copy(r.data[idx+recordHeader:], payload)
+	r.putHeader(idx, h)
+	copy(r.data[idx+hl:], payload)
 	r.prodTail = tail + need
-	atomic.StoreUint64(r.tail, r.prodTail) // for inspection only: the consumer reads stamps
+	if !r.fast {
+		atomic.StoreUint64(r.tail, r.prodTail) // for inspection only: the consumer reads stamps
+	}
 	r.stamp(idx, tail)
 	return true
+}
+
+// putHeader writes the header of the record at idx.
+func (r *ring) putHeader(idx uint64, h *header) {
+	if r.fast {
+		putFast(r.data[idx+recordStamp:idx+fastRecord], h)
+		return
+	}
+	h.put(r.data[idx+recordStamp : idx+recordHeader])
 }
 
 // stamp publishes the record at idx, produced at position pos (after its contents: the atomic
@@ -297,30 +377,47 @@ func (r *ring) peek() (h header, payload []byte, ok bool, err error) {
 		}
 		head := r.consHead
 		idx := head % r.cap
-		if idx+recordHeader > r.cap {
+		hl := r.hdrLen()
+		if idx+hl > r.cap {
 			return h, nil, false, fmt.Errorf("record at %d overruns the ring", idx)
 		}
-		h, err = parseShmHeader(r.data[idx+recordStamp:idx+recordHeader], r)
+		if r.fast {
+			h, err = parseFast(r.data[idx+recordStamp:idx+hl], r)
+		} else {
+			h, err = parseShmHeader(r.data[idx+recordStamp:idx+hl], r)
+		}
 		if err != nil {
 			return h, nil, false, err
 		}
 		n := recordPayload(h)
-		need := recordSize(int(n))
-		if idx+need > r.cap {
+		need := r.size(n)
+		if n > r.cap || idx+need > r.cap {
 			return h, nil, false, fmt.Errorf("record of %d bytes overruns the ring", n)
 		}
 		if h.typ == framePad {
 			r.consHead = head + need
-			atomic.StoreUint64(r.head, r.consHead)
+			r.publish()
 			continue
 		}
-		return h, r.data[idx+recordHeader : idx+recordHeader+n], true, nil
+		return h, r.data[idx+hl : idx+hl+n], true, nil
 	}
 }
 
 // advance consumes the record peek returned.
 func (r *ring) advance(h header) {
-	r.consHead += recordSize(int(recordPayload(h)))
+	r.consHead += r.size(recordPayload(h))
+	r.publish()
+}
+
+// publish stores the consumer's position for the producer. A ring's producer reads it to learn
+// that the ring is drained (see shmPeer.put), so every move is stored; a fastbox's reads it only
+// when it seems full, so a quarter of it at a time is enough (it then sees at most that much
+// less room), and the consumer saves a locked store per record.
+func (r *ring) publish() {
+	if r.fast && r.consHead-r.pubHead < r.cap/4 {
+		return
+	}
+	r.pubHead = r.consHead
 	atomic.StoreUint64(r.head, r.consHead)
 }
 
