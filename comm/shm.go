@@ -374,7 +374,7 @@ func (t *shmTransport) pollLocked(r *Request) bool {
 			rg, h, payload, ok, err := p.next()
 			if err != nil {
 				logf("gorun: rank %d: corrupt shared-memory ring from rank %d: %v; closing the link", t.w.rank, p.rank, err)
-				p.fail(fmt.Errorf("corrupt shared-memory ring: %w", err))
+				p.broken(fmt.Errorf("corrupt shared-memory ring: %w", err))
 				break
 			}
 			if !ok {
@@ -441,7 +441,7 @@ func (p *shmPeer) handle(h header, payload []byte) {
 		if h.flags&flagSplitFailed != 0 {
 			// The sender's buffer stays put until our frameFin: read its part ourselves.
 			if err := cmaRead(p.pid, sp.addr+sp.part, pr.buf[sp.part:pr.size]); err != nil {
-				p.fail(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
+				p.broken(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
 				return
 			}
 		}
@@ -523,7 +523,7 @@ func (p *shmPeer) acceptSplit(sendID, addr uint64, r *recvOp, tag int, size uint
 	p.mu.Unlock()
 	p.queueCtrl(header{typ: frameSplit, id: sendID, ctx: rid, offset: uint64(uintptr(unsafe.Pointer(&dst[0]))), length: part})
 	if err := cmaRead(p.pid, addr, dst[:part]); err != nil {
-		p.fail(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
+		p.broken(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
 		return
 	}
 	p.splitDone(rid, part)
@@ -553,14 +553,25 @@ func (p *shmPeer) splitDone(rid, n uint64) {
 
 func (p *shmPeer) protocolError(err error) {
 	logf("gorun: rank %d: protocol error from rank %d over shared memory: %v; closing the link", p.t.w.rank, p.rank, err)
-	p.fail(fmt.Errorf("protocol error: %w", err))
+	p.broken(fmt.Errorf("protocol error: %w", err))
 }
 
 // fail ends the shared-memory link once, failing what was pending with the peer, and reports
 // the peer lost to the world (which tells the TCP liveness link, and calls fail again when the
 // loss was found elsewhere: a no-op).
 func (p *shmPeer) fail(cause error) {
+	if p.failure() != nil {
+		return // broken already (it reports the loss, which calls here again, maybe under pollMu)
+	}
 	p.drain()
+	p.broken(cause)
+}
+
+// broken is fail without the drain, for a link found broken by its reader: a corrupt ring, a
+// protocol error or a failed copy of the peer's memory. Those are found while pollMu is held
+// (drain would take it again) or on a posted receive's fetch, and after them the ring's
+// remaining records cannot be trusted anyway.
+func (p *shmPeer) broken(cause error) {
 	p.mu.Lock()
 	sends, recvs, first := p.markFailed(cause)
 	if !first {
