@@ -67,6 +67,10 @@ type tcpPeer struct {
 	rbuf     []byte
 	rlo, rhi int
 	heard    atomic.Int64 // p.t.clock() when bytes last came from the peer: its liveness
+	// polls counts waiters' polls of the link; seenPolls (the background goroutine's own) is
+	// its value when that goroutine last looked, so that it leaves a link being polled alone.
+	polls     atomic.Uint32
+	seenPolls uint32
 
 	wmu       sync.Mutex // one writer at a time on the connection
 	wbuf      [headerSize + tcpSmallWrite]byte

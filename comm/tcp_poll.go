@@ -68,7 +68,7 @@ func (t *tcpTransport) pollLoop() {
 		if waits := t.waits.Load(); t.waiters.Load() > 0 || waits != lastWaits {
 			lastWaits = waits
 			time.Sleep(tcpBusyNap)
-			t.progressAll(false, false)
+			t.progressUnwatched()
 			continue
 		}
 		fds, live = fds[:0], live[:0]
@@ -188,6 +188,9 @@ func (t *tcpTransport) progressAll(wait, dataOnly bool) bool {
 		if p == nil {
 			continue
 		}
+		if dataOnly {
+			p.polls.Add(1)
+		}
 		if p.progress(wait) {
 			did = true
 		}
@@ -196,6 +199,26 @@ func (t *tcpTransport) progressAll(wait, dataOnly bool) bool {
 		}
 	}
 	return did
+}
+
+// progressUnwatched is the background goroutine's look at the links while waiters poll: while
+// one polls it reads only the links no waiter has polled since its last look; it pushes queued output on
+// all of them. A link a waiter polls is left to it: taking its read lock would make the waiter's
+// polls find nothing (and park it) while this goroutine reads the rest of a large frame,
+// one more thread spinning for the cores the ranks need.
+func (t *tcpTransport) progressUnwatched() {
+	polling := t.waiters.Load() > 0
+	for _, p := range t.peers {
+		if p == nil {
+			continue
+		}
+		n := p.polls.Load()
+		if !polling || n == p.seenPolls {
+			p.progress(false)
+		}
+		p.seenPolls = n
+		p.flush()
+	}
 }
 
 // poll drives progress while the caller waits for r: it reads the links itself (no hand-off

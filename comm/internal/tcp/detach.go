@@ -10,6 +10,9 @@ import (
 func Detach(conn *net.TCPConn) (int, error) {
 	defer conn.Close()
 	conn.SetNoDelay(true)
+	if n := sendBuffer(); n > 0 {
+		conn.SetWriteBuffer(n)
+	}
 	rc, err := conn.SyscallConn()
 	if err != nil {
 		return -1, err

@@ -1,6 +1,10 @@
 package tcp
 
 import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -55,4 +59,49 @@ func Writev(fd int, a, b []byte) (int, error) {
 		return 0, e
 	}
 	return int(w), nil
+}
+
+// sendBufferWant is the send buffer a link asks for: a large message's chunk then goes into the
+// socket in a few writes, and the sender waits for room (a poll, a wake-up) less often.
+const sendBufferWant = 4 << 20
+
+// sendBuffer is the SO_SNDBUF a link sets, or 0 to leave the kernel's autotuning alone: a fixed
+// size switches autotuning off, so it is set only where the kernel grants all of it
+// (net.core.wmem_max) and autotuning would stop below what it gives (the kernel doubles the
+// value; net.ipv4.tcp_wmem's maximum bounds autotuning).
+func sendBuffer() int {
+	sendBufferOnce.Do(func() {
+		sendBufferSize = chooseSendBuffer(readSysctl("/proc/sys/net/core/wmem_max"), readSysctl("/proc/sys/net/ipv4/tcp_wmem"))
+	})
+	return sendBufferSize
+}
+
+var (
+	sendBufferOnce sync.Once
+	sendBufferSize int
+)
+
+// chooseSendBuffer decides sendBuffer from the two settings' text (empty where unreadable).
+func chooseSendBuffer(wmemMax, tcpWmem string) int {
+	limit, err := strconv.Atoi(strings.TrimSpace(wmemMax))
+	if err != nil || limit < sendBufferWant {
+		return 0
+	}
+	f := strings.Fields(tcpWmem)
+	if len(f) != 3 {
+		return 0
+	}
+	auto, err := strconv.Atoi(f[2])
+	if err != nil || auto >= 2*sendBufferWant {
+		return 0
+	}
+	return sendBufferWant
+}
+
+func readSysctl(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }

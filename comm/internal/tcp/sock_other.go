@@ -14,3 +14,6 @@ func Writev(fd int, a, b []byte) (int, error) {
 	}
 	return unix.Writev(fd, [][]byte{a, b})
 }
+
+// sendBuffer is 0: the kernel's default send buffer is kept.
+func sendBuffer() int { return 0 }
