@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 
@@ -75,15 +76,15 @@ func quantizeCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 // quantizePlan sets up the writer of f quantized with preset p: f's metadata with the new file
-// type, and its tensors, converted when they are written, in name order as llama-quantize
-// writes them. It returns the type of each of f's tensors.
+// type, and its tensors, converted when they are written, in llama-quantize's order
+// (quant.TensorLess). It returns the type of each of f's tensors.
 func quantizePlan(f *gguf.File, p quant.Preset, threads int) (*gguf.Writer, []gguf.Type, error) {
 	cfg, err := model.ReadConfig(f)
 	if err != nil {
 		return nil, nil, err
 	}
-	mi := quant.ModelInfo{Layers: cfg.Layers, GQA: cfg.Heads / max(1, cfg.KVHeads),
-		Big70B: cfg.Arch == "llama" && cfg.Layers == 80 && cfg.Heads != cfg.KVHeads}
+	mi := quant.ModelInfo{Layers: cfg.Layers, GQA: cfg.Heads / max(1, cfg.KVHeads), Experts: cfg.Experts,
+		Big70B: cfg.Arch == "llama" && cfg.Experts != 8 && cfg.Layers == 80 && cfg.Heads != cfg.KVHeads}
 	shapes := make([]quant.TensorShape, len(f.Tensors))
 	for i, t := range f.Tensors {
 		shapes[i] = quant.TensorShape{Name: t.Name, Dims: t.Dims, Type: t.Type}
@@ -108,7 +109,7 @@ func quantizePlan(f *gguf.File, p quant.Preset, threads int) (*gguf.Writer, []gg
 	for i := range order {
 		order[i] = i
 	}
-	sortByName(order, f.Tensors)
+	sort.SliceStable(order, func(a, b int) bool { return quant.TensorLess(f.Tensors[order[a]].Name, f.Tensors[order[b]].Name) })
 	for _, i := range order {
 		t := &f.Tensors[i]
 		nt := plan[i]
@@ -129,14 +130,6 @@ func quantizePlan(f *gguf.File, p quant.Preset, threads int) (*gguf.Writer, []gg
 		}
 	}
 	return w, plan, nil
-}
-
-func sortByName(order []int, ts []gguf.TensorInfo) {
-	for i := 1; i < len(order); i++ { // insertion sort: a few hundred names
-		for j := i; j > 0 && ts[order[j]].Name < ts[order[j-1]].Name; j-- {
-			order[j], order[j-1] = order[j-1], order[j]
-		}
-	}
 }
 
 // convertTensor returns the writer of tensor t converted to type nt: rows dequantized and

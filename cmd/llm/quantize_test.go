@@ -18,12 +18,14 @@ import (
 
 // quantRef is testdata/quantize-reference.json (testdata/quantref/make_reference.py).
 type quantRef struct {
-	TinyF32 map[string]tensorRef `json:"tiny_f32_tensors"`
+	TinyF32 map[string]tensorRef            `json:"tiny_f32_tensors"`
+	MoEF32  map[string]map[string]tensorRef `json:"moe_f32_tensors"` // by mkmodel shape
 	Runs    []struct {
 		Model       string               `json:"model"`
 		Preset      string               `json:"preset"`
 		Error       string               `json:"error"`
 		Tensors     map[string]tensorRef `json:"tensors"`
+		FileSHA256  string               `json:"file_sha256"`
 		IDs         []int32              `json:"ids"`
 		Margins     []float32            `json:"margins"`
 		FirstLogits []float32            `json:"first_logits"`
@@ -62,10 +64,13 @@ func checkTensors(t *testing.T, label, path string, want map[string]tensorRef) {
 	}
 }
 
-// llm quantize writes, tensor for tensor, what llama-quantize writes for each preset, on
-// stories260K (rows of 64 and 172: only the fallback types) and on a synthetic model with rows
-// of 256 and 512 (the K-quants themselves); gorun's greedy continuation of the result follows
-// llama.cpp's on the same file up to the first near-tie and its first logits agree.
+// llm quantize writes the file llama-quantize writes for each preset, byte for byte (each
+// tensor's type and bytes, then the whole file), on stories260K (rows of 64 and 172: only the
+// fallback types), on a synthetic model with rows of 256 and 512 (the K-quants themselves) and
+// on the mixture-of-experts shapes of mkmodel (8 experts: llama-quantize's expert rules); for
+// the first two, gorun's greedy continuation of the result follows llama.cpp's on the same
+// file up to the first near-tie and its first logits agree (the MoE files' decoding is
+// llm/model's TestMoEMatchesLlamaCpp).
 func TestQuantizeMatchesLlamaQuantize(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("testdata", "quantize-reference.json"))
 	if err != nil {
@@ -83,10 +88,21 @@ func TestQuantizeMatchesLlamaQuantize(t *testing.T) {
 		t.Fatalf("mkmodel rc %d: %s", rc, errb.String())
 	}
 	checkTensors(t, "tiny F32 (llm mkmodel changed? then regenerate the reference)", tiny, ref.TinyF32)
+	src := map[string]string{"stories260K.gguf": stories, "tiny": tiny}
+	for _, shape := range []string{"mixtral-tiny", "qwen2moe-tiny", "deepseek2-tiny"} {
+		want, ok := ref.MoEF32[shape]
+		if !ok {
+			t.Fatalf("no %s in the reference", shape)
+		}
+		src[shape] = filepath.Join(dir, shape+"-f32.gguf")
+		if rc := run([]string{"mkmodel", "--shape", shape, "--type", "f32", "--seed", "1", "-o", src[shape]}, &out, &errb); rc != 0 {
+			t.Fatalf("mkmodel %s rc %d: %s", shape, rc, errb.String())
+		}
+		checkTensors(t, shape+" F32 (llm mkmodel changed? then regenerate the reference)", src[shape], want)
+	}
 	if t.Failed() {
 		t.FailNow()
 	}
-	src := map[string]string{"stories260K.gguf": stories, "tiny": tiny}
 	for _, r := range ref.Runs {
 		label := r.Model + " " + r.Preset
 		dst := filepath.Join(dir, strings.ReplaceAll(label, " ", "-")+".gguf")
@@ -105,6 +121,16 @@ func TestQuantizeMatchesLlamaQuantize(t *testing.T) {
 			continue
 		}
 		checkTensors(t, label, dst, r.Tensors)
+		b, err := os.ReadFile(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != r.FileSHA256 {
+			t.Errorf("%s: the file differs from llama-quantize's", label)
+		}
+		if ref.MoEF32[r.Model] != nil {
+			continue
+		}
 		// The random weights of the tiny model give activations of a wide range, which
 		// magnify the different summation orders of gorun's and llama.cpp's kernels (Q5_0
 		// and F16 dot products; llamafile's sgemm for IQ4_XS prompts): up to 0.035 there,

@@ -3,6 +3,7 @@ package quant
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gorun-hpc/gorun/llm/gguf"
@@ -10,7 +11,8 @@ import (
 
 // Preset is one of llama-quantize's file types: a base tensor type and, for the quantized
 // ones, the rules that give some tensors more bits (llama.cpp's llama_tensor_get_type, for the
-// types this package has; the importance-matrix-only and MoE rules are not here).
+// types this package has, with the rules for mixtures of experts; the importance-matrix-only
+// rules and Falcon's are not here).
 type Preset struct {
 	Name  string
 	FType uint32    // general.file_type, llama.h's LLAMA_FTYPE_* number
@@ -70,14 +72,18 @@ type TensorShape struct {
 type ModelInfo struct {
 	Layers int // blocks (ggml's n_layer)
 	GQA    int // attention heads per KV head
-	// Big70B marks a Llama of 80 layers with grouped KV heads (llama.cpp's 70B type), whose
-	// attn_v gets Q5_K instead of Q3_K or Q4_K.
+	// Experts is the routed experts per layer (the GGUF's ARCH.expert_count; 0 or 1: dense).
+	// With more than one, ffn_down's layer is read from its name; with exactly 8 (llama.cpp
+	// tests n_expert == 8), attn_k and attn_v become Q8_0 and attn_output Q5_K in most presets.
+	Experts int
+	// Big70B marks a Llama of 80 layers with grouped KV heads and not 8 experts (llama.cpp's
+	// 70B type), whose attn_v gets Q5_K instead of Q3_K or Q4_K.
 	Big70B bool
 }
 
 // Plan gives the type each tensor takes under p, in the order of ts; a tensor that is not
-// quantized keeps its type. Tensors are visited by name, as llama-quantize does (its layer
-// counters for attn_v and ffn_down follow that order). A row length that no type of the
+// quantized keeps its type. Tensors are visited in TensorLess order, as llama-quantize does
+// (its layer counters for attn_v and ffn_down follow that order). A row length that no type of the
 // fallback chain divides is an error.
 func (p Preset) Plan(m ModelInfo, ts []TensorShape) ([]gguf.Type, error) {
 	order := make([]int, len(ts))
@@ -91,7 +97,7 @@ func (p Preset) Plan(m ModelInfo, ts []TensorShape) ([]gguf.Type, error) {
 			hasOutput = true
 		}
 	}
-	sort.Slice(order, func(a, b int) bool { return ts[order[a]].Name < ts[order[b]].Name })
+	sort.SliceStable(order, func(a, b int) bool { return TensorLess(ts[order[a]].Name, ts[order[b]].Name) })
 	st := &planState{p: p, m: m, hasOutput: hasOutput, nAttnV: nAttnV}
 	out := make([]gguf.Type, len(ts))
 	for _, i := range order {
@@ -138,6 +144,56 @@ type planState struct {
 	iFFNDown  int
 }
 
+// layerOf reads the layer of a tensor named blk.N...., which must be in [0, n).
+func layerOf(name string, n int) (int, error) {
+	i, ok := nameLayer(name)
+	if !ok {
+		return 0, fmt.Errorf("quant: tensor %s: no layer number (blk.N.) in its name", name)
+	}
+	if i < 0 || i >= n {
+		return 0, fmt.Errorf("quant: tensor %s: layer %d, but the model has %d", name, i, n)
+	}
+	return i, nil
+}
+
+// nameLayer is the N of a name that starts blk.N (an optional sign, then up to 9 digits).
+func nameLayer(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "blk.")
+	if !ok {
+		return 0, false
+	}
+	end := 0
+	if rest != "" && (rest[0] == '-' || rest[0] == '+') {
+		end++
+	}
+	start := end
+	for end < len(rest) && end-start < 9 && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	if end == start {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest[:end])
+	return i, err == nil
+}
+
+// TensorLess is the order in which llama-quantize visits and writes tensors (its loader's
+// weight_name_comparer): by layer, the tensors without one (blk.N.) first, then by name.
+func TensorLess(a, b string) bool {
+	la, ok := nameLayer(a)
+	if !ok {
+		la = -1
+	}
+	lb, ok := nameLayer(b)
+	if !ok {
+		lb = -1
+	}
+	if la != lb {
+		return la < lb
+	}
+	return a < b
+}
+
 // moreBits is llama.cpp's use_more_bits: the first and last eighth of the layers and every
 // third in between.
 func moreBits(i, n int) bool { return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2 }
@@ -177,10 +233,25 @@ func (s *planState) tensorType(t TensorShape) (gguf.Type, error) {
 		if s.m.Big70B && (nt == gguf.Q3_K || nt == gguf.Q4_K) {
 			nt = gguf.Q5_K
 		}
+		if s.m.Experts == 8 {
+			nt = gguf.Q8_0
+		}
 		s.iAttnV++
-	case strings.Contains(name, "attn_k.weight"), strings.Contains(name, "attn_q.weight"):
+	case strings.Contains(name, "attn_k.weight"):
+		if s.m.Experts == 8 {
+			nt = gguf.Q8_0
+		}
+	case strings.Contains(name, "attn_q.weight"):
 	case strings.Contains(name, "ffn_down"):
 		i, n := s.iFFNDown, s.m.Layers
+		if s.m.Experts > 1 {
+			// Expert models: the layer from the name (llama.cpp does so because Mixtral files
+			// do not keep a layer's tensors together).
+			var err error
+			if i, err = layerOf(name, n); err != nil {
+				return 0, err
+			}
+		}
 		switch {
 		case f == "Q2_K":
 			nt = gguf.Q3_K
@@ -203,6 +274,11 @@ func (s *planState) tensorType(t TensorShape) (gguf.Type, error) {
 			nt = gguf.Q5_K
 		}
 		s.iFFNDown++
+	case strings.Contains(name, "attn_output.weight") && s.m.Experts == 8:
+		switch f {
+		case "Q2_K", "Q3_K_S", "Q3_K_M", "IQ4_NL", "Q4_K_S", "Q4_K_M", "IQ4_XS":
+			nt = gguf.Q5_K
+		}
 	case strings.Contains(name, "attn_output.weight"):
 		switch f {
 		case "Q2_K":

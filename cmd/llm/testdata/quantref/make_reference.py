@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes ../quantize-reference.json: for stories260K.gguf and the synthetic tiny model, each
-llama-quantize preset's per-tensor types and SHA-256 of the tensor bytes, and llama.cpp's greedy
-continuation of "Once upon a time" (ids, margins, first-step logits). See README.md."""
+llama-quantize preset's per-tensor types and SHA-256 of the tensor bytes and of the whole file,
+and llama.cpp's greedy continuation of "Once upon a time" (ids, margins, first-step logits); for
+the mixture-of-experts models given as LABEL=PATH after OUT, the types and hashes of the MOE
+presets (no greedy run: llm/model's moe-reference.json has those). See README.md."""
 import hashlib, json, struct, subprocess, sys, os
 
 # Block elements and bytes per ggml type number (ggml-common.h).
@@ -77,30 +79,42 @@ def greedy(exe, model, n):
             "first_logits": logits["logits"]}
 
 
+# The presets of the mixture-of-experts models: those with rules for 8 experts (attn_output's
+# Q5_K list, and Q3_K_L, which is not on it) and the common ones.
+MOE_PRESETS = ["Q4_K_M", "Q5_K_M", "Q3_K_M", "Q2_K", "IQ4_XS", "Q6_K", "Q8_0", "Q3_K_L", "Q4_K_S"]
+
+
 def main():
     quantize, greedy_exe, stories, tiny, out = sys.argv[1:6]
+    moe = [a.split("=", 1) for a in sys.argv[6:]]
     presets = ["Q4_K_M", "Q5_K_M", "Q3_K_M", "Q2_K", "IQ4_XS", "Q6_K", "Q8_0", "Q4_K_S", "Q5_K_S",
                "Q3_K_S", "Q3_K_L", "IQ4_NL", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "F16"]
     runs = []
-    for label, src in (("stories260K.gguf", stories), ("tiny", tiny)):
-        for p in presets:
-            dst = "/tmp/quantref-%s-%s.gguf" % (os.path.basename(src), p)
-            r = subprocess.run([quantize, src, dst, p], capture_output=True, text=True)
-            if r.returncode != 0:
-                runs.append({"model": label, "preset": p, "error": r.stderr.strip().splitlines()[-1]})
-                continue
-            rec = {"model": label, "preset": p, "tensors": tensors(dst)}
+    jobs = [(label, src, p, True) for label, src in (("stories260K.gguf", stories), ("tiny", tiny)) for p in presets]
+    jobs += [(label, src, p, False) for label, src in moe for p in MOE_PRESETS]
+    for label, src, p, decode in jobs:
+        dst = "/tmp/quantref-%s-%s.gguf" % (os.path.basename(src), p)
+        r = subprocess.run([quantize, src, dst, p], capture_output=True, text=True)
+        if r.returncode != 0:
+            runs.append({"model": label, "preset": p, "error": r.stderr.strip().splitlines()[-1]})
+            continue
+        rec = {"model": label, "preset": p, "tensors": tensors(dst),
+               "file_sha256": hashlib.sha256(open(dst, "rb").read()).hexdigest()}
+        if decode:
             rec.update(greedy(greedy_exe, dst, 64))
-            runs.append(rec)
-            os.remove(dst)
+        runs.append(rec)
+        os.remove(dst)
     doc = {
         "description": "llama.cpp c392e50 reference for llm quantize: llama-quantize (no imatrix) of "
         "stories260K.gguf and of the synthetic tiny model (llm mkmodel --shape tiny --type f32 --seed 1 "
         "--vocab-from stories260K.gguf), per-tensor type and SHA-256 of the tensor bytes, and greedy "
         "(argmax of raw logits) continuation of 'Once upon a time' with BOS, 64 tokens, one thread, "
         "F16 KV cache: ids, the argmax's margin over the runner-up at each step, all logits of the "
-        "first generated position (4 decimals). Made by testdata/quantref/make_reference.py.",
+        "first generated position (4 decimals); and the types and hashes of the mixture-of-experts "
+        "models in moe_f32_tensors (llm mkmodel --shape NAME --type f32 --seed 1) for some presets. "
+        "file_sha256: the whole output file. Made by testdata/quantref/make_reference.py.",
         "tiny_f32_tensors": tensors(tiny),
+        "moe_f32_tensors": {label: tensors(src) for label, src in moe},
         "runs": runs,
     }
     with open(out, "w") as f:
