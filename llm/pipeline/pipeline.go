@@ -436,33 +436,5 @@ func (pm *Model) Generate(prompt []int32, n int, p sample.Params, emit func(id i
 	if pm.Stages == 1 {
 		return pm.Local.Generate(prompt, n, p, emit)
 	}
-	s := sample.New(p)
-	history := append([]int32(nil), prompt...)
-	if err := pm.Forward(prompt); err != nil {
-		return err
-	}
-	for i := 0; i < n; i++ {
-		var id int32
-		if p.Temperature <= 0 && (p.RepeatPenalty == 0 || p.RepeatPenalty == 1) {
-			var err error
-			if id, err = pm.Argmax(); err != nil {
-				return err
-			}
-		} else {
-			logits, err := pm.Logits()
-			if err != nil {
-				return err
-			}
-			id = s.Sample(logits, history)
-		}
-		history = append(history, id)
-		more, err := emit(id)
-		if err != nil || !more || i == n-1 {
-			return err
-		}
-		if err := pm.Forward([]int32{id}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return model.Generate(pm, prompt, n, p, emit)
 }

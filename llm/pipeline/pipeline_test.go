@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,26 +12,12 @@ import (
 	"github.com/gorun-hpc/gorun/internal/testfiles"
 	"github.com/gorun-hpc/gorun/llm/gguf"
 	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/model/modeltest"
 	"github.com/gorun-hpc/gorun/llm/sample"
 )
 
-// synthetic writes a small random-weight model of a registered shape with the given layers.
 func synthetic(t *testing.T, shape string, layers int) string {
-	t.Helper()
-	s := model.Shapes[shape]
-	s.Layers = layers
-	p := filepath.Join(t.TempDir(), shape+".gguf")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := model.WriteSynthetic(f, s, gguf.Q8_0, 7, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return modeltest.Synthetic(t, shape, layers, gguf.Q8_0, 7)
 }
 
 // run is one job's result: every rank's tokens, ranges and resident weight bytes.

@@ -699,14 +699,35 @@ func (e *engine) rank() int {
 	return e.world.Rank()
 }
 
-// work is the loop of ranks other than 0: replay every plan until told to stop.
+// work is the loop of ranks other than 0: replay every plan until told to stop. With overlapped
+// pipeline steps each plan comes from the previous stage (from rank 0 in stage 0) and goes on
+// to the next before this rank runs its stage of the step, and the last stage sends the step's
+// results to rank 0; every rank runs the steps in the order rank 0 issued them.
 func (e *engine) work() error {
+	next := e.receive
+	run := func(step int, plan []int32) error {
+		_, _, err := e.runStep(plan)
+		return err
+	}
 	if e.pipe != nil {
-		return e.workStage()
+		next = func() ([]int32, error) {
+			plan, err := e.pipe.RecvPlan()
+			if err != nil {
+				return nil, err
+			}
+			return plan, e.pipe.SendPlan(plan)
+		}
+		run = func(step int, plan []int32) error {
+			_, sampled, err := e.forward(plan)
+			if err != nil {
+				return err
+			}
+			return e.pipe.SendResults(int32(step), sampled)
+		}
 	}
 	step := 0
 	for {
-		plan, err := e.receive()
+		plan, err := next()
 		if err != nil {
 			return err
 		}
@@ -720,41 +741,7 @@ func (e *engine) work() error {
 		if e.failAfter > 0 && step >= e.failAfter {
 			return fmt.Errorf("rank %d: injected failure at step %d", e.rank(), step)
 		}
-		if _, _, err := e.runStep(plan); err != nil {
-			return err
-		}
-	}
-}
-
-// workStage is work with overlapped pipeline steps: each plan comes from the previous stage
-// (from rank 0 in stage 0) and goes on to the next before this rank runs its stage of the
-// step; the last stage sends the step's results to rank 0. Every rank runs the steps in the
-// order rank 0 issued them.
-func (e *engine) workStage() error {
-	step := 0
-	for {
-		plan, err := e.pipe.RecvPlan()
-		if err != nil {
-			return err
-		}
-		if err := e.pipe.SendPlan(plan); err != nil {
-			return err
-		}
-		switch plan[0] {
-		case opShutdown:
-			return nil
-		case opPing:
-			continue
-		}
-		step++
-		if e.failAfter > 0 && step >= e.failAfter {
-			return fmt.Errorf("rank %d: injected failure at step %d", e.rank(), step)
-		}
-		_, sampled, err := e.forward(plan)
-		if err != nil {
-			return err
-		}
-		if err := e.pipe.SendResults(int32(step), sampled); err != nil {
+		if err := run(step, plan); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,6 @@ package stage_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,26 +16,13 @@ import (
 	"github.com/gorun-hpc/gorun/internal/testfiles"
 	"github.com/gorun-hpc/gorun/llm/gguf"
 	"github.com/gorun-hpc/gorun/llm/model"
+	"github.com/gorun-hpc/gorun/llm/model/modeltest"
 	"github.com/gorun-hpc/gorun/llm/pipeline"
 	"github.com/gorun-hpc/gorun/llm/stage"
 )
 
 func synthetic(t *testing.T, shape string, layers int) string {
-	t.Helper()
-	s := model.Shapes[shape]
-	s.Layers = layers
-	p := filepath.Join(t.TempDir(), shape+".gguf")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := model.WriteSynthetic(f, s, gguf.Q8_0, 7, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return modeltest.Synthetic(t, shape, layers, gguf.Q8_0, 7)
 }
 
 type decoded struct {
