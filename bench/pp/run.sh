@@ -26,45 +26,10 @@ else
 	"$W/llm" mkmodel --shape 1B --layers 12 --dim 768 --heads 12 --kv-heads 6 --ffn 2048 --type q8_0 -o "$model" >&2
 fi
 
-down() {
-	for i in $(seq $N); do
-		[ -s "$W/pp$i/sshd.pid" ] && kill "$(cat "$W/pp$i/sshd.pid")" 2>/dev/null
-		for p in $(ip netns pids "pp$i" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-		ip netns del "pp$i" 2>/dev/null
-	done
-	ip link del brpp 2>/dev/null
-	rm -rf "$W"
-}
-trap down EXIT
-mkdir -p /run/sshd
-chmod 700 "$W"
-ssh-keygen -q -t ed25519 -N '' -f "$W/id"
-cp "$W/id.pub" "$W/authorized_keys"
-ip link add brpp type bridge
-ip link set brpp up
-ip addr add 10.95.0.254/24 dev brpp
-for i in $(seq $N); do
-	h=pp$i a=10.95.0.$i
-	mkdir -p "$W/$h"
-	ip netns add "$h"
-	ip link add "vpp$i" type veth peer name eth0 netns "$h"
-	ip link set "vpp$i" master brpp up
-	ip -n "$h" addr add "$a/24" dev eth0
-	ip -n "$h" link set eth0 up
-	ip -n "$h" link set lo up
-	ssh-keygen -q -t ed25519 -N '' -f "$W/$h/hostkey"
-	printf '%s\n' "ListenAddress $a" "HostKey $W/$h/hostkey" "PidFile $W/$h/sshd.pid" \
-		"AuthorizedKeysFile $W/authorized_keys" "PermitRootLogin prohibit-password" \
-		"PasswordAuthentication no" "UsePAM no" "StrictModes no" "MaxStartups 64:30:128" >"$W/$h/sshd_config"
-	ip netns exec "$h" unshare --uts sh -c "hostname $h && exec /usr/sbin/sshd -f $W/$h/sshd_config -E $W/$h/log"
-done
-SSH="ssh -i $W/id -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=3"
-for i in $(seq $N); do
-	for _ in $(seq 50); do
-		[ -s "$W/pp$i/sshd.pid" ] && timeout 10 $SSH -o BatchMode=yes root@10.95.0.$i true 2>/dev/null && break
-		sleep 0.1
-	done
-done
+NETNS_BRIDGE=brpp NETNS_HOST=pp NETNS_NET=10.95.0 NETNS_VETH=vpp
+. .ci/lib/netns-hosts.sh
+trap 'netns_down "$W" $N; rm -rf "$W"' EXIT
+netns_up "$W" $N
 printf '%s\n' "10.95.0.1 slots=1" "10.95.0.2 slots=1" "10.95.0.3 slots=1" >"$W/hostfile"
 G=("$W/gorun" --hostfile "$W/hostfile" --ssh-args "-i $W/id -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR" --iface 10.95.0.0/24 -n 3)
 echo "# model $model ($(stat -c %s "$model") bytes), $(nproc) cores, load: $(uptime)"

@@ -21,45 +21,10 @@ N=3
 go build -o "$W/llm" ./cmd/llm
 go build -o "$W/gorun" ./cmd/gorun
 
-down() {
-	for i in $(seq $N); do
-		[ -s "$W/st$i/sshd.pid" ] && kill "$(cat "$W/st$i/sshd.pid")" 2>/dev/null
-		for p in $(ip netns pids "st$i" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-		ip netns del "st$i" 2>/dev/null
-	done
-	ip link del brstage 2>/dev/null
-	rm -rf "$W"
-}
-trap down EXIT
-mkdir -p /run/sshd
-chmod 700 "$W"
-ssh-keygen -q -t ed25519 -N '' -f "$W/id"
-cp "$W/id.pub" "$W/authorized_keys"
-ip link add brstage type bridge
-ip link set brstage up
-ip addr add 10.97.0.254/24 dev brstage
-for i in $(seq $N); do
-	h=st$i a=10.97.0.$i
-	mkdir -p "$W/$h"
-	ip netns add "$h"
-	ip link add "vstage$i" type veth peer name eth0 netns "$h"
-	ip link set "vstage$i" master brstage up
-	ip -n "$h" addr add "$a/24" dev eth0
-	ip -n "$h" link set eth0 up
-	ip -n "$h" link set lo up
-	ssh-keygen -q -t ed25519 -N '' -f "$W/$h/hostkey"
-	printf '%s\n' "ListenAddress $a" "HostKey $W/$h/hostkey" "PidFile $W/$h/sshd.pid" \
-		"AuthorizedKeysFile $W/authorized_keys" "PermitRootLogin prohibit-password" \
-		"PasswordAuthentication no" "UsePAM no" "StrictModes no" "MaxStartups 64:30:128" >"$W/$h/sshd_config"
-	ip netns exec "$h" unshare --uts sh -c "hostname $h && exec /usr/sbin/sshd -f $W/$h/sshd_config -E $W/$h/log"
-done
-SSH="ssh -i $W/id -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=3"
-for i in $(seq $N); do
-	for _ in $(seq 50); do
-		[ -s "$W/st$i/sshd.pid" ] && timeout 10 $SSH -o BatchMode=yes root@10.97.0.$i true 2>/dev/null && break
-		sleep 0.1
-	done
-done
+NETNS_BRIDGE=brstage NETNS_HOST=st NETNS_NET=10.97.0 NETNS_VETH=vstage
+. .ci/lib/netns-hosts.sh
+trap 'netns_down "$W" $N; rm -rf "$W"' EXIT
+netns_up "$W" $N
 # Shape what enters st2 and st3 (the bridge's egress into them).
 for i in 2 3; do
 	tc qdisc add dev "vstage$i" root tbf rate "$rate" burst 1mb latency 10ms
