@@ -36,9 +36,10 @@ func runInJob(t *testing.T, p int, fn func(c *comm.Comm) error) { harness.RunInJ
 // notInJob skips a test that needs every rank in one address space.
 func notInJob(t *testing.T) { harness.NotInJob(t) }
 
-// suiteSkip names the tests a rank process does not run: this one, and those that are not SPMD
-// cases (pure functions, or needing goroutine ranks).
-const suiteSkip = "^(TestSuiteInProcesses|TestTuningFromEnv|TestAlgorithmSelection|TestOpApply|TestPeerGone|TestHostLayout)$"
+// suiteSkip names the tests a rank process does not run: this one, those that are not SPMD
+// cases (pure functions, or needing goroutine ranks), and the allocation count, which counts the
+// whole process and so also the job's own transport (UC's timers allocate in the background).
+const suiteSkip = "^(TestSuiteInProcesses|TestTuningFromEnv|TestAlgorithmSelection|TestOpApply|TestPeerGone|TestHostLayout|TestAllreduceSmallShmAllocs)$"
 
 // hostsOf gives n ranks h fake hosts, consecutive ranks sharing one (as gorun maps by slot).
 func hostsOf(n, h int) []string {
@@ -71,6 +72,13 @@ func procMatrix() []spmdtest.Job {
 	if m := os.Getenv(procMatrixVar); strings.HasPrefix(m, "hosts=") { // one job, for debugging
 		h := strings.Split(strings.TrimPrefix(m, "hosts="), ",")
 		return []spmdtest.Job{{Transport: "auto", N: len(h), Hosts: h}}
+	}
+	var n int
+	var qp string
+	if m := os.Getenv(procMatrixVar); strings.HasPrefix(m, "verbs=") { // verbs=N,rc|uc: one job, for debugging
+		if _, err := fmt.Sscanf(strings.Replace(strings.TrimPrefix(m, "verbs="), ",", " ", 1), "%d %s", &n, &qp); err == nil {
+			return []spmdtest.Job{softVerbs(n, qp)}
+		}
 	}
 	return []spmdtest.Job{
 		{Transport: "shm", N: 3},
