@@ -19,6 +19,9 @@ type naive struct {
 	k   [][][]float64 // [layer][pos] keys (KVHeads*HeadDim)
 	v   [][][]float64
 	ws  map[string][]float64
+	// routeMargin is the smallest, over the layers of the last step, of the amount by which
+	// the last chosen expert's score exceeds the best unchosen one (+Inf without experts).
+	routeMargin float64
 }
 
 func newNaive(f *gguf.File) (*naive, error) {
@@ -83,7 +86,14 @@ func (n *naive) rope(v []float64, pos int) {
 	c := n.cfg
 	half := c.RopeDim / 2
 	for i := 0; i < half; i++ {
-		th := float64(pos) / c.RopeScale * math.Pow(c.RopeBase, -float64(2*i)/float64(c.RopeDim))
+		fr := math.Pow(c.RopeBase, -float64(2*i)/float64(c.RopeDim))
+		th := float64(pos) / c.RopeScale * fr
+		if c.Yarn {
+			// YaRN: the trained angle below YarnLow, the interpolated one above YarnHigh, a
+			// linear ramp between.
+			ramp := 1 - min(1, max(0, (float64(i)-c.YarnLow)/max(0.001, c.YarnHigh-c.YarnLow)))
+			th = th*(1-ramp) + float64(pos)*fr*ramp
+		}
 		cs, sn := math.Cos(th), math.Sin(th)
 		a, b := 2*i, 2*i+1
 		if c.RopeStyle == model.RopeNeox {
@@ -129,9 +139,23 @@ func (n *naive) step(tok int32, pos int) ([]float64, error) {
 		return nil, fmt.Errorf("token %d", tok)
 	}
 	x := append([]float64(nil), emb[int(tok)*d:(int(tok)+1)*d]...)
+	n.routeMargin = math.Inf(1)
 	for l := 0; l < c.Layers; l++ {
 		b := c.Block(l)
 		p := fmt.Sprintf("blk.%d.", l)
+		if b.MLA {
+			if err := n.mla(l, pos, x); err != nil {
+				return nil, err
+			}
+			xn, err := n.ffn(l, b, x)
+			if err != nil {
+				return nil, err
+			}
+			for i := range x {
+				x[i] += xn[i]
+			}
+			continue
+		}
 		ws, err := get(p+"attn_norm.weight", p+"attn_q.weight", p+"attn_k.weight", p+"attn_v.weight", p+"attn_output.weight", p+"ffn_norm.weight")
 		if err != nil {
 			return nil, err
@@ -197,67 +221,9 @@ func (n *naive) step(tok int32, pos int) ([]float64, error) {
 		for i := range x {
 			x[i] += o[i]
 		}
-		xn = rmsnorm64(x, ws[5], eps)
-		var ff []float64
-		if b.MoE == nil {
-			m, err := get(p+"ffn_gate.weight", p+"ffn_up.weight", p+"ffn_down.weight")
-			if err != nil {
-				return nil, err
-			}
-			ff = swiglu(m[0], m[1], m[2], c.FFN, 0, xn)
-		} else {
-			m, err := get(p+"ffn_gate_inp.weight", p+"ffn_gate_exps.weight", p+"ffn_up_exps.weight", p+"ffn_down_exps.weight")
-			if err != nil {
-				return nil, err
-			}
-			logit := matvec(m[0], c.Experts, xn)
-			mx := math.Inf(-1)
-			for _, v := range logit {
-				mx = math.Max(mx, v)
-			}
-			var sum float64
-			prob := make([]float64, len(logit))
-			for i, v := range logit {
-				prob[i] = math.Exp(v - mx)
-				sum += prob[i]
-			}
-			idx := make([]int, len(prob))
-			for i := range idx {
-				prob[i] /= sum
-				idx[i] = i
-			}
-			sort.SliceStable(idx, func(a, b int) bool { return prob[idx[a]] > prob[idx[b]] })
-			top := idx[:c.ExpertsUsed]
-			var wsum float64
-			for _, e := range top {
-				wsum += prob[e]
-			}
-			ff = make([]float64, d)
-			for _, e := range top {
-				w := prob[e]
-				if b.MoE.NormTopK {
-					w /= wsum
-				}
-				y := swiglu(m[1], m[2], m[3], c.ExpertFFN, e, xn)
-				for i := range ff {
-					ff[i] += w * y[i]
-				}
-			}
-			if b.MoE.SharedGate {
-				s, err := get(p+"ffn_gate_inp_shexp.weight", p+"ffn_gate_shexp.weight", p+"ffn_up_shexp.weight", p+"ffn_down_shexp.weight")
-				if err != nil {
-					return nil, err
-				}
-				var gd float64
-				for i, v := range xn {
-					gd += s[0][i] * v
-				}
-				g := 1 / (1 + math.Exp(-gd))
-				y := swiglu(s[1], s[2], s[3], c.SharedFFN, 0, xn)
-				for i := range ff {
-					ff[i] += g * y[i]
-				}
-			}
+		ff, err := n.ffn(l, b, x)
+		if err != nil {
+			return nil, err
 		}
 		for i := range x {
 			x[i] += ff[i]
@@ -268,4 +234,195 @@ func (n *naive) step(tok int32, pos int) ([]float64, error) {
 		return nil, err
 	}
 	return matvec(ws[1], c.Vocab, rmsnorm64(x, ws[0], eps)), nil
+}
+
+// ffn returns layer l's feed-forward output for the residual x: its dense MLP or its mixture of
+// experts (softmax or sigmoid scores, the score bias for the choice only, the chosen scores
+// renormalised and scaled as the block says), plus the shared expert, gated or not.
+func (n *naive) ffn(l int, b model.Block, x []float64) ([]float64, error) {
+	c := n.cfg
+	d, eps := c.Dim, float64(c.Eps)
+	p := fmt.Sprintf("blk.%d.", l)
+	get := func(names ...string) ([][]float64, error) {
+		var out [][]float64
+		for _, nm := range names {
+			w, err := n.w(nm)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, w)
+		}
+		return out, nil
+	}
+	nw, err := n.w(p + "ffn_norm.weight")
+	if err != nil {
+		return nil, err
+	}
+	xn := rmsnorm64(x, nw, eps)
+	if b.MoE == nil {
+		m, err := get(p+"ffn_gate.weight", p+"ffn_up.weight", p+"ffn_down.weight")
+		if err != nil {
+			return nil, err
+		}
+		return swiglu(m[0], m[1], m[2], c.FFN, 0, xn), nil
+	}
+	m, err := get(p+"ffn_gate_inp.weight", p+"ffn_gate_exps.weight", p+"ffn_up_exps.weight", p+"ffn_down_exps.weight")
+	if err != nil {
+		return nil, err
+	}
+	logit := matvec(m[0], c.Experts, xn)
+	prob := make([]float64, len(logit))
+	if b.MoE.Sigmoid {
+		for i, v := range logit {
+			prob[i] = 1 / (1 + math.Exp(-v))
+		}
+	} else {
+		mx := math.Inf(-1)
+		for _, v := range logit {
+			mx = math.Max(mx, v)
+		}
+		var sum float64
+		for i, v := range logit {
+			prob[i] = math.Exp(v - mx)
+			sum += prob[i]
+		}
+		for i := range prob {
+			prob[i] /= sum
+		}
+	}
+	choice := append([]float64(nil), prob...)
+	if _, ok := n.f.Tensor(p + "exp_probs_b.bias"); ok {
+		bias, err := n.w(p + "exp_probs_b.bias")
+		if err != nil {
+			return nil, err
+		}
+		for i := range choice {
+			choice[i] += bias[i]
+		}
+	}
+	idx := make([]int, len(prob))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return choice[idx[a]] > choice[idx[b]] })
+	k := c.ExpertsUsed
+	if k < len(idx) {
+		n.routeMargin = min(n.routeMargin, choice[idx[k-1]]-choice[idx[k]])
+	}
+	top := idx[:k]
+	var wsum float64
+	for _, e := range top {
+		wsum += prob[e]
+	}
+	ff := make([]float64, d)
+	for _, e := range top {
+		w := prob[e]
+		if b.MoE.NormTopK {
+			w /= wsum
+		}
+		if b.MoE.Scale != 0 {
+			w *= float64(b.MoE.Scale)
+		}
+		y := swiglu(m[1], m[2], m[3], c.ExpertFFN, e, xn)
+		for i := range ff {
+			ff[i] += w * y[i]
+		}
+	}
+	if !b.MoE.SharedGate && !b.MoE.Shared {
+		return ff, nil
+	}
+	s, err := get(p+"ffn_gate_shexp.weight", p+"ffn_up_shexp.weight", p+"ffn_down_shexp.weight")
+	if err != nil {
+		return nil, err
+	}
+	g := 1.0
+	if b.MoE.SharedGate {
+		gw, err := n.w(p + "ffn_gate_inp_shexp.weight")
+		if err != nil {
+			return nil, err
+		}
+		var gd float64
+		for i, v := range xn {
+			gd += gw[i] * v
+		}
+		g = 1 / (1 + math.Exp(-gd))
+	}
+	y := swiglu(s[0], s[1], s[2], c.SharedFFN, 0, xn)
+	for i := range ff {
+		ff[i] += g * y[i]
+	}
+	return ff, nil
+}
+
+// mla adds layer l's multi-head latent attention (deepseek2) for the token at pos to the
+// residual x, with full per-head keys and values up-projected from the latent in float64:
+// q from attn_q (or attn_q_a, its norm and attn_q_b); the latent, RMS-normed, and the shared
+// rotary key from attn_kv_a_mqa; head h's key [attn_kv_b's key rows times the latent, the
+// rotary key] and value (attn_kv_b's value rows times the latent); scores scaled by AttnScale.
+func (n *naive) mla(l, pos int, x []float64) error {
+	c := n.cfg
+	d, hd, vd, rd, kvl, eps := c.Dim, c.HeadDim, c.VHeadDim, c.RopeDim, c.KVLoraRank, float64(c.Eps)
+	nope := hd - rd
+	p := fmt.Sprintf("blk.%d.", l)
+	var err error
+	w := func(name string) []float64 {
+		v, e := n.w(p + name)
+		if e != nil && err == nil {
+			err = e
+		}
+		return v
+	}
+	xn := rmsnorm64(x, w("attn_norm.weight"), eps)
+	var q []float64
+	if c.QLoraRank > 0 {
+		qa := rmsnorm64(matvec(w("attn_q_a.weight"), c.QLoraRank, xn), w("attn_q_a_norm.weight"), eps)
+		q = matvec(w("attn_q_b.weight"), c.Heads*hd, qa)
+	} else {
+		q = matvec(w("attn_q.weight"), c.Heads*hd, xn)
+	}
+	kva := matvec(w("attn_kv_a_mqa.weight"), kvl+rd, xn)
+	kvb, wo := w("attn_kv_b.weight"), w("attn_output.weight")
+	if err != nil {
+		return err
+	}
+	lat := rmsnorm64(kva[:kvl], w("attn_kv_a_norm.weight"), eps)
+	kr := kva[kvl:]
+	n.rope(kr, pos)
+	k, v := make([]float64, c.Heads*hd), make([]float64, c.Heads*vd)
+	for h := 0; h < c.Heads; h++ {
+		base := h * (nope + vd) * kvl
+		copy(k[h*hd:], matvec(kvb[base:base+nope*kvl], nope, lat))
+		copy(k[h*hd+nope:(h+1)*hd], kr)
+		copy(v[h*vd:], matvec(kvb[base+nope*kvl:base+(nope+vd)*kvl], vd, lat))
+		n.rope(q[h*hd+nope:(h+1)*hd], pos)
+	}
+	n.k[l], n.v[l] = append(n.k[l], k), append(n.v[l], v)
+	att := make([]float64, c.Heads*vd)
+	for h := 0; h < c.Heads; h++ {
+		sc := make([]float64, pos+1)
+		mx := math.Inf(-1)
+		for t := range sc {
+			var s float64
+			for j := 0; j < hd; j++ {
+				s += q[h*hd+j] * n.k[l][t][h*hd+j]
+			}
+			sc[t] = s * c.AttnScale
+			mx = math.Max(mx, sc[t])
+		}
+		var sum float64
+		for t := range sc {
+			sc[t] = math.Exp(sc[t] - mx)
+			sum += sc[t]
+		}
+		for t := range sc {
+			for j := 0; j < vd; j++ {
+				att[h*vd+j] += sc[t] / sum * n.v[l][t][h*vd+j]
+			}
+		}
+	}
+	o := matvec(wo, d, att)
+	for i := range x {
+		x[i] += o[i]
+	}
+	return err
 }
