@@ -100,7 +100,7 @@ func TestMatMulExactMatchesMatVec(t *testing.T) {
 }
 
 // An expert's up projection of a ~1B-total mixture (2048 rows of 1024) against a prefill's
-// share of tokens, with MatMul's kernels and with MatMulExact's.
+// share of tokens, with MatMul's kernels, with MatMulExact's and with MatVec per vector.
 func BenchmarkQ8MatMulExact(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 8))
 	rows, cols, n := 2048, 1024, 32
@@ -113,7 +113,11 @@ func BenchmarkQ8MatMulExact(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		f    func(*Pool, *Matrix, []Vec, [][]float32)
-	}{{"MatMul", MatMul}, {"MatMulExact", MatMulExact}} {
+	}{{"MatMul", MatMul}, {"MatMulExact", MatMulExact}, {"MatVecEach", func(p *Pool, m *Matrix, xs []Vec, ys [][]float32) {
+		for t := range xs {
+			MatVec(p, m, &xs[t], ys[t])
+		}
+	}}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				c.f(nil, m, xs, ys)
