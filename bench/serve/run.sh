@@ -15,7 +15,8 @@
 # SIDES (default "ours1 llama1 ours2 llama2") picks the runs; SLOTS (16) and CTX (128 tokens
 # per slot) size the KV caches of both servers; LLAMA_ARGS adds llama-server flags (on a
 # machine with more busy threads than cores, "--poll 0": its threads otherwise spin waiting for
-# each other, and -t 2 ran 300x slower here).
+# each other, and -t 2 ran 300x slower here); OURS_ARGS adds `llm serve` flags (e.g.
+# "--cpuprofile /tmp/serve.prof": the file is rewritten by every ours side, so give one side).
 set -euo pipefail
 llama_server=$(realpath "${1:?usage: run.sh PATH/TO/llama-server MODEL.gguf [concurrency] [n] [rounds]}")
 model=$(realpath "${2:?usage: run.sh PATH/TO/llama-server MODEL.gguf [concurrency] [n] [rounds]}")
@@ -23,6 +24,8 @@ conc=${3:-1,4,16}
 n=${4:-32}
 rounds=${5:-2}
 sides=${SIDES:-"ours1 llama1 ours2 llama2"}
+OURS_ARGS=${OURS_ARGS:-}
+LLAMA_ARGS=${LLAMA_ARGS:-}
 slots=${SLOTS:-16}
 ctx=${CTX:-128}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -58,8 +61,8 @@ for round in $(seq "$rounds"); do
 	for side in $sides; do
 		port=$((port + 1)) # a fresh port: the last server's may linger
 		case $side in
-		ours1) "$work/gorun" -n 1 "$work/llm" serve -m "$model" -t 1 --port "$port" --parallel "$slots" -c "$ctx" --queue 256 >"$work/server.log" 2>&1 & ;;
-		ours2) "$work/gorun" -n 2 "$work/llm" serve -m "$model" -t 1 --port "$port" --parallel "$slots" -c "$ctx" --queue 256 >"$work/server.log" 2>&1 & ;;
+		ours1) "$work/gorun" -n 1 "$work/llm" serve -m "$model" -t 1 --port "$port" --parallel "$slots" -c "$ctx" --queue 256 $OURS_ARGS >"$work/server.log" 2>&1 & ;;
+		ours2) "$work/gorun" -n 2 "$work/llm" serve -m "$model" -t 1 --port "$port" --parallel "$slots" -c "$ctx" --queue 256 $OURS_ARGS >"$work/server.log" 2>&1 & ;;
 		llama1) "$llama_server" -m "$model" -t 1 --port "$port" -np "$slots" -c $((slots * ctx)) --no-webui $LLAMA_ARGS >"$work/server.log" 2>&1 & ;;
 		llama2) "$llama_server" -m "$model" -t 2 --port "$port" -np "$slots" -c $((slots * ctx)) --no-webui $LLAMA_ARGS >"$work/server.log" 2>&1 & ;;
 		*) echo "unknown side $side" >&2; exit 2 ;;

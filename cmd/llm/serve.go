@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -63,6 +64,7 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	idleTimeout := fs.Duration("idle-timeout", serve.DefaultIdleTimeout, "close a keep-alive connection idle this long (0: never)")
 	pp := addPPFlags(fs)
 	maxConns := fs.Int("max-conns", serve.DefaultMaxConns, "connections open at once; more wait to be accepted (0: no cap)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile from start (loading included) to shutdown to this file (per rank: .RANK appended when ranks > 1)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: [gorun -n N] llm serve -m MODEL.gguf [--port 8080] [--parallel 4] [flags]\n\n")
 		fs.PrintDefaults()
@@ -101,6 +103,13 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	}
 	defer w.Finalize()
 	rank0 := w.Rank() == 0
+	if *cpuprofile != "" {
+		stopProfile, err := startProfile(*cpuprofile, w.Rank(), w.Size())
+		if err != nil {
+			return fmt.Errorf("rank %d: --cpuprofile: %w", w.Rank(), err)
+		}
+		defer stopProfile()
+	}
 	popt, err := pp.options(w.Rank(), w.Size())
 	if err != nil {
 		return err
@@ -206,6 +215,23 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 		fmt.Fprintln(stderr, "llm serve: stopped by signal")
 	}
 	return nil
+}
+
+// startProfile starts a CPU profile into path (path.RANK when there are several ranks) and
+// returns what stops it.
+func startProfile(path string, rank, size int) (func(), error) {
+	if size > 1 {
+		path = fmt.Sprintf("%s.%d", path, rank)
+	}
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); pf.Close() }, nil
 }
 
 func canceled() context.Context {

@@ -307,6 +307,7 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"--max-conns", "-2"}, "--max-conns -2"},
 		{[]string{"--api-key-file", open}, "--api-key-file: " + open + " has mode 0644"},
 		{[]string{"--tls-cert", junk, "--tls-key", junk}, "--tls-cert " + junk + ", --tls-key " + junk + ": tls: failed to find any PEM data"},
+		{[]string{"--cpuprofile", filepath.Join(dir, "none", "p.prof")}, "--cpuprofile: open " + filepath.Join(dir, "none", "p.prof")},
 	} {
 		done := make(chan error, 1)
 		var stderr bytes.Buffer
@@ -321,6 +322,31 @@ func TestServeFlagErrors(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatalf("%v: serve did not return", c.args)
 		}
+	}
+}
+
+// --cpuprofile FILE: a request served, the server stopped, FILE holds a gzipped profile.
+func TestServeCPUProfile(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "serve.prof")
+	addr, stop := startServe(t, "--cpuprofile", prof)
+	resp, err := http.Post("http://"+addr+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"Once upon a time","max_tokens":8,"temperature":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("completion: %s", resp.Status)
+	}
+	if err, stderr := stop(); err != nil {
+		t.Fatalf("serve: %v\n%s", err, stderr)
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("%s: %d bytes, not a gzipped profile", prof, len(b))
 	}
 }
 
