@@ -119,6 +119,29 @@ func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (ok, spun bool, 
 	return ok, spun, st, err
 }
 
+// recvNow serves an Irecv from the peer (world rank ws) whose message is in the rings
+// already, as recvFast does a Recv but with one pass over the rings instead of a wait. It
+// reports false, having taken nothing, where recvFast would, and when the pass did not find the
+// message (records ahead of it that it passed by are queued in the engine as by any poll).
+func (p *shmPeer) recvNow(c *Comm, b []byte, ws, tag int) (bool, Status, error) {
+	t := p.t
+	if c.patient || t.stopping.Load() || !t.pollMu.TryLock() {
+		return false, Status{}, nil
+	}
+	e := c.w.eng
+	if t.closed.Load() || e.ndead.Load() != 0 || !(p.fin.ready() || p.in.ready()) || !e.firstFor(ws, c.ctx, tag) {
+		t.pollMu.Unlock()
+		return false, Status{}, nil
+	}
+	f := &t.fast
+	*f = fastRecv{on: true, src: ws, ctx: c.ctx, tag: tag, buf: b, rank: c.commRank(ws)}
+	t.pollLocked(nil)
+	ok, st, err := f.done, f.st, f.err
+	*f = fastRecv{} // keep no user memory alive
+	t.pollMu.Unlock()
+	return ok, st, err
+}
+
 // recvDirect is Recv from the shared-memory peer (world rank ws) with a reused receive
 // operation, after recvFast where it applies. The caller checked the arguments.
 //
