@@ -64,6 +64,10 @@ type exchange[T comm.Elem] struct {
 	recvs   []*comm.Request
 	sends   []*comm.Request
 	bufs    []*[]byte // frames and receive buffers from bufPool, returned by finish
+	// bufArr and rbufArr back bufs and rbufs for a neighbourhood of up to 2 dimensions (a
+	// frame and a receive buffer per slot), so that a halo exchange allocates no slices.
+	bufArr  [8]*[]byte
+	rbufArr [4][]byte
 }
 
 // bufPool recycles the message buffers of neighbour collectives, which a halo exchange in a
@@ -89,6 +93,7 @@ func elemSize[T comm.Elem]() int { var z T; return int(unsafe.Sizeof(z)) }
 // destination and drains what its sources send.
 func start[T comm.Elem](nb *neighborhood, op string, sblocks, rblocks [][]T, local error) *exchange[T] {
 	e := &exchange[T]{nb: nb, op: op, seq: nb.seq.Add(1), local: local, rblocks: rblocks, sblocks: sblocks}
+	e.bufs = e.bufArr[:0]
 	if local == nil && nb.cart {
 		return e // posted by run (sendsFirst) or post
 	}
@@ -178,7 +183,11 @@ func (e *exchange[T]) frame(b []T) []byte {
 // receive runs even after an error, so that none of this call's messages is left for the next.
 func (e *exchange[T]) sendsFirst() error {
 	nb, esize := e.nb, elemSize[T]()
-	e.rbufs = make([][]byte, len(nb.srcs))
+	if len(nb.srcs) <= len(e.rbufArr) {
+		e.rbufs = e.rbufArr[:len(nb.srcs)]
+	} else {
+		e.rbufs = make([][]byte, len(nb.srcs))
+	}
 	var first error
 	var pendBuf [8]*comm.Request
 	pend := pendBuf[:0] // sends not complete when posted
