@@ -223,7 +223,7 @@ func (c *Comm) recvDirect(b []byte, src, tag int) (bool, Status, error) {
 // recvNow takes a message from one peer through its route's direct link if it is there
 // already, as recvDirect without the wait; false: it took nothing.
 func (c *Comm) recvNow(b []byte, src, tag int) (bool, Status, error) {
-	if src < 0 || src >= c.Size() || tag < 0 || tag >= MaxTag || c.w.closed.Load() {
+	if src < 0 || src >= c.Size() || (tag != AnyTag && (tag < 0 || tag >= MaxTag)) || c.w.closed.Load() {
 		return false, Status{}, nil
 	}
 	ws := c.WorldRank(src)
