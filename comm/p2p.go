@@ -18,6 +18,10 @@ func Send[T Elem](c *Comm, buf []T, dst, tag int) error {
 }
 
 // Isend starts sending buf to dst; buf must not be modified until the request completes.
+//
+// A small message to a peer on the same host is copied into its shared-memory queue at
+// once, where there is room: the request is then complete when Isend returns, and may be one
+// completed Request that such sends share (its Wait and Test always report success).
 func Isend[T Elem](c *Comm, buf []T, dst, tag int) *Request {
 	return c.isend(AsBytes(buf), dst, tag)
 }
@@ -32,7 +36,13 @@ func Recv[T Elem](c *Comm, buf []T, src, tag int) (Status, error) {
 }
 
 // Irecv starts a receive into buf; buf must not be read until the request completes.
+//
+// A receive from a peer on the same host whose message is already in its shared-memory queue
+// (and that no earlier receive or queued message comes before) completes at once.
 func Irecv[T Elem](c *Comm, buf []T, src, tag int) *Request {
+	if ok, st, err := c.recvNow(AsBytes(buf), src, tag); ok {
+		return completedRequest(st, err)
+	}
 	return &c.irecv(AsBytes(buf), src, tag, false).req
 }
 
@@ -136,6 +146,15 @@ func (c *Comm) isend(b []byte, dst, tag int) *Request {
 	if dst < 0 || dst >= c.Size() {
 		return completedRequest(Status{}, rankError("destination", dst, c.Size()))
 	}
+	if c.bufferedDirect(len(b), dst) {
+		// Buffered at once (the general path would do the same, with a Request of its own).
+		if ok, err := c.sendDirect(b, dst, tag); ok {
+			if err != nil {
+				return completedRequest(Status{}, err)
+			}
+			return sentRequest
+		}
+	}
 	req := newRequest()
 	req.prog, req.patient = c.w.prog, c.patient
 	w := c.WorldRank(dst)
@@ -199,6 +218,20 @@ func (c *Comm) recvDirect(b []byte, src, tag int) (bool, Status, error) {
 		return false, Status{}, nil
 	}
 	return d.recvDirect(c, b, ws, tag)
+}
+
+// recvNow takes a message from one peer through its route's direct link if it is there
+// already, as recvDirect without the wait; false: it took nothing.
+func (c *Comm) recvNow(b []byte, src, tag int) (bool, Status, error) {
+	if src < 0 || src >= c.Size() || (tag != AnyTag && (tag < 0 || tag >= MaxTag)) || c.w.closed.Load() {
+		return false, Status{}, nil
+	}
+	ws := c.WorldRank(src)
+	d := c.w.routes[ws].direct
+	if d == nil {
+		return false, Status{}, nil
+	}
+	return d.recvNow(c, b, ws, tag)
 }
 
 // localEagerLimit: messages within one process up to this size are copied into a queue

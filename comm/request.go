@@ -178,6 +178,10 @@ func Go(fn func() error) *Request {
 	return r
 }
 
+// sentRequest is the request of every send that completed when it was posted (Isend of a
+// small message to a shared-memory peer): it is complete, and nothing changes it again.
+var sentRequest = completedRequest(Status{}, nil)
+
 // completedRequest returns a request that is already done.
 func completedRequest(st Status, err error) *Request {
 	r := newRequest()

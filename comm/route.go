@@ -67,6 +67,8 @@ type route struct {
 type directLink interface {
 	sendDirect(c *Comm, b []byte, tag int) (bool, error)
 	recvDirect(c *Comm, b []byte, src, tag int) (bool, Status, error)
+	// recvNow is recvDirect that takes a message only if it has arrived (Irecv's fast path).
+	recvNow(c *Comm, b []byte, src, tag int) (bool, Status, error)
 	// eagerMax is the largest message sendDirect returns from once it is buffered (larger
 	// ones wait for the receiver).
 	eagerMax() int

@@ -119,6 +119,30 @@ func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (ok, spun bool, 
 	return ok, spun, st, err
 }
 
+// recvNow serves an Irecv from the peer (world rank ws) whose message is the next record from
+// that peer in the rings, as recvFast does a Recv but without a wait. It reports false, having
+// taken nothing, where recvFast would, and when the next record is not that message (a
+// record of another message is left where a later receive of it takes it straight).
+func (p *shmPeer) recvNow(c *Comm, b []byte, ws, tag int) (bool, Status, error) {
+	t := p.t
+	if c.patient || t.stopping.Load() || !t.pollMu.TryLock() {
+		return false, Status{}, nil
+	}
+	defer t.pollMu.Unlock()
+	e := c.w.eng
+	if t.closed.Load() || e.ndead.Load() != 0 || !(p.fin.ready() || p.in.ready()) {
+		return false, Status{}, nil
+	}
+	f := fastRecv{on: true, src: ws, ctx: c.ctx, tag: tag, buf: b, rank: c.commRank(ws)}
+	rg, h, payload, ok, err := p.next()
+	if err != nil || !ok || h.typ != frameEager || !f.takes(ws, h.ctx, int(h.tag)) || !e.firstFor(ws, c.ctx, tag) {
+		return false, Status{}, nil // a corrupt ring is the next poll's to report
+	}
+	f.deliver(int(h.tag), payload)
+	rg.advance(h)
+	return true, f.st, f.err
+}
+
 // recvDirect is Recv from the shared-memory peer (world rank ws) with a reused receive
 // operation, after recvFast where it applies. The caller checked the arguments.
 //

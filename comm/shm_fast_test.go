@@ -13,8 +13,9 @@ import (
 )
 
 // TestShmFastboxOrder: messages of every path between two ranks (fastbox, ring, rendezvous)
-// in a random mix of sizes and two tags arrive in the order sent per tag, received by blocking
-// Recv (the fast receive), by Irecv, with AnyTag, and out of order across tags (the later
+// in a random mix of sizes and two tags, sent by Send and by Isend, arrive in the order sent per
+// tag, received by blocking Recv (the fast receive), by Irecv (at once when the message is
+// there), with AnyTag, and out of order across tags (the later
 // tag's message first, so the earlier one waits in the engine's queue), while the receiver
 // lags now and then so that the fastbox fills and the sender falls back to the ring.
 func TestShmFastboxOrder(t *testing.T) {
@@ -46,7 +47,11 @@ func TestShmFastboxOrder(t *testing.T) {
 				n, tag := sizes(i)
 				b := make([]byte, n)
 				fill(b, i)
-				if err := Send(c, b, 1, tag); err != nil {
+				if i%3 == 0 {
+					if _, err := Isend(c, b, 1, tag).Wait(); err != nil {
+						return err
+					}
+				} else if err := Send(c, b, 1, tag); err != nil {
 					return err
 				}
 			}
@@ -91,9 +96,11 @@ func TestShmFastboxOrder(t *testing.T) {
 			}
 			var st Status
 			var err error
-			switch rng.IntN(4) {
+			switch rng.IntN(5) {
 			case 0:
 				st, err = Irecv(c, got, 0, tag).Wait()
+			case 4:
+				st, err = Irecv(c, got, 0, AnyTag).Wait()
 			case 1:
 				st, err = Recv(c, got, 0, AnyTag)
 			default:
@@ -168,6 +175,112 @@ func TestShmFastRecvMatching(t *testing.T) {
 		st, err = Recv(c, b[:3], 0, 9)
 		if !errors.As(err, &te) || te.Size != 8 || te.Have != 3 || st.Count != 8 || string(b[:3]) != "too" {
 			return fmt.Errorf("8 bytes into 3: status %+v, error %v, buffer %q", st, err, b[:3])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestShmIsendIrecv: Isend of a small message to a shared-memory peer is complete when it
+// returns, and an exchange of Isend, blocking Recv and WaitAll (a halo exchange) allocates
+// nothing; an Irecv (by tag or AnyTag) whose message has arrived is complete when it returns,
+// with the message's status; a request waited for keeps its result when waited for again.
+func TestShmIsendIrecv(t *testing.T) {
+	const runs = 2000
+	err := runNet(2, "shm", func(c *Comm) error {
+		peer := 1 - c.Rank()
+		out, in := make([]float64, 64), make([]float64, 64)
+		round := func(i int) error {
+			out[0], out[63] = float64(i), float64(c.Rank())
+			sr := Isend(c, out, peer, 5)
+			if done, _, _ := sr.Test(); !done {
+				return fmt.Errorf("round %d: a 512-byte Isend is not complete when it returns", i)
+			}
+			st, err := Recv(c, in, peer, 5)
+			if err != nil {
+				return err
+			}
+			if err := WaitAll(sr); err != nil {
+				return err
+			}
+			if st.Count != 512 || in[0] != float64(i) || in[63] != float64(peer) {
+				return fmt.Errorf("round %d: status %+v, got %v ... %v", i, st, in[0], in[63])
+			}
+			return nil
+		}
+		// Irecv of a message that has arrived: rank 0 sends it and then a second one, which
+		// rank 1 takes by blocking Recv first (queueing the first in the engine) in one case,
+		// and after a pause without receiving (the first waits in the rings or was drained by
+		// the background poller) in the other.
+		if c.Rank() == 0 {
+			for k := range 2 {
+				if err := Send(c, []int32{int32(k), 7, 7}, 1, 1); err != nil {
+					return err
+				}
+				if err := Send(c, []int32{int32(k)}, 1, 2); err != nil {
+					return err
+				}
+			}
+		} else {
+			b := make([]int32, 4)
+			for k := range 2 {
+				if k == 0 {
+					if _, err := Recv(c, b[:1], 0, 2); err != nil {
+						return err
+					}
+				} else {
+					time.Sleep(20 * time.Millisecond)
+				}
+				tag := 1
+				if k == 1 {
+					tag = AnyTag // the message on tag 1 is the next one
+				}
+				r := Irecv(c, b, 0, tag)
+				done, st, err := r.Test()
+				if !done || err != nil || st != (Status{Source: 0, Tag: 1, Count: 12}) || b[0] != int32(k) || b[2] != 7 {
+					return fmt.Errorf("case %d: Irecv of an arrived message: done %v, status %+v, error %v, got %v", k, done, st, err, b)
+				}
+				if st2, err2 := r.Wait(); st2 != st || err2 != nil {
+					return fmt.Errorf("case %d: Wait after Test: %+v, %v", k, st2, err2)
+				}
+				if k == 1 {
+					if _, err := Recv(c, b[:1], 0, 2); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if testing.Short() || raceEnabled {
+			for i := range 50 {
+				if err := round(i); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if c.Rank() == 1 {
+			for i := range runs + 1 { // AllocsPerRun's warm-up call and its runs
+				if err := round(i); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		var err error
+		i := 0
+		allocs := testing.AllocsPerRun(runs, func() {
+			if e := round(i); e != nil && err == nil {
+				err = e
+			}
+			i++
+		})
+		if err != nil {
+			return err
+		}
+		if allocs >= 1 {
+			return fmt.Errorf("%v allocations per Isend, Recv and WaitAll, want none", allocs)
 		}
 		return nil
 	})

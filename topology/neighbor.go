@@ -30,8 +30,8 @@ type neighborhood struct {
 	srcs, dsts         []int
 	recvTags, sendTags []int
 	seq                atomic.Uint32 // neighbour collectives started on this rank
-	// cart: slots 2d and 2d+1 are the -1 and +1 neighbours along dimension d, so a blocking
-	// exchange can run as Sendrecv pairs (pairwise).
+	// cart: slots 2d and 2d+1 are the -1 and +1 neighbours along dimension d, and a blocking
+	// exchange runs as sends, then blocking receives (sendsFirst).
 	cart bool
 }
 
@@ -64,6 +64,10 @@ type exchange[T comm.Elem] struct {
 	recvs   []*comm.Request
 	sends   []*comm.Request
 	bufs    []*[]byte // frames and receive buffers from bufPool, returned by finish
+	// bufArr and rbufArr back bufs and rbufs for a neighbourhood of up to 2 dimensions (a
+	// frame and a receive buffer per slot), so that a halo exchange allocates no slices.
+	bufArr  [8]*[]byte
+	rbufArr [4][]byte
 }
 
 // bufPool recycles the message buffers of neighbour collectives, which a halo exchange in a
@@ -89,18 +93,19 @@ func elemSize[T comm.Elem]() int { var z T; return int(unsafe.Sizeof(z)) }
 // destination and drains what its sources send.
 func start[T comm.Elem](nb *neighborhood, op string, sblocks, rblocks [][]T, local error) *exchange[T] {
 	e := &exchange[T]{nb: nb, op: op, seq: nb.seq.Add(1), local: local, rblocks: rblocks, sblocks: sblocks}
+	e.bufs = e.bufArr[:0]
 	if local == nil && nb.cart {
-		return e // posted by run (pairwise) or post
+		return e // posted by run (sendsFirst) or post
 	}
 	e.post()
 	return e
 }
 
-// run finishes a blocking call: a Cartesian exchange with valid arguments runs pairwise,
+// run finishes a blocking call: a Cartesian exchange with valid arguments runs sends first,
 // anything else is posted and waited for.
 func (e *exchange[T]) run() error {
 	if e.local == nil && e.nb.cart {
-		return e.pairwise()
+		return e.sendsFirst()
 	}
 	return e.finish()
 }
@@ -168,51 +173,53 @@ func (e *exchange[T]) frame(b []T) []byte {
 	return f
 }
 
-// pairwise runs a Cartesian exchange the way a halo exchange is written by hand: along each
-// dimension, a Sendrecv towards the +1 neighbour receiving from the -1 one, then the reverse.
-// Each pair is deadlock-free and every rank runs them in the same order; messages, tags and
-// checks are those of post, so a neighbour on either path matches. Every pair runs even after
-// an error, so that no neighbour waits for a message this rank skipped.
-func (e *exchange[T]) pairwise() error {
+// sendsFirst runs a Cartesian exchange the way a halo exchange of small blocks is best written
+// by hand: every block is sent first, then each is received with a blocking Recv, then the
+// sends are waited for. Isend of a small message to a shared-memory peer is buffered at once
+// and a blocking Recv of one takes it without a Request, so the exchange allocates no
+// Request there, and all blocks are in flight together: along a dimension of two ranks it
+// costs one message's latency, where a Sendrecv towards +1 and then one towards -1 costs two.
+// Messages, tags and checks are those of post, so a neighbour on either path matches; every
+// receive runs even after an error, so that none of this call's messages is left for the next.
+func (e *exchange[T]) sendsFirst() error {
 	nb, esize := e.nb, elemSize[T]()
-	e.rbufs = make([][]byte, len(nb.srcs))
+	if len(nb.srcs) <= len(e.rbufArr) {
+		e.rbufs = e.rbufArr[:len(nb.srcs)]
+	} else {
+		e.rbufs = make([][]byte, len(nb.srcs))
+	}
 	var first error
-	for d := 0; d < len(nb.dsts)/2; d++ {
-		for _, sr := range [2][2]int{{2*d + 1, 2 * d}, {2 * d, 2*d + 1}} {
-			s, r := sr[0], sr[1]
-			dst, src := nb.dsts[s], nb.srcs[r]
-			var sf, rb []byte
-			if dst != ProcNull {
-				sf = e.frame(e.sblocks[s])
-			}
-			if src != ProcNull {
-				rb = e.buf(headerLen + len(e.rblocks[r])*esize)
-				e.rbufs[r] = rb
-			}
-			var st comm.Status
-			var err error
-			switch {
-			case dst != ProcNull && src != ProcNull:
-				st, err = comm.Sendrecv(nb.c, sf, dst, nb.sendTags[s], rb, src, nb.recvTags[r])
-			case dst != ProcNull:
-				if err = comm.Send(nb.c, sf, dst, nb.sendTags[s]); err != nil && first == nil {
-					first = fmt.Errorf("topology: %s: %w", e.op, err)
-				}
-				continue
-			case src != ProcNull:
-				st, err = comm.Recv(nb.c, rb, src, nb.recvTags[r])
-			default:
-				continue
-			}
-			if first != nil {
-				continue
-			}
-			if cerr := e.check(r, st, err, esize); cerr != nil {
-				first = cerr
-				continue
-			}
-			copy(comm.AsBytes(e.rblocks[r]), rb[headerLen:])
+	var pendBuf [8]*comm.Request
+	pend := pendBuf[:0] // sends not complete when posted
+	for j, dst := range nb.dsts {
+		if dst == ProcNull {
+			continue
 		}
+		r := comm.Isend(nb.c, e.frame(e.sblocks[j]), dst, nb.sendTags[j])
+		if done, _, err := r.Test(); !done {
+			pend = append(pend, r)
+		} else if err != nil && first == nil {
+			first = fmt.Errorf("topology: %s: %w", e.op, err)
+		}
+	}
+	for i, src := range nb.srcs {
+		if src == ProcNull {
+			continue
+		}
+		rb := e.buf(headerLen + len(e.rblocks[i])*esize)
+		e.rbufs[i] = rb
+		st, err := comm.Recv(nb.c, rb, src, nb.recvTags[i])
+		if first != nil {
+			continue
+		}
+		if cerr := e.check(i, st, err, esize); cerr != nil {
+			first = cerr
+			continue
+		}
+		copy(comm.AsBytes(e.rblocks[i]), rb[headerLen:])
+	}
+	if err := comm.WaitAll(pend...); err != nil && first == nil {
+		first = fmt.Errorf("topology: %s: %w", e.op, err)
 	}
 	for _, p := range e.bufs {
 		bufPool.Put(p)

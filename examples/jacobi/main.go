@@ -118,6 +118,7 @@ func solve(c *comm.Comm, cfg config) (*result, error) {
 	up, down, _ := cart.Shift(0, 1)
 	left, right, _ := cart.Shift(1, 1)
 	cc := cart.Comm()
+	reqs := make([]*comm.Request, 0, 8) // the hand-written exchange's requests, reused
 
 	exchange := func(u []float64) error {
 		for j := 0; j < cols; j++ {
@@ -135,7 +136,7 @@ func solve(c *comm.Comm, cfg config) (*result, error) {
 		} else {
 			// The same exchange by hand: receive each side from its neighbour, skipping
 			// the plate's edges (topology.ProcNull), and send each side the other way.
-			var reqs []*comm.Request
+			reqs = reqs[:0]
 			for s, nb := range []int{up, down, left, right} {
 				if nb == topology.ProcNull {
 					continue
