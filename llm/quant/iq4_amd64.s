@@ -30,55 +30,51 @@
 	VPMADDUBSW P, Y5, P
 
 // IQ4XSSCALES: the 8 sub-block scales ls-32 of the IQ4_XS block at R10 as int16 words in
-// both lanes of Y1. The 4-bit low parts (scales_l at 4) and 2-bit high parts (scales_h at 2)
-// are spread to one byte per sub-block by shifts and masks. Clobbers R12, R13, R15.
+// both lanes of Y1: the 4-bit low parts (scales_l at 4) by interleaving the bytes with
+// themselves shifted by 4, the 2-bit high parts (scales_h at 2) by multiplying word ib of
+// the broadcast by 2^(14-2ib), which leaves them in bits 14 and 15. X15: 0x0f bytes.
 #define IQ4XSSCALES \
-	MOVL 4(R10), R12 \
-	MOVQ R12, R13 \
-	SHLQ $16, R13 \
-	ORQ R13, R12 \
-	MOVQ $0x0000ffff0000ffff, R15 \
-	ANDQ R15, R12 \
-	MOVQ R12, R13 \
-	SHLQ $8, R13 \
-	ORQ R13, R12 \
-	MOVQ $0x00ff00ff00ff00ff, R15 \
-	ANDQ R15, R12 \
-	MOVQ R12, R13 \
-	SHLQ $4, R13 \
-	ORQ R13, R12 \
-	MOVQ $0x0f0f0f0f0f0f0f0f, R15 \
-	ANDQ R15, R12 \
-	MOVWQZX 2(R10), R13 \
-	MOVQ R13, R15 \
-	SHLQ $24, R15 \
-	ORQ R15, R13 \
-	MOVQ $0x000000ff000000ff, R15 \
-	ANDQ R15, R13 \
-	MOVQ R13, R15 \
-	SHLQ $12, R15 \
-	ORQ R15, R13 \
-	MOVQ $0x000f000f000f000f, R15 \
-	ANDQ R15, R13 \
-	MOVQ R13, R15 \
-	SHLQ $6, R15 \
-	ORQ R15, R13 \
-	MOVQ $0x0303030303030303, R15 \
-	ANDQ R15, R13 \
-	SHLQ $4, R13 \
-	ORQ R13, R12 \
-	VMOVQ R12, X1 \
+	VMOVD 4(R10), X1 \
+	VPSRLW $4, X1, X2 \
+	VPUNPCKLBW X2, X1, X1 \
+	VPAND X15, X1, X1 \
 	VPMOVZXBW X1, X1 \
+	VPBROADCASTW 2(R10), X2 \
+	VPMULLW iq4hmul<>(SB), X2, X2 \
+	VPSRLW $14, X2, X2 \
+	VPSLLW $4, X2, X2 \
+	VPOR X2, X1, X1 \
 	VPSUBW iq4w32<>(SB), X1, X1 \
 	VINSERTI128 $1, X1, Y1, Y1
 
-// XSSUB(IB): sub-block IB against the Q8_K block at R11, times its scale, into Y8.
-#define XSSUB(IB) \
-	IQ4LEVELS(8+16*IB, R10) \
-	IQ4MUL(Y4, (Q8K_QS+32*IB)(R11), Y4) \
-	VPSHUFB iq4xsshuf<>+(32*IB)(SB), Y1, Y6 \
-	VPMADDWD Y6, Y4, Y4 \
-	VPADDD Y4, Y8, Y8
+// XSPAIR(J): the levels of sub-blocks 2J and 2J+1, elements 0..15 of both in Y4 (2J in the
+// low lane, 2J+1 in the high one) and elements 16..31 in Y5, and their scales in Y6 (word
+// 2J in the low lane, 2J+1 in the high one).
+#define XSPAIR(J) \
+	VMOVDQU (8+32*J)(R10), Y4 \
+	VPSRLW $4, Y4, Y5 \
+	VPAND Y15, Y4, Y4 \
+	VPAND Y15, Y5, Y5 \
+	VPSHUFB Y4, Y14, Y4 \
+	VPSHUFB Y5, Y14, Y5 \
+	VPSHUFB iq4xspair<>+(32*J)(SB), Y1, Y6
+
+// XSONE(L, OFF, XP, ACC): levels L against the activations at OFF(XP) (low lane) and
+// OFF+32(XP) (high lane), times the scales Y6, into ACC. Clobbers Y7 and Y9.
+#define XSONE(L, OFF, XP, ACC) \
+	VMOVDQU OFF(XP), X7 \
+	VINSERTI128 $1, (OFF+32)(XP), Y7, Y7 \
+	VPSIGNB Y7, L, Y9 \
+	VPABSB Y7, Y7 \
+	VPMADDUBSW Y9, Y7, Y9 \
+	VPMADDWD Y6, Y9, Y9 \
+	VPADDD Y9, ACC, ACC
+
+// XSSUB(J): sub-blocks 2J and 2J+1 against the Q8_K block at R11 into Y8.
+#define XSSUB(J) \
+	XSPAIR(J) \
+	XSONE(Y4, (Q8K_QS+64*J), R11, Y8) \
+	XSONE(Y5, (Q8K_QS+64*J+16), R11, Y8)
 
 // XSFIN(ACC, ACCX, XP, SUM): SUM += d*D*float32(sumi), sumi the int32 lanes of ACC, d the
 // block's F16 scale and D the Q8_K block's at XP.
@@ -103,10 +99,6 @@
 	XSSUB(1) \
 	XSSUB(2) \
 	XSSUB(3) \
-	XSSUB(4) \
-	XSSUB(5) \
-	XSSUB(6) \
-	XSSUB(7) \
 	XSFIN(Y8, X8, R11, X0)
 
 #define IQ4CONSTS \
@@ -153,17 +145,14 @@ done:
 	VZEROUPPER
 	RET
 
-// XSSUB2(IB): XSSUB against both vectors (R11 into Y8, R14 into Y13), the levels decoded
+// XSSUB2(J): XSSUB against both vectors (R11 into Y8, R14 into Y13), the levels decoded
 // once.
-#define XSSUB2(IB) \
-	IQ4LEVELS(8+16*IB, R10) \
-	VPSHUFB iq4xsshuf<>+(32*IB)(SB), Y1, Y6 \
-	IQ4MUL(Y4, (Q8K_QS+32*IB)(R11), Y7) \
-	VPMADDWD Y6, Y7, Y7 \
-	VPADDD Y7, Y8, Y8 \
-	IQ4MUL(Y4, (Q8K_QS+32*IB)(R14), Y7) \
-	VPMADDWD Y6, Y7, Y7 \
-	VPADDD Y7, Y13, Y13
+#define XSSUB2(J) \
+	XSPAIR(J) \
+	XSONE(Y4, (Q8K_QS+64*J), R11, Y8) \
+	XSONE(Y5, (Q8K_QS+64*J+16), R11, Y8) \
+	XSONE(Y4, (Q8K_QS+64*J), R14, Y13) \
+	XSONE(Y5, (Q8K_QS+64*J+16), R14, Y13)
 
 #define XSBLOCK2 \
 	IQ4XSSCALES \
@@ -173,10 +162,6 @@ done:
 	XSSUB2(1) \
 	XSSUB2(2) \
 	XSSUB2(3) \
-	XSSUB2(4) \
-	XSSUB2(5) \
-	XSSUB2(6) \
-	XSSUB2(7) \
 	XSFIN(Y8, X8, R11, X0) \
 	XSFIN(Y13, X13, R14, X12)
 
@@ -292,37 +277,26 @@ DATA iq4w32<>+0(SB)/8, $0x0020002000200020
 DATA iq4w32<>+8(SB)/8, $0x0020002000200020
 GLOBL iq4w32<>(SB), RODATA|NOPTR, $16
 
-// VPSHUFB masks: entry ib (32 bytes) repeats word ib of each 128-bit lane.
-DATA iq4xsshuf<>+0(SB)/8, $0x0100010001000100
-DATA iq4xsshuf<>+8(SB)/8, $0x0100010001000100
-DATA iq4xsshuf<>+16(SB)/8, $0x0100010001000100
-DATA iq4xsshuf<>+24(SB)/8, $0x0100010001000100
-DATA iq4xsshuf<>+32(SB)/8, $0x0302030203020302
-DATA iq4xsshuf<>+40(SB)/8, $0x0302030203020302
-DATA iq4xsshuf<>+48(SB)/8, $0x0302030203020302
-DATA iq4xsshuf<>+56(SB)/8, $0x0302030203020302
-DATA iq4xsshuf<>+64(SB)/8, $0x0504050405040504
-DATA iq4xsshuf<>+72(SB)/8, $0x0504050405040504
-DATA iq4xsshuf<>+80(SB)/8, $0x0504050405040504
-DATA iq4xsshuf<>+88(SB)/8, $0x0504050405040504
-DATA iq4xsshuf<>+96(SB)/8, $0x0706070607060706
-DATA iq4xsshuf<>+104(SB)/8, $0x0706070607060706
-DATA iq4xsshuf<>+112(SB)/8, $0x0706070607060706
-DATA iq4xsshuf<>+120(SB)/8, $0x0706070607060706
-DATA iq4xsshuf<>+128(SB)/8, $0x0908090809080908
-DATA iq4xsshuf<>+136(SB)/8, $0x0908090809080908
-DATA iq4xsshuf<>+144(SB)/8, $0x0908090809080908
-DATA iq4xsshuf<>+152(SB)/8, $0x0908090809080908
-DATA iq4xsshuf<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA iq4xsshuf<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA iq4xsshuf<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA iq4xsshuf<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA iq4xsshuf<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA iq4xsshuf<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA iq4xsshuf<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA iq4xsshuf<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA iq4xsshuf<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA iq4xsshuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA iq4xsshuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA iq4xsshuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
-GLOBL iq4xsshuf<>(SB), RODATA|NOPTR, $256
+// VPSHUFB masks: entry J (32 bytes) repeats word 2J in the low lane and word 2J+1 in the high.
+DATA iq4xspair<>+0(SB)/8, $0x0100010001000100
+DATA iq4xspair<>+8(SB)/8, $0x0100010001000100
+DATA iq4xspair<>+16(SB)/8, $0x0302030203020302
+DATA iq4xspair<>+24(SB)/8, $0x0302030203020302
+DATA iq4xspair<>+32(SB)/8, $0x0504050405040504
+DATA iq4xspair<>+40(SB)/8, $0x0504050405040504
+DATA iq4xspair<>+48(SB)/8, $0x0706070607060706
+DATA iq4xspair<>+56(SB)/8, $0x0706070607060706
+DATA iq4xspair<>+64(SB)/8, $0x0908090809080908
+DATA iq4xspair<>+72(SB)/8, $0x0908090809080908
+DATA iq4xspair<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA iq4xspair<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA iq4xspair<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA iq4xspair<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA iq4xspair<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA iq4xspair<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL iq4xspair<>(SB), RODATA|NOPTR, $128
+
+// 2^(14-2ib) in word ib.
+DATA iq4hmul<>+0(SB)/8, $0x0100040010004000
+DATA iq4hmul<>+8(SB)/8, $0x0001000400100040
+GLOBL iq4hmul<>(SB), RODATA|NOPTR, $16
