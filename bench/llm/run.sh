@@ -11,7 +11,12 @@
 #
 #   bench/llm/run.sh /work/peers/llama.cpp/build/bin/llama-bench [types] [pp] [tg] [reps]
 #   bench/llm/run.sh ./llama-bench "q8_0 q4_0" 512 128 3
+#   bench/llm/run.sh ./llama-bench "preset:Q4_K_M preset:IQ4_XS my.gguf" 512 128 3
 #
+# A type (q8_0, q4_k, ...) names a model of that one type from `llm mkmodel`; preset:NAME one
+# quantized by `llm quantize` to llama-quantize's mix NAME (Q4_K_M, Q5_K_M, Q6_K, IQ4_XS, ...)
+# from the F16 model; a path ending in .gguf is used as it is. LLM_BENCH_STORIES=0 leaves out
+# stories260K.
 # SIDES (default "llama1 ours1 ours2 llama2") picks the runs; LLM_BENCH_JSONL keeps the raw
 # results (llama-bench's and llm bench's JSON lines) in that file; LLM_BENCH_BIN names a folder
 # with prebuilt gorun and llm binaries to use instead of building them.
@@ -45,12 +50,24 @@ vocab_flag=()
 
 files=()
 for t in $types; do
-	f=$models/llama349M-$t.gguf
-	[ -f "$f" ] || "$work/llm" mkmodel --shape 349M --type "$t" "${vocab_flag[@]}" -o "$f"
+	case $t in
+	*.gguf) f=$t ;; # a file of the caller's
+	preset:*) # llama-quantize's mix of that name, written by llm quantize from the F16 model
+		p=${t#preset:}
+		f=$models/llama349M-preset-${p,,}.gguf
+		f16=$models/llama349M-f16.gguf
+		[ -f "$f16" ] || "$work/llm" mkmodel --shape 349M --type f16 "${vocab_flag[@]}" -o "$f16"
+		[ -f "$f" ] || "$work/llm" quantize --quiet "$f16" "$f" "${p^^}"
+		;;
+	*)
+		f=$models/llama349M-$t.gguf
+		[ -f "$f" ] || "$work/llm" mkmodel --shape 349M --type "$t" "${vocab_flag[@]}" -o "$f"
+		;;
+	esac
 	files+=("$f")
 done
 stories=$root/../shared/testdata/llm/stories260K.gguf
-[ -f "$stories" ] && files+=("$stories")
+[ -f "$stories" ] && [ "${LLM_BENCH_STORIES:-1}" != 0 ] && files+=("$stories")
 
 out=$work/results.jsonl
 # CPU seconds (user+sys) of each command, when GNU time is there: on a shared machine the

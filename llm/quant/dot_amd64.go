@@ -120,6 +120,9 @@ func matVecQ4_0VNNI(w *byte, stride int, x *byte, xd *float32, neg8 *int32, nb, 
 // matVecRows computes y[lo:hi] with a row-streaming kernel when one exists for m's type, and
 // reports whether it did.
 func matVecRows(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	if m.Type == gguf.IQ4_NL {
+		return iq4nlRows(m, v, y, lo, hi)
+	}
 	nb := v.N / QK8_0
 	if !useAVX2 || nb == 0 || hi <= lo || v.N != m.Cols || len(v.D) < nb || (m.Type != gguf.Q8_0 && m.Type != gguf.Q4_0) {
 		return false
@@ -324,7 +327,7 @@ func kernelISA(t gguf.Type) string {
 			return "AVX-512 VNNI"
 		}
 		return "AVX2"
-	case gguf.F32, gguf.F16, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
+	case gguf.F32, gguf.F16, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_NL, gguf.IQ4_XS:
 		return "AVX2"
 	}
 	return ""

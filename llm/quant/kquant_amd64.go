@@ -106,13 +106,50 @@ func rowsQ6_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 	return kRows(dotQ6_KRowsAVX2, BlockQ6_K, m, v, y, lo, hi)
 }
 
-// IQ4_XS and IQ4_NL have no amd64 assembly: the Go twins, row by row.
+//go:noescape
+func dotIQ4_XSRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
 
-func dotIQ4_XSVec(row []byte, v *Vec) float32 { return dotIQ4_XS(row, v) }
+//go:noescape
+func dotIQ4_XSRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
 
-func dotIQ4_NLVec(row []byte, v *Vec) float32 { return dotIQ4_NL(row, v) }
+//go:noescape
+func matVecIQ4_NLAVX2(w *byte, stride int, x *byte, xd *float32, nb, rows int, out *float32)
 
-func rowsIQ4_XS(m *Matrix, v *Vec, y []float32, lo, hi int) bool { return false }
+func dotIQ4_XSVec(row []byte, v *Vec) float32 {
+	if s, ok := kDot(dotIQ4_XSRowsAVX2, BlockIQ4_XS, row, v); ok {
+		return s
+	}
+	return dotIQ4_XS(row, v)
+}
+
+func rowsIQ4_XS(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	return kRows(dotIQ4_XSRowsAVX2, BlockIQ4_XS, m, v, y, lo, hi)
+}
+
+// iq4nlRows computes y[lo:hi] for m's IQ4_NL rows with the assembly kernel, or reports false
+// where it cannot.
+func iq4nlRows(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	nb := v.N / QK8_0
+	if !useAVX2 || nb == 0 || hi <= lo || v.N != m.Cols || len(v.D) < nb || len(v.Q8) < nb*BlockQ8_0 || m.RowBytes < nb*BlockIQ4_NL {
+		return false
+	}
+	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes] // hi-lo whole rows of nb blocks each
+	_ = y[lo:hi]
+	matVecIQ4_NLAVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], nb, hi-lo, &y[lo])
+	return true
+}
+
+func dotIQ4_NLVec(row []byte, v *Vec) float32 {
+	nb := v.N / QK8_0
+	if nb > 0 && len(row) >= nb*BlockIQ4_NL {
+		var y [1]float32
+		m := Matrix{Type: gguf.IQ4_NL, Rows: 1, Cols: v.N, RowBytes: nb * BlockIQ4_NL, Data: row[:nb*BlockIQ4_NL]}
+		if iq4nlRows(&m, v, y[:], 0, 1) {
+			return y[0]
+		}
+	}
+	return dotIQ4_NL(row, v)
+}
 
 // kRows2 computes ya[lo:hi] and yb[lo:hi] for m's rows against two vectors in one pass over
 // the weights, where a two-vector kernel exists for m's type, or reports false.
@@ -125,6 +162,8 @@ func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {
 		bs = BlockQ5_K
 	case gguf.Q6_K:
 		bs = BlockQ6_K
+	case gguf.IQ4_XS:
+		bs = BlockIQ4_XS
 	default:
 		return false
 	}
@@ -142,6 +181,8 @@ func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {
 			dotQ4_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
 		case gguf.Q5_K:
 			dotQ5_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+		case gguf.IQ4_XS:
+			dotIQ4_XSRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
 		default:
 			dotQ6_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
 		}

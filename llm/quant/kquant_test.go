@@ -183,7 +183,7 @@ func TestKQuantMatMul(t *testing.T) {
 func BenchmarkKQuantMatMul(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const rows, cols = 1024, 2048
-	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
 		m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
 		if err != nil {
 			b.Fatal(err)
@@ -207,7 +207,7 @@ func BenchmarkKQuantMatMul(b *testing.B) {
 func BenchmarkKQuantMatVec(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const rows, cols = 1024, 2048
-	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
 		m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
 		if err != nil {
 			b.Fatal(err)
@@ -271,8 +271,8 @@ func TestKernelName(t *testing.T) {
 		t.Fatalf("IQ2_XXS: %v", err)
 	}
 	asm := map[string][]gguf.Type{
-		"avx2":         {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K},
-		"avx2+vnni":    {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K},
+		"avx2":         {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
+		"avx2+vnni":    {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
 		"neon":         {gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
 		"neon+dotprod": {gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
 	}[Kernel()]

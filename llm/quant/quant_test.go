@@ -397,7 +397,7 @@ func TestKernelsMatchGeneric(t *testing.T) {
 
 // The row kernels for Q8_0 activations (Q8_0, Q4_0, IQ4_NL weights; on arm64 with the SDOT
 // and the baseline NEON path) against the Go twins: bit for bit where the kernel keeps the
-// twins' float order (NEON, and IQ4_NL, which has no amd64 assembly), else within rounding.
+// twins' float order (NEON, and IQ4_NL's AVX2 kernel), else within rounding.
 // Extremes: activations at -127 (the Q8_0 quantizer writes no -128) against the largest
 // weights of either sign.
 func TestQ8_0RowKernelsMatchGo(t *testing.T) {
