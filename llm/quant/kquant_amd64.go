@@ -22,6 +22,11 @@ func dotQ4_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float3
 //go:noescape
 func dotQ5_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
 
+// dotQ5_KRowsVNNI is dotQ5_KRowsAVX2 in AVX-512 VL/VNNI instructions (useVNNI).
+//
+//go:noescape
+func dotQ5_KRowsVNNI(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+
 //go:noescape
 func dotQ6_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
 
@@ -84,15 +89,23 @@ func rowsQ4_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 	return kRows(dotQ4_KRowsAVX2, BlockQ4_K, m, v, y, lo, hi)
 }
 
+// q5kRows is the Q5_K row kernel this CPU runs best.
+func q5kRows() kRowsKernel {
+	if useVNNI {
+		return dotQ5_KRowsVNNI
+	}
+	return dotQ5_KRowsAVX2
+}
+
 func dotQ5_KVec(row []byte, v *Vec) float32 {
-	if s, ok := kDot(dotQ5_KRowsAVX2, BlockQ5_K, row, v); ok {
+	if s, ok := kDot(q5kRows(), BlockQ5_K, row, v); ok {
 		return s
 	}
 	return dotQ5_K(row, v)
 }
 
 func rowsQ5_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
-	return kRows(dotQ5_KRowsAVX2, BlockQ5_K, m, v, y, lo, hi)
+	return kRows(q5kRows(), BlockQ5_K, m, v, y, lo, hi)
 }
 
 func dotQ6_KVec(row []byte, v *Vec) float32 {

@@ -194,6 +194,57 @@ TEXT ·dotQ5_KRowsAVX2(SB), NOSPLIT, $0-48
 	DWORDS(Y13, 0x02020202)
 	KROWS(Q5KBLOCK, 176)
 
+// AVX-512 (VL, VNNI) form of the Q5_K kernel, same integers and float steps: each fifth bit is
+// moved to bit 4 of its byte by one word shift of qh (Y12, kept whole) and merged into the
+// nibbles by VPTERNLOGD (dst | (src & 0x10)), and VPDPWSSD does the scale multiply and the add.
+// Sub-blocks 2j accumulate in Y8, 2j+1 in Y9 (two dependency chains). Y14: 0x10 bytes.
+
+// HIB(SHIFT, N, L): bit 4 of (qh SHIFT N) into the levels L.
+#define HIB(SHIFT, N, L) \
+	SHIFT $N, Y12, Y6 \
+	VPTERNLOGD $0xf8, Y14, Y6, L
+
+// PAIRV(J): sub-blocks 2j and 2j+1 (levels in Y4 and Y5) against activations 64j..64j+63,
+// times their scales, into Y8 and Y9.
+#define PAIRV(J) \
+	VPMADDUBSW (Q8K_QS+64*J)(R11), Y4, Y4 \
+	VPMADDUBSW (Q8K_QS+64*J+32)(R11), Y5, Y5 \
+	VPSHUFB kq45shuf<>+(64*J)(SB), Y1, Y6 \
+	VPSHUFB kq45shuf<>+(64*J+32)(SB), Y1, Y7 \
+	VPDPWSSD Y6, Y4, Y8 \
+	VPDPWSSD Y7, Y5, Y9
+
+#define Q5KBLOCKV \
+	SCMIN \
+	VMOVDQU 16(R10), Y12 \
+	VPXOR Y8, Y8, Y8 \
+	VPXOR Y9, Y9, Y9 \
+	NIB4(48) \
+	HIB(VPSLLW, 4, Y4) \
+	HIB(VPSLLW, 3, Y5) \
+	PAIRV(0) \
+	NIB4(80) \
+	HIB(VPSLLW, 2, Y4) \
+	HIB(VPSLLW, 1, Y5) \
+	PAIRV(1) \
+	NIB4(112) \
+	VPTERNLOGD $0xf8, Y14, Y12, Y4 \
+	HIB(VPSRLW, 1, Y5) \
+	PAIRV(2) \
+	NIB4(144) \
+	HIB(VPSRLW, 2, Y4) \
+	HIB(VPSRLW, 3, Y5) \
+	PAIRV(3) \
+	VPADDD Y9, Y8, Y8 \
+	FIN45
+
+// func dotQ5_KRowsVNNI(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotQ5_KRowsVNNI(SB), NOSPLIT, $0-48
+	ARGS
+	DWORDS(Y15, 0x0f0f0f0f)
+	DWORDS(Y14, 0x10101010)
+	KROWS(Q5KBLOCKV, 176)
+
 // Q6_K: the levels are stored as 0..63 (q+32); a block's sum is
 // sum_k sc[k]*sum(level*x) - 32*sum_k sc[k]*Bsums[k], exactly the Go twin's integer.
 // Y15: 0x0f bytes, Y14: 0x30 bytes; Y1 = the 16 int8 scales as words, Y5/Y6 = scales 0..7 /

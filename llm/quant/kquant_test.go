@@ -96,6 +96,12 @@ func TestKQuantKernelsMatchGo(t *testing.T) {
 			kernelCases(t, typ, dp, cases)
 		}
 	}
+	// The AVX2 forms where the VNNI ones would run (amd64; elsewhere this repeats the above).
+	restore := setVNNI(false)
+	defer restore()
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+		kernelCases(t, typ, false, cases)
+	}
 }
 
 func kernelCases(t *testing.T, typ gguf.Type, dp bool, cases []kCase) {
