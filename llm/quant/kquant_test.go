@@ -2,6 +2,7 @@ package quant
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -227,6 +228,32 @@ func BenchmarkKQuantMatVec(b *testing.B) {
 				MatVec(nil, m, &v, y)
 			}
 		})
+	}
+}
+
+// BenchmarkQ5_KMatVec349M: decode's Q5_K products at the 349M shape's sizes (attention
+// 1024x1024, FFN up 2816x1024, FFN down 1024x2816), with the AVX2 kernel (vnni=false) and
+// the one this CPU selects (vnni=true; the same on CPUs without AVX-512 VNNI).
+func BenchmarkQ5_KMatVec349M(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, sh := range []struct{ rows, cols int }{{1024, 1024}, {2816, 1024}, {1024, 2816}} {
+		m, err := NewMatrix(gguf.Q5_K, sh.rows, sh.cols, randBlocks(r, gguf.Q5_K, sh.rows*sh.cols))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var v Vec
+		v.Load(gguf.Q5_K, randVec(r, sh.cols))
+		y := make([]float32, sh.rows)
+		for _, vnni := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%dx%d/vnni=%v", sh.rows, sh.cols, vnni), func(b *testing.B) {
+				restore := setVNNI(vnni)
+				defer restore()
+				b.SetBytes(int64(len(m.Data)))
+				for i := 0; i < b.N; i++ {
+					MatVec(nil, m, &v, y)
+				}
+			})
+		}
 	}
 }
 
