@@ -318,7 +318,7 @@ func TestKernelName(t *testing.T) {
 		want := "pure-Go"
 		if slices.Contains(asm, typ) {
 			want = isa
-			if Kernel() == "avx2+vnni" && (typ == gguf.Q8_0 || typ == gguf.Q4_0) {
+			if Kernel() == "avx2+vnni" && (typ == gguf.Q8_0 || typ == gguf.Q4_0 || typ == gguf.Q5_K) {
 				want = "AVX-512 VNNI"
 			}
 		}
