@@ -36,6 +36,11 @@ func dotQ4_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *
 //go:noescape
 func dotQ5_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
 
+// dotQ5_KRows2VNNI is dotQ5_KRows2AVX2 in AVX-512 VL/VNNI instructions (useVNNI).
+//
+//go:noescape
+func dotQ5_KRows2VNNI(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
+
 //go:noescape
 func dotQ6_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
 
@@ -193,7 +198,11 @@ func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {
 		case gguf.Q4_K:
 			dotQ4_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
 		case gguf.Q5_K:
-			dotQ5_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+			if useVNNI {
+				dotQ5_KRows2VNNI(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+			} else {
+				dotQ5_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+			}
 		case gguf.IQ4_XS:
 			dotIQ4_XSRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
 		default:
