@@ -647,11 +647,12 @@ GLOBL kq8perm<>(SB), RODATA|NOPTR, $32
 	FIN45X(Y8, X8, Y3, R11, X0) \
 	FIN45X(Y14, X14, Y13, R14, X12)
 
-// Q5KBLOCKX2V: Q5KBLOCKX2 in AVX-512 VL/VNNI, as Q5KBLOCKV: Y16 the 0x10 mask, Y17 the
-// shifted qh, Y18 and Y19 the second accumulators of the two vectors (odd sub-blocks).
+// Q5KBLOCKX2V: Q5KBLOCKX2 in AVX-512 VL/VNNI, as Q5KBLOCKV: Y16 the 0x10 mask, Y6 the
+// shifted qh (before PAIRX2V reuses it), Y18 and Y19 the second accumulators of the two
+// vectors (odd sub-blocks). Only AVX-512 F, VL and VNNI instructions (what useVNNI checks).
 #define HIB2(SHIFT, N, L) \
-	SHIFT $N, Y2, Y17 \
-	VPTERNLOGD $0xf8, Y16, Y17, L
+	SHIFT $N, Y2, Y6 \
+	VPTERNLOGD $0xf8, Y16, Y6, L
 
 #define PAIRX2V(J) \
 	VPSHUFB kq45shuf<>+(64*J)(SB), Y1, Y6 \
