@@ -322,12 +322,12 @@ func kernelISA(t gguf.Type) string {
 		return ""
 	}
 	switch t {
-	case gguf.Q8_0, gguf.Q4_0:
+	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_K:
 		if useVNNI {
 			return "AVX-512 VNNI"
 		}
 		return "AVX2"
-	case gguf.F32, gguf.F16, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_NL, gguf.IQ4_XS:
+	case gguf.F32, gguf.F16, gguf.Q4_K, gguf.Q6_K, gguf.IQ4_NL, gguf.IQ4_XS:
 		return "AVX2"
 	}
 	return ""

@@ -22,6 +22,11 @@ func dotQ4_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float3
 //go:noescape
 func dotQ5_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
 
+// dotQ5_KRowsVNNI is dotQ5_KRowsAVX2 in AVX-512 VL/VNNI instructions (useVNNI).
+//
+//go:noescape
+func dotQ5_KRowsVNNI(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+
 //go:noescape
 func dotQ6_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
 
@@ -30,6 +35,11 @@ func dotQ4_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *
 
 //go:noescape
 func dotQ5_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
+
+// dotQ5_KRows2VNNI is dotQ5_KRows2AVX2 in AVX-512 VL/VNNI instructions (useVNNI).
+//
+//go:noescape
+func dotQ5_KRows2VNNI(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
 
 //go:noescape
 func dotQ6_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
@@ -84,15 +94,23 @@ func rowsQ4_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 	return kRows(dotQ4_KRowsAVX2, BlockQ4_K, m, v, y, lo, hi)
 }
 
+// q5kRows is the Q5_K row kernel this CPU runs best.
+func q5kRows() kRowsKernel {
+	if useVNNI {
+		return dotQ5_KRowsVNNI
+	}
+	return dotQ5_KRowsAVX2
+}
+
 func dotQ5_KVec(row []byte, v *Vec) float32 {
-	if s, ok := kDot(dotQ5_KRowsAVX2, BlockQ5_K, row, v); ok {
+	if s, ok := kDot(q5kRows(), BlockQ5_K, row, v); ok {
 		return s
 	}
 	return dotQ5_K(row, v)
 }
 
 func rowsQ5_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
-	return kRows(dotQ5_KRowsAVX2, BlockQ5_K, m, v, y, lo, hi)
+	return kRows(q5kRows(), BlockQ5_K, m, v, y, lo, hi)
 }
 
 func dotQ6_KVec(row []byte, v *Vec) float32 {
@@ -180,7 +198,11 @@ func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {
 		case gguf.Q4_K:
 			dotQ4_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
 		case gguf.Q5_K:
-			dotQ5_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+			if useVNNI {
+				dotQ5_KRows2VNNI(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+			} else {
+				dotQ5_KRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
+			}
 		case gguf.IQ4_XS:
 			dotIQ4_XSRows2AVX2(w, m.RowBytes, &a.K[0], &b.K[0], nb, n, &out[0])
 		default:

@@ -194,6 +194,57 @@ TEXT ·dotQ5_KRowsAVX2(SB), NOSPLIT, $0-48
 	DWORDS(Y13, 0x02020202)
 	KROWS(Q5KBLOCK, 176)
 
+// AVX-512 (VL, VNNI) form of the Q5_K kernel, same integers and float steps: each fifth bit is
+// moved to bit 4 of its byte by one word shift of qh (Y12, kept whole) and merged into the
+// nibbles by VPTERNLOGD (dst | (src & 0x10)), and VPDPWSSD does the scale multiply and the add.
+// Sub-blocks 2j accumulate in Y8, 2j+1 in Y9 (two dependency chains). Y14: 0x10 bytes.
+
+// HIB(SHIFT, N, L): bit 4 of (qh SHIFT N) into the levels L.
+#define HIB(SHIFT, N, L) \
+	SHIFT $N, Y12, Y6 \
+	VPTERNLOGD $0xf8, Y14, Y6, L
+
+// PAIRV(J): sub-blocks 2j and 2j+1 (levels in Y4 and Y5) against activations 64j..64j+63,
+// times their scales, into Y8 and Y9.
+#define PAIRV(J) \
+	VPMADDUBSW (Q8K_QS+64*J)(R11), Y4, Y4 \
+	VPMADDUBSW (Q8K_QS+64*J+32)(R11), Y5, Y5 \
+	VPSHUFB kq45shuf<>+(64*J)(SB), Y1, Y6 \
+	VPSHUFB kq45shuf<>+(64*J+32)(SB), Y1, Y7 \
+	VPDPWSSD Y6, Y4, Y8 \
+	VPDPWSSD Y7, Y5, Y9
+
+#define Q5KBLOCKV \
+	SCMIN \
+	VMOVDQU 16(R10), Y12 \
+	VPXOR Y8, Y8, Y8 \
+	VPXOR Y9, Y9, Y9 \
+	NIB4(48) \
+	HIB(VPSLLW, 4, Y4) \
+	HIB(VPSLLW, 3, Y5) \
+	PAIRV(0) \
+	NIB4(80) \
+	HIB(VPSLLW, 2, Y4) \
+	HIB(VPSLLW, 1, Y5) \
+	PAIRV(1) \
+	NIB4(112) \
+	VPTERNLOGD $0xf8, Y14, Y12, Y4 \
+	HIB(VPSRLW, 1, Y5) \
+	PAIRV(2) \
+	NIB4(144) \
+	HIB(VPSRLW, 2, Y4) \
+	HIB(VPSRLW, 3, Y5) \
+	PAIRV(3) \
+	VPADDD Y9, Y8, Y8 \
+	FIN45
+
+// func dotQ5_KRowsVNNI(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotQ5_KRowsVNNI(SB), NOSPLIT, $0-48
+	ARGS
+	DWORDS(Y15, 0x0f0f0f0f)
+	DWORDS(Y14, 0x10101010)
+	KROWS(Q5KBLOCKV, 176)
+
 // Q6_K: the levels are stored as 0..63 (q+32); a block's sum is
 // sum_k sc[k]*sum(level*x) - 32*sum_k sc[k]*Bsums[k], exactly the Go twin's integer.
 // Y15: 0x0f bytes, Y14: 0x30 bytes; Y1 = the 16 int8 scales as words, Y5/Y6 = scales 0..7 /
@@ -596,6 +647,53 @@ GLOBL kq8perm<>(SB), RODATA|NOPTR, $32
 	FIN45X(Y8, X8, Y3, R11, X0) \
 	FIN45X(Y14, X14, Y13, R14, X12)
 
+// Q5KBLOCKX2V: Q5KBLOCKX2 in AVX-512 VL/VNNI, as Q5KBLOCKV: Y16 the 0x10 mask, Y6 the
+// shifted qh (before PAIRX2V reuses it), Y18 and Y19 the second accumulators of the two
+// vectors (odd sub-blocks). Only AVX-512 F, VL and VNNI instructions (what useVNNI checks).
+#define HIB2(SHIFT, N, L) \
+	SHIFT $N, Y2, Y6 \
+	VPTERNLOGD $0xf8, Y16, Y6, L
+
+#define PAIRX2V(J) \
+	VPSHUFB kq45shuf<>+(64*J)(SB), Y1, Y6 \
+	VPSHUFB kq45shuf<>+(64*J+32)(SB), Y1, Y7 \
+	VPMADDUBSW (Q8K_QS+64*J)(R11), Y4, Y9 \
+	VPMADDUBSW (Q8K_QS+64*J+32)(R11), Y5, Y10 \
+	VPDPWSSD Y6, Y9, Y8 \
+	VPDPWSSD Y7, Y10, Y18 \
+	VPMADDUBSW (Q8K_QS+64*J)(R14), Y4, Y9 \
+	VPMADDUBSW (Q8K_QS+64*J+32)(R14), Y5, Y10 \
+	VPDPWSSD Y6, Y9, Y14 \
+	VPDPWSSD Y7, Y10, Y19
+
+#define Q5KBLOCKX2V \
+	SCMIN2 \
+	VMOVDQU 16(R10), Y2 \
+	VPXOR Y8, Y8, Y8 \
+	VPXOR Y14, Y14, Y14 \
+	VPXORD Y18, Y18, Y18 \
+	VPXORD Y19, Y19, Y19 \
+	NIB4(48) \
+	HIB2(VPSLLW, 4, Y4) \
+	HIB2(VPSLLW, 3, Y5) \
+	PAIRX2V(0) \
+	NIB4(80) \
+	HIB2(VPSLLW, 2, Y4) \
+	HIB2(VPSLLW, 1, Y5) \
+	PAIRX2V(1) \
+	NIB4(112) \
+	VPTERNLOGD $0xf8, Y16, Y2, Y4 \
+	HIB2(VPSRLW, 1, Y5) \
+	PAIRX2V(2) \
+	NIB4(144) \
+	HIB2(VPSRLW, 2, Y4) \
+	HIB2(VPSRLW, 3, Y5) \
+	PAIRX2V(3) \
+	VPADDD Y18, Y8, Y8 \
+	VPADDD Y19, Y14, Y14 \
+	FIN45X(Y8, X8, Y3, R11, X0) \
+	FIN45X(Y14, X14, Y13, R14, X12)
+
 // 0x01 bytes, then 0x02 bytes.
 DATA kq5bits<>+0(SB)/8, $0x0101010101010101
 DATA kq5bits<>+8(SB)/8, $0x0101010101010101
@@ -730,3 +828,11 @@ TEXT ·dotQ5_KRows2AVX2(SB), NOSPLIT, $0-56
 TEXT ·dotQ6_KRows2AVX2(SB), NOSPLIT, $0-56
 	DWORDS(Y15, 0x0f0f0f0f)
 	KROWS2(Q6KBLOCKX2, 210)
+
+// func dotQ5_KRows2VNNI(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotQ5_KRows2VNNI(SB), NOSPLIT, $0-56
+	DWORDS(Y15, 0x0f0f0f0f)
+	MOVL $0x10101010, R8
+	VMOVD R8, X7
+	VPBROADCASTD X7, Y16
+	KROWS2(Q5KBLOCKX2V, 176)

@@ -2,6 +2,7 @@ package quant
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -95,6 +96,12 @@ func TestKQuantKernelsMatchGo(t *testing.T) {
 		for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
 			kernelCases(t, typ, dp, cases)
 		}
+	}
+	// The AVX2 forms where the VNNI ones would run (amd64; elsewhere this repeats the above).
+	restore := setVNNI(false)
+	defer restore()
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+		kernelCases(t, typ, false, cases)
 	}
 }
 
@@ -224,6 +231,32 @@ func BenchmarkKQuantMatVec(b *testing.B) {
 	}
 }
 
+// BenchmarkQ5_KMatVec349M: decode's Q5_K products at the 349M shape's sizes (attention
+// 1024x1024, FFN up 2816x1024, FFN down 1024x2816), with the AVX2 kernel (vnni=false) and
+// the one this CPU selects (vnni=true; the same on CPUs without AVX-512 VNNI).
+func BenchmarkQ5_KMatVec349M(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, sh := range []struct{ rows, cols int }{{1024, 1024}, {2816, 1024}, {1024, 2816}} {
+		m, err := NewMatrix(gguf.Q5_K, sh.rows, sh.cols, randBlocks(r, gguf.Q5_K, sh.rows*sh.cols))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var v Vec
+		v.Load(gguf.Q5_K, randVec(r, sh.cols))
+		y := make([]float32, sh.rows)
+		for _, vnni := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%dx%d/vnni=%v", sh.rows, sh.cols, vnni), func(b *testing.B) {
+				restore := setVNNI(vnni)
+				defer restore()
+				b.SetBytes(int64(len(m.Data)))
+				for i := 0; i < b.N; i++ {
+					MatVec(nil, m, &v, y)
+				}
+			})
+		}
+	}
+}
+
 // quantizeQ8_K (assembly where there is some) against the Go twin, block by block and bit for
 // bit: random blocks, ties of opposite sign (the first decides the sign of the scale), zero,
 // subnormal and huge blocks, an infinity.
@@ -285,7 +318,7 @@ func TestKernelName(t *testing.T) {
 		want := "pure-Go"
 		if slices.Contains(asm, typ) {
 			want = isa
-			if Kernel() == "avx2+vnni" && (typ == gguf.Q8_0 || typ == gguf.Q4_0) {
+			if Kernel() == "avx2+vnni" && (typ == gguf.Q8_0 || typ == gguf.Q4_0 || typ == gguf.Q5_K) {
 				want = "AVX-512 VNNI"
 			}
 		}
