@@ -1,0 +1,5 @@
+//go:build race
+
+package topology
+
+const raceOn = true
