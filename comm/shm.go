@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
 // The shared-memory transport carries messages between ranks on one host through rings in
@@ -124,7 +126,7 @@ type shmPeer struct {
 	cma       bool
 
 	rendezvous                     // large messages in flight; its mu also guards ctrl and pushes
-	ctrl       []header            // control records waiting for room in out
+	ctrl       []wire.Header       // control records waiting for room in out
 	splits     map[uint64]shmSplit // receives copied half by each side, by receive id (under mu)
 	pushes     []*shmPush          // fallback data streams waiting for room in out
 	backlog    atomic.Bool         // ctrl or pushes may be non-empty: the pollers' cue to flush
@@ -134,17 +136,12 @@ type shmPeer struct {
 // meanwhile, so it answers at once), the receiver copies the first part out of the sender's
 // memory and the sender writes the rest into the receiver's buffer at the same time: two cores
 // copy instead of one, while the other side would only have polled. The sender's RTS says that
-// it waits; the receiver's frameSplit names its buffer and where the sender's part begins;
-// frameWritten says that part is in (or, flagSplitFailed, that the receiver must read it
-// itself). The receiver sends frameFin once all of the message is in, as for a single copy, and
-// only then does the send complete, so the sender's buffer stays valid throughout.
+// it waits (wire.FlagSenderWaits); the receiver's wire.Split names its buffer and where the
+// sender's part begins; wire.Written says that part is in (or, wire.FlagSplitFailed, that the
+// receiver must read it itself). The receiver sends wire.Fin once all of the message is in, as
+// for a single copy, and only then does the send complete, so the sender's buffer stays valid
+// throughout.
 const (
-	frameSplit   = 16 // receiver -> sender: ID = send id, Ctx = receive id, Offset = buffer address, Length = sender's part's start
-	frameWritten = 17 // sender -> receiver: ID = receive id, Length = bytes written
-	// flagSenderWaits (RTS): the sender polls until the message is taken.
-	flagSenderWaits = 2
-	// flagSplitFailed (frameWritten): the sender could not write into the receiver.
-	flagSplitFailed = 1
 	// shmSplitMin: smaller messages are copied by the receiver alone (the extra control
 	// records cost more than half the copy saves).
 	shmSplitMin = 256 << 10
@@ -172,7 +169,7 @@ func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *R
 	}
 	p := t.peers[dst]
 	if len(payload) <= shmEagerLimit {
-		req.complete(Status{}, p.writeBlocking(&header{typ: frameEager, tag: int32(tag), ctx: ctx, length: uint64(len(payload))}, payload))
+		req.complete(Status{}, p.writeBlocking(&wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: ctx, Length: uint64(len(payload))}, payload))
 		return
 	}
 	p.sendRTS(ctx, tag, payload, req, 0)
@@ -187,7 +184,7 @@ func (p *shmPeer) sendRTS(ctx uint64, tag int, payload []byte, req *Request, fla
 	}
 	// The RTS carries the buffer's address for a receiver that reads it directly.
 	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(payload))))
-	if err := p.writeBlocking(&header{typ: frameRTS, flags: flags, tag: int32(tag), ctx: ctx, length: uint64(len(payload)), id: id, offset: addr}, nil); err != nil {
+	if err := p.writeBlocking(&wire.Header{Type: wire.RTS, Flags: flags, Tag: int32(tag), Ctx: ctx, Length: uint64(len(payload)), ID: id, Offset: addr}, nil); err != nil {
 		p.takeSend(id)
 		req.complete(Status{}, err)
 	}
@@ -195,7 +192,7 @@ func (p *shmPeer) sendRTS(ctx uint64, tag int, payload []byte, req *Request, fla
 
 // writeBlocking appends a record to the peer's ring, waiting (spin, then sleep) while it is
 // full; the peer's consumer always drains, so the wait ends unless the peer dies.
-func (p *shmPeer) writeBlocking(h *header, payload []byte) error {
+func (p *shmPeer) writeBlocking(h *wire.Header, payload []byte) error {
 	for spins := 0; ; spins++ {
 		p.out.mu.Lock()
 		ok := p.put(h, payload)
@@ -216,8 +213,8 @@ func (p *shmPeer) writeBlocking(h *header, payload []byte) error {
 
 // put appends a record to the fastbox or the ring, or reports false when it fits neither.
 // The caller holds out.mu.
-func (p *shmPeer) put(h *header, payload []byte) bool {
-	if h.typ == frameEager && len(payload) <= shmFastMax {
+func (p *shmPeer) put(h *wire.Header, payload []byte) bool {
+	if h.Type == wire.Eager && len(payload) <= shmFastMax {
 		if !p.ringIdle {
 			// One load of the consumer's head (its line moves here) while the ring is busy.
 			p.ringIdle = atomic.LoadUint64(p.out.head) == p.out.prodTail
@@ -230,7 +227,7 @@ func (p *shmPeer) put(h *header, payload []byte) bool {
 }
 
 // ringWrite appends a record to the ring (not the fastbox); the caller holds out.mu.
-func (p *shmPeer) ringWrite(h *header, payload []byte) bool {
+func (p *shmPeer) ringWrite(h *wire.Header, payload []byte) bool {
 	if !p.out.tryWrite(h, payload) {
 		return false
 	}
@@ -241,7 +238,7 @@ func (p *shmPeer) ringWrite(h *header, payload []byte) bool {
 // next returns the next incoming record from the peer and the ring or fastbox it is in: the
 // fastbox's first. A record in the ring waits while the fastbox holds any: those were
 // written before it (see fout). The caller holds pollMu.
-func (p *shmPeer) next() (r *ring, h header, payload []byte, ok bool, err error) {
+func (p *shmPeer) next() (r *ring, h wire.Header, payload []byte, ok bool, err error) {
 	if p.fin.ready() {
 		h, payload, ok, err = p.fin.peek()
 		if ok || err != nil {
@@ -311,7 +308,7 @@ func (p *shmPeer) flush() bool {
 		s := p.pushes[0]
 		data := s.send.payload
 		end := min(s.sent+chunk, len(data))
-		if !p.ringWrite(&header{typ: frameData, length: uint64(end - s.sent), id: s.recv, offset: uint64(s.sent)}, data[s.sent:end]) {
+		if !p.ringWrite(&wire.Header{Type: wire.Data, Length: uint64(end - s.sent), ID: s.recv, Offset: uint64(s.sent)}, data[s.sent:end]) {
 			break
 		}
 		did = true
@@ -335,7 +332,7 @@ func (p *shmPeer) flush() bool {
 	return did
 }
 
-func (p *shmPeer) queueCtrl(h header) {
+func (p *shmPeer) queueCtrl(h wire.Header) {
 	p.mu.Lock()
 	p.ctrl = append(p.ctrl, h)
 	p.backlog.Store(true)
@@ -394,88 +391,88 @@ func (t *shmTransport) pollLocked(r *Request) bool {
 
 // handle processes one incoming record. payload points into the ring and is only valid until
 // the record is consumed, so everything that keeps it copies it.
-func (p *shmPeer) handle(h header, payload []byte) {
+func (p *shmPeer) handle(h wire.Header, payload []byte) {
 	eng := p.t.w.eng
-	switch h.typ {
-	case frameEager:
-		if f := &p.t.fast; f.on && f.takes(p.rank, h.ctx, int(h.tag)) {
-			f.deliver(int(h.tag), payload)
+	switch h.Type {
+	case wire.Eager:
+		if f := &p.t.fast; f.on && f.takes(p.rank, h.Ctx, int(h.Tag)) {
+			f.deliver(int(h.Tag), payload)
 			return
 		}
 		arriveEager(eng, p.rank, h, payload)
-	case frameRTS:
-		if f := &p.t.fast; f.on && f.takes(p.rank, h.ctx, int(h.tag)) {
+	case wire.RTS:
+		if f := &p.t.fast; f.on && f.takes(p.rank, h.Ctx, int(h.Tag)) {
 			f.on = false // a large message: the receive takes the general path
 		}
-		sendID, tag, size, addr := h.id, int(h.tag), h.length, h.offset
-		waits := h.flags&flagSenderWaits != 0
-		r, _ := eng.arrive(p.rank, h.ctx, tag, int(size), func(m *inMsg) {
+		sendID, tag, size, addr := h.ID, int(h.Tag), h.Length, h.Offset
+		waits := h.Flags&wire.FlagSenderWaits != 0
+		r, _ := eng.arrive(p.rank, h.Ctx, tag, int(size), func(m *inMsg) {
 			m.fetch = func(r *recvOp) { p.acceptRTS(sendID, addr, r, tag, size, waits) }
 		})
 		if r != nil {
 			p.acceptRTS(sendID, addr, r, tag, size, waits)
 		}
-	case frameSplit:
+	case wire.Split:
 		p.mu.Lock()
-		s := p.sends[h.id]
+		s := p.sends[h.ID]
 		p.mu.Unlock()
-		if s == nil || h.length == 0 || h.length >= uint64(len(s.payload)) {
-			p.protocolError(fmt.Errorf("split copy of unknown message %d (from byte %d)", h.id, h.length))
+		if s == nil || h.Length == 0 || h.Length >= uint64(len(s.payload)) {
+			p.protocolError(fmt.Errorf("split copy of unknown message %d (from byte %d)", h.ID, h.Length))
 			return
 		}
-		part := s.payload[h.length:]
-		w := header{typ: frameWritten, id: h.ctx, length: uint64(len(part))}
-		if shmCMAWrite(p.pid, h.offset+h.length, part) != nil {
-			w.flags = flagSplitFailed
+		part := s.payload[h.Length:]
+		w := wire.Header{Type: wire.Written, ID: h.Ctx, Length: uint64(len(part))}
+		if shmCMAWrite(p.pid, h.Offset+h.Length, part) != nil {
+			w.Flags = wire.FlagSplitFailed
 		}
 		p.queueCtrl(w)
-	case frameWritten:
+	case wire.Written:
 		p.mu.Lock()
-		sp, ok := p.splits[h.id]
-		pr := p.recvs[h.id]
+		sp, ok := p.splits[h.ID]
+		pr := p.recvs[h.ID]
 		p.mu.Unlock()
-		if !ok || pr == nil || h.length != pr.size-sp.part {
-			p.protocolError(fmt.Errorf("split copy for unknown receive %d", h.id))
+		if !ok || pr == nil || h.Length != pr.size-sp.part {
+			p.protocolError(fmt.Errorf("split copy for unknown receive %d", h.ID))
 			return
 		}
-		if h.flags&flagSplitFailed != 0 {
-			// The sender's buffer stays put until our frameFin: read its part ourselves.
+		if h.Flags&wire.FlagSplitFailed != 0 {
+			// The sender's buffer stays put until our wire.Fin: read its part ourselves.
 			if err := cmaRead(p.pid, sp.addr+sp.part, pr.buf[sp.part:pr.size]); err != nil {
 				p.broken(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
 				return
 			}
 		}
-		p.splitDone(h.id, h.length)
-	case frameCTS:
-		s := p.takeSend(h.id)
-		if s != nil && h.flags&flagDiscard == 0 {
+		p.splitDone(h.ID, h.Length)
+	case wire.CTS:
+		s := p.takeSend(h.ID)
+		if s != nil && h.Flags&wire.FlagDiscard == 0 {
 			p.mu.Lock()
-			p.pushes = append(p.pushes, &shmPush{send: s, recv: h.offset})
+			p.pushes = append(p.pushes, &shmPush{send: s, recv: h.Offset})
 			p.backlog.Store(true)
 			p.mu.Unlock()
 		}
 		if s == nil {
-			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.id))
-		} else if h.flags&flagDiscard != 0 {
+			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.ID))
+		} else if h.Flags&wire.FlagDiscard != 0 {
 			s.req.complete(Status{}, nil)
 		}
-	case frameFin:
-		s := p.takeSend(h.id)
+	case wire.Fin:
+		s := p.takeSend(h.ID)
 		if s == nil {
-			p.protocolError(fmt.Errorf("completion for unknown message %d", h.id))
+			p.protocolError(fmt.Errorf("completion for unknown message %d", h.ID))
 			return
 		}
 		s.req.complete(Status{}, nil)
-	case frameData:
-		pr := p.recv(h.id)
-		if pr == nil || h.offset != pr.got || h.offset+h.length > pr.size {
-			p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.id, h.offset))
+	case wire.Data:
+		pr := p.recv(h.ID)
+		if pr == nil || h.Offset != pr.got || h.Offset+h.Length > pr.size {
+			p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.ID, h.Offset))
 			return
 		}
-		copy(pr.buf[h.offset:], payload)
-		p.gotData(h.id, pr, h.length)
+		copy(pr.buf[h.Offset:], payload)
+		p.gotData(h.ID, pr, h.Length)
 	default:
-		p.protocolError(fmt.Errorf("record type %d", h.typ))
+		p.protocolError(fmt.Errorf("record type %d", h.Type))
 	}
 }
 
@@ -484,7 +481,7 @@ func (p *shmPeer) handle(h header, payload []byte) {
 func (p *shmPeer) acceptRTS(sendID, addr uint64, r *recvOp, tag int, size uint64, senderWaits bool) {
 	dst, terr := r.target(p.rank, tag, int(size))
 	if terr != nil {
-		p.queueCtrl(header{typ: frameCTS, flags: flagDiscard, id: sendID})
+		p.queueCtrl(wire.Header{Type: wire.CTS, Flags: wire.FlagDiscard, ID: sendID})
 		r.req.complete(r.status(p.rank, tag, int(size)), terr)
 		return
 	}
@@ -496,7 +493,7 @@ func (p *shmPeer) acceptRTS(sendID, addr uint64, r *recvOp, tag int, size uint64
 	}
 	if p.cma {
 		if err := cmaRead(p.pid, addr, dst); err == nil {
-			p.queueCtrl(header{typ: frameFin, id: sendID})
+			p.queueCtrl(wire.Header{Type: wire.Fin, ID: sendID})
 			r.req.complete(r.status(p.rank, tag, int(size)), nil)
 			return
 		}
@@ -507,10 +504,10 @@ func (p *shmPeer) acceptRTS(sendID, addr uint64, r *recvOp, tag int, size uint64
 		r.req.complete(Status{}, err)
 		return
 	}
-	p.queueCtrl(header{typ: frameCTS, id: sendID, offset: rid})
+	p.queueCtrl(wire.Header{Type: wire.CTS, ID: sendID, Offset: rid})
 }
 
-// acceptSplit takes a large message from a waiting sender by a split copy (see frameSplit).
+// acceptSplit takes a large message from a waiting sender by a split copy (see wire.Split).
 func (p *shmPeer) acceptSplit(sendID, addr uint64, r *recvOp, tag int, size uint64, dst []byte) {
 	part := size / 2 &^ 4095 // the sender's part starts on a page
 	rid, err := p.addRecv(&pendingRecv{op: r, buf: dst, size: size, src: p.rank, tag: tag})
@@ -521,7 +518,7 @@ func (p *shmPeer) acceptSplit(sendID, addr uint64, r *recvOp, tag int, size uint
 	p.mu.Lock()
 	p.splits[rid] = shmSplit{sendID: sendID, addr: addr, part: part}
 	p.mu.Unlock()
-	p.queueCtrl(header{typ: frameSplit, id: sendID, ctx: rid, offset: uint64(uintptr(unsafe.Pointer(&dst[0]))), length: part})
+	p.queueCtrl(wire.Header{Type: wire.Split, ID: sendID, Ctx: rid, Offset: uint64(uintptr(unsafe.Pointer(&dst[0]))), Length: part})
 	if err := cmaRead(p.pid, addr, dst[:part]); err != nil {
 		p.broken(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
 		return
@@ -547,7 +544,7 @@ func (p *shmPeer) splitDone(rid, n uint64) {
 	delete(p.recvs, rid)
 	delete(p.splits, rid)
 	p.mu.Unlock()
-	p.queueCtrl(header{typ: frameFin, id: sp.sendID})
+	p.queueCtrl(wire.Header{Type: wire.Fin, ID: sp.sendID})
 	pr.op.req.complete(pr.op.status(p.rank, pr.tag, int(pr.size)), nil)
 }
 

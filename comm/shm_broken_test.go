@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
 // TestShmBrokenRingFailsLink: a record of an unknown type in the ring (a peer of another build,
@@ -28,7 +30,7 @@ func TestShmBrokenRingFailsLink(t *testing.T) {
 			if p == nil {
 				return errors.New("no shared-memory link to rank 1")
 			}
-			h := header{typ: 0x7e, tag: 1}
+			h := wire.Header{Type: 0x7e, Tag: 1}
 			p.out.mu.Lock()
 			ok := p.ringWrite(&h, nil)
 			p.out.mu.Unlock()

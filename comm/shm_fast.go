@@ -2,6 +2,8 @@
 
 package comm
 
+import "github.com/gorun-hpc/gorun/comm/internal/wire"
+
 // Blocking Send and Recv of small messages to and from a shared-memory peer allocate nothing:
 // the send writes its record at once (it never needed a Request), and the receive reuses one
 // recvOp per world. Allocations per round trip would make the heap grow into fresh pages,
@@ -13,7 +15,7 @@ package comm
 // also produces every error, takes the message. The caller checked the arguments.
 //
 // A large message goes by rendezvous as from Isend, but its RTS tells the receiver that the
-// sender waits (polls) until the message is taken, which allows a split copy (see frameSplit);
+// sender waits (polls) until the message is taken, which allows a split copy (see wire.Split);
 // a patient sender does not poll (it sleeps), so its receiver copies the whole message.
 func (p *shmPeer) eagerMax() int { return shmEagerLimit }
 
@@ -24,7 +26,7 @@ func (p *shmPeer) sendDirect(c *Comm, b []byte, tag int) (bool, error) {
 	if len(b) > shmEagerLimit {
 		req := newRequest()
 		req.prog, req.patient = p.t, c.patient
-		flags := uint8(flagSenderWaits)
+		flags := uint8(wire.FlagSenderWaits)
 		if c.patient {
 			flags = 0
 		}
@@ -32,7 +34,7 @@ func (p *shmPeer) sendDirect(c *Comm, b []byte, tag int) (bool, error) {
 		_, err := req.Wait()
 		return true, err
 	}
-	return true, p.writeBlocking(&header{typ: frameEager, tag: int32(tag), ctx: c.ctx, length: uint64(len(b))}, b)
+	return true, p.writeBlocking(&wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: c.ctx, Length: uint64(len(b))}, b)
 }
 
 // fastRecv is a blocking receive from one shared-memory peer that its caller serves itself:
@@ -135,10 +137,10 @@ func (p *shmPeer) recvNow(c *Comm, b []byte, ws, tag int) (bool, Status, error) 
 	}
 	f := fastRecv{on: true, src: ws, ctx: c.ctx, tag: tag, buf: b, rank: c.commRank(ws)}
 	rg, h, payload, ok, err := p.next()
-	if err != nil || !ok || h.typ != frameEager || !f.takes(ws, h.ctx, int(h.tag)) || !e.firstFor(ws, c.ctx, tag) {
+	if err != nil || !ok || h.Type != wire.Eager || !f.takes(ws, h.Ctx, int(h.Tag)) || !e.firstFor(ws, c.ctx, tag) {
 		return false, Status{}, nil // a corrupt ring is the next poll's to report
 	}
-	f.deliver(int(h.tag), payload)
+	f.deliver(int(h.Tag), payload)
 	rg.advance(h)
 	return true, f.st, f.err
 }

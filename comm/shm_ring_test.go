@@ -10,6 +10,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"unsafe"
+
+	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
 // testRing builds a ring over ordinary memory (8-byte aligned, as a mapping is).
@@ -49,7 +51,7 @@ func ringRoundTrip(t *testing.T, fast bool) {
 			for i := range payload {
 				payload[i] = byte(rng.Uint32())
 			}
-			h := header{typ: frameEager, tag: int32(sent % MaxTag), ctx: uint64(sent), length: uint64(len(payload))}
+			h := wire.Header{Type: wire.Eager, Tag: int32(sent % MaxTag), Ctx: uint64(sent), Length: uint64(len(payload))}
 			if prod.tryWrite(&h, payload) {
 				pending = append(pending, payload)
 				sent++
@@ -69,8 +71,8 @@ func ringRoundTrip(t *testing.T, fast bool) {
 				}
 				break
 			}
-			if h.ctx != uint64(got) || !bytes.Equal(payload, pending[0]) {
-				t.Fatalf("record %d: got ctx %d, %d bytes; want %d bytes", got, h.ctx, len(payload), len(pending[0]))
+			if h.Ctx != uint64(got) || !bytes.Equal(payload, pending[0]) {
+				t.Fatalf("record %d: got ctx %d, %d bytes; want %d bytes", got, h.Ctx, len(payload), len(pending[0]))
 			}
 			cons.advance(h)
 			pending = pending[1:]
@@ -85,10 +87,10 @@ func FuzzShmRing(f *testing.F) {
 	const capacity = 1024
 	r := testRing(capacity)
 	for i, n := range []int{0, 8, 100, r.maxRecord() - recordHeader, 1, 300, 64} {
-		r.tryWrite(&header{typ: frameEager, tag: int32(i), ctx: worldCtx, length: uint64(n)}, make([]byte, n))
+		r.tryWrite(&wire.Header{Type: wire.Eager, Tag: int32(i), Ctx: worldCtx, Length: uint64(n)}, make([]byte, n))
 	}
-	r.tryWrite(&header{typ: frameFin, id: 3}, nil)
-	r.tryWrite(&header{typ: frameRTS, tag: 1, length: shmEagerLimit + 1, id: 4}, nil)
+	r.tryWrite(&wire.Header{Type: wire.Fin, ID: 3}, nil)
+	r.tryWrite(&wire.Header{Type: wire.RTS, Tag: 1, Length: shmEagerLimit + 1, ID: 4}, nil)
 	f.Add(append([]byte(nil), r.data...), uint64(0))
 	f.Add(append([]byte(nil), r.data...), uint64(576))
 	f.Fuzz(func(t *testing.T, data []byte, head uint64) {
@@ -106,8 +108,8 @@ func FuzzShmRing(f *testing.F) {
 				if uint64(len(payload)) != recordPayload(h) || idx+r.hdrLen()+uint64(len(payload)) > capacity {
 					t.Fatalf("record at %d of %d bytes outside the ring (fastbox %v)", idx, len(payload), fast)
 				}
-				if fast && h.typ != frameEager {
-					t.Fatalf("fastbox record of type %d", h.typ)
+				if fast && h.Type != wire.Eager {
+					t.Fatalf("fastbox record of type %d", h.Type)
 				}
 				if binary.LittleEndian.Uint64(r.data[idx:]) != r.consHead+1 {
 					t.Fatal("record returned without its stamp")

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorun-hpc/gorun/comm/internal/wire"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -266,7 +267,7 @@ func (r *ring) maxRecord() int { return int(r.cap / 4) }
 // line with its stamp: the consumer that sees the stamp has the message.
 const (
 	recordStamp  = 8
-	recordHeader = recordStamp + headerSize
+	recordHeader = recordStamp + wire.HeaderSize
 	fastHeader   = 24
 	fastRecord   = recordStamp + fastHeader
 )
@@ -283,38 +284,38 @@ func (r *ring) hdrLen() uint64 {
 func (r *ring) size(n uint64) uint64 { return (r.hdrLen() + n + recordAlign - 1) &^ (recordAlign - 1) }
 
 // putFast writes an eager or pad record's header in a fastbox's format.
-func putFast(b []byte, h *header) {
-	b[0], b[1], b[2], b[3] = h.typ, 0, 0, 0
-	binary.LittleEndian.PutUint32(b[4:], uint32(h.tag))
-	binary.LittleEndian.PutUint64(b[8:], h.ctx)
-	binary.LittleEndian.PutUint64(b[16:], h.length) // < 2^32: a fastbox is at most maxFastCap
+func putFast(b []byte, h *wire.Header) {
+	b[0], b[1], b[2], b[3] = h.Type, 0, 0, 0
+	binary.LittleEndian.PutUint32(b[4:], uint32(h.Tag))
+	binary.LittleEndian.PutUint64(b[8:], h.Ctx)
+	binary.LittleEndian.PutUint64(b[16:], h.Length) // < 2^32: a fastbox is at most maxFastCap
 }
 
 // parseFast validates a fastbox record's header: an eager message within the fastbox's
 // largest record, or a pad within the fastbox.
-func parseFast(b []byte, r *ring) (header, error) {
-	h := header{typ: b[0], flags: b[1], tag: int32(binary.LittleEndian.Uint32(b[4:])),
-		ctx: binary.LittleEndian.Uint64(b[8:]), length: binary.LittleEndian.Uint64(b[16:])}
+func parseFast(b []byte, r *ring) (wire.Header, error) {
+	h := wire.Header{Type: b[0], Flags: b[1], Tag: int32(binary.LittleEndian.Uint32(b[4:])),
+		Ctx: binary.LittleEndian.Uint64(b[8:]), Length: binary.LittleEndian.Uint64(b[16:])}
 	switch {
-	case h.flags != 0 || b[2] != 0 || b[3] != 0:
+	case h.Flags != 0 || b[2] != 0 || b[3] != 0:
 		return h, fmt.Errorf("fastbox record with flags or reserved bytes %#x %#x %#x", b[1], b[2], b[3])
-	case h.typ == frameEager:
-		if h.tag < 0 || int(h.tag) >= MaxTag || h.length > uint64(r.maxRecord()-fastRecord) {
-			return h, fmt.Errorf("fastbox message of %d bytes (tag %d) out of range", h.length, h.tag)
+	case h.Type == wire.Eager:
+		if h.Tag < 0 || int(h.Tag) >= MaxTag || h.Length > uint64(r.maxRecord()-fastRecord) {
+			return h, fmt.Errorf("fastbox message of %d bytes (tag %d) out of range", h.Length, h.Tag)
 		}
-	case h.typ == framePad:
-		if h.length > r.cap {
-			return h, fmt.Errorf("fastbox pad of %d bytes", h.length)
+	case h.Type == wire.Pad:
+		if h.Length > r.cap {
+			return h, fmt.Errorf("fastbox pad of %d bytes", h.Length)
 		}
 	default:
-		return h, fmt.Errorf("record type %d in a fastbox", h.typ)
+		return h, fmt.Errorf("record type %d in a fastbox", h.Type)
 	}
 	return h, nil
 }
 
 // tryWrite appends one record (header and payload), or reports false when the ring lacks
 // room. The caller holds r.mu.
-func (r *ring) tryWrite(h *header, payload []byte) bool {
+func (r *ring) tryWrite(h *wire.Header, payload []byte) bool {
 	need, hl := r.size(uint64(len(payload))), r.hdrLen()
 	tail := r.prodTail
 	idx := tail % r.cap
@@ -331,7 +332,7 @@ func (r *ring) tryWrite(h *header, payload []byte) bool {
 	if idx+need > r.cap {
 		// The record would straddle the end: fill the rest with a pad record and wrap.
 		pad := r.cap - idx
-		r.putHeader(idx, &header{typ: framePad, length: pad - hl})
+		r.putHeader(idx, &wire.Header{Type: wire.Pad, Length: pad - hl})
 		r.stamp(idx, tail)
 		tail += pad
 		idx = 0
@@ -347,12 +348,12 @@ func (r *ring) tryWrite(h *header, payload []byte) bool {
 }
 
 // putHeader writes the header of the record at idx.
-func (r *ring) putHeader(idx uint64, h *header) {
+func (r *ring) putHeader(idx uint64, h *wire.Header) {
 	if r.fast {
 		putFast(r.data[idx+recordStamp:idx+fastRecord], h)
 		return
 	}
-	h.put(r.data[idx+recordStamp : idx+recordHeader])
+	h.Put(r.data[idx+recordStamp : idx+recordHeader])
 }
 
 // stamp publishes the record at idx, produced at position pos (after its contents: the atomic
@@ -370,7 +371,7 @@ func (r *ring) ready() bool {
 
 // peek returns the next record, or ok=false when the ring is empty. The record's bytes stay
 // valid until advance. A record that does not fit the ring's bounds is an error.
-func (r *ring) peek() (h header, payload []byte, ok bool, err error) {
+func (r *ring) peek() (h wire.Header, payload []byte, ok bool, err error) {
 	for {
 		if !r.ready() {
 			return h, nil, false, nil
@@ -394,7 +395,7 @@ func (r *ring) peek() (h header, payload []byte, ok bool, err error) {
 		if n > r.cap || idx+need > r.cap {
 			return h, nil, false, fmt.Errorf("record of %d bytes overruns the ring", n)
 		}
-		if h.typ == framePad {
+		if h.Type == wire.Pad {
 			r.consHead = head + need
 			r.publish()
 			continue
@@ -404,7 +405,7 @@ func (r *ring) peek() (h header, payload []byte, ok bool, err error) {
 }
 
 // advance consumes the record peek returned.
-func (r *ring) advance(h header) {
+func (r *ring) advance(h wire.Header) {
 	r.consHead += r.size(recordPayload(h))
 	r.publish()
 }
@@ -423,10 +424,10 @@ func (r *ring) publish() {
 
 // recordPayload is how many bytes follow a record's header in the ring: an RTS's length is
 // the message's, whose bytes stay with the sender.
-func recordPayload(h header) uint64 {
-	switch h.typ {
-	case frameEager, frameData, framePad:
-		return h.length
+func recordPayload(h wire.Header) uint64 {
+	switch h.Type {
+	case wire.Eager, wire.Data, wire.Pad:
+		return h.Length
 	}
 	return 0
 }
@@ -435,30 +436,30 @@ func (r *ring) empty() bool { return !r.ready() }
 
 // parseShmHeader validates a ring record's header: the types the shared-memory protocol uses,
 // and lengths within what the ring can hold.
-func parseShmHeader(b []byte, r *ring) (header, error) {
+func parseShmHeader(b []byte, r *ring) (wire.Header, error) {
 	switch b[0] {
-	case frameSplit, frameWritten:
-		h := header{typ: b[0], flags: b[1], ctx: binary.LittleEndian.Uint64(b[8:]), length: binary.LittleEndian.Uint64(b[16:]),
-			id: binary.LittleEndian.Uint64(b[24:]), offset: binary.LittleEndian.Uint64(b[32:])}
-		if h.length == 0 || h.length > maxMessage || (h.typ == frameSplit && h.flags != 0) || h.flags&^flagSplitFailed != 0 {
-			return h, fmt.Errorf("malformed record type %d (length %d, flags %#x)", h.typ, h.length, h.flags)
+	case wire.Split, wire.Written:
+		h := wire.Header{Type: b[0], Flags: b[1], Ctx: binary.LittleEndian.Uint64(b[8:]), Length: binary.LittleEndian.Uint64(b[16:]),
+			ID: binary.LittleEndian.Uint64(b[24:]), Offset: binary.LittleEndian.Uint64(b[32:])}
+		if h.Length == 0 || h.Length > wire.MaxMessage || (h.Type == wire.Split && h.Flags != 0) || h.Flags&^wire.FlagSplitFailed != 0 {
+			return h, fmt.Errorf("malformed record type %d (length %d, flags %#x)", h.Type, h.Length, h.Flags)
 		}
 		return h, nil
-	case frameRTS:
-		if b[1] == flagSenderWaits { // the one flag an RTS takes over shared memory
-			var c [headerSize]byte
+	case wire.RTS:
+		if b[1] == wire.FlagSenderWaits { // the one flag an RTS takes over shared memory
+			var c [wire.HeaderSize]byte
 			copy(c[:], b)
 			c[1] = 0
-			h, err := parseHeaderLimits(c[:], shmEagerLimit, uint64(r.maxRecord()-recordHeader))
-			h.flags = flagSenderWaits
+			h, err := wire.Parse(c[:], shmEagerLimit, uint64(r.maxRecord()-recordHeader))
+			h.Flags = wire.FlagSenderWaits
 			return h, err
 		}
-	case framePad, frameFin:
-		h := header{typ: b[0], flags: b[1], length: binary.LittleEndian.Uint64(b[16:]), id: binary.LittleEndian.Uint64(b[24:])}
-		if h.flags != 0 || (h.typ == frameFin && h.length != 0) || h.length > r.cap {
-			return h, fmt.Errorf("malformed record type %d (length %d)", h.typ, h.length)
+	case wire.Pad, wire.Fin:
+		h := wire.Header{Type: b[0], Flags: b[1], Length: binary.LittleEndian.Uint64(b[16:]), ID: binary.LittleEndian.Uint64(b[24:])}
+		if h.Flags != 0 || (h.Type == wire.Fin && h.Length != 0) || h.Length > r.cap {
+			return h, fmt.Errorf("malformed record type %d (length %d)", h.Type, h.Length)
 		}
 		return h, nil
 	}
-	return parseHeaderLimits(b, shmEagerLimit, uint64(r.maxRecord()-recordHeader))
+	return wire.Parse(b, shmEagerLimit, uint64(r.maxRecord()-recordHeader))
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gorun-hpc/gorun/comm/internal/tcp"
+	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
 // tcpTransport is a full mesh of TCP connections, one per pair of ranks. Sends of small
@@ -73,7 +74,7 @@ type tcpPeer struct {
 	seenPolls uint32
 
 	wmu       sync.Mutex // one writer at a time on the connection
-	wbuf      [headerSize + tcpSmallWrite]byte
+	wbuf      [wire.HeaderSize + tcpSmallWrite]byte
 	lastWrite atomic.Int64 // p.t.clock() at the last write, for heartbeats
 
 	// out: frames the transport writes on its own behalf (clear-to-send replies, the data of
@@ -95,7 +96,7 @@ type tcpPeer struct {
 // outFrame is a queued frame: a CTS, or one chunk of a large message's data (send is set on
 // its last chunk, and completed once that is written).
 type outFrame struct {
-	hdr  [headerSize]byte
+	hdr  [wire.HeaderSize]byte
 	data []byte
 	send *pendingSend
 }
@@ -141,7 +142,7 @@ func (t *tcpTransport) send(dst int, ctx uint64, tag int, payload []byte, req *R
 	p := t.peers[dst]
 	n := uint64(len(payload))
 	if n <= eagerLimit {
-		err := p.write(&header{typ: frameEager, tag: int32(tag), ctx: ctx, length: n}, payload)
+		err := p.write(&wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: ctx, Length: n}, payload)
 		req.complete(Status{}, err)
 		return
 	}
@@ -151,11 +152,11 @@ func (t *tcpTransport) send(dst int, ctx uint64, tag int, payload []byte, req *R
 		return
 	}
 	// A failed write fails the link, and with it every pending send, this one included.
-	_ = p.write(&header{typ: frameRTS, tag: int32(tag), ctx: ctx, length: n, id: id}, nil)
+	_ = p.write(&wire.Header{Type: wire.RTS, Tag: int32(tag), Ctx: ctx, Length: n, ID: id}, nil)
 }
 
 // write sends one frame; a write error breaks the link.
-func (p *tcpPeer) write(h *header, payload []byte) error {
+func (p *tcpPeer) write(h *wire.Header, payload []byte) error {
 	p.wmu.Lock()
 	select {
 	case <-p.done:
@@ -163,15 +164,15 @@ func (p *tcpPeer) write(h *header, payload []byte) error {
 		return p.linkError()
 	default:
 	}
-	h.put(p.wbuf[:headerSize])
+	h.Put(p.wbuf[:wire.HeaderSize])
 	// A queued frame written in part must be finished first.
 	done, _, err := p.pushOut(true, true)
 	if err == nil && len(payload) <= tcpSmallWrite {
 		// One copy is cheaper than a vectored write for a small payload.
-		n := copy(p.wbuf[headerSize:], payload)
-		err = p.writeAll(p.wbuf[:headerSize+n], nil)
+		n := copy(p.wbuf[wire.HeaderSize:], payload)
+		err = p.writeAll(p.wbuf[:wire.HeaderSize+n], nil)
 	} else if err == nil {
-		err = p.writeAll(p.wbuf[:headerSize], payload)
+		err = p.writeAll(p.wbuf[:wire.HeaderSize], payload)
 	}
 	if err == nil && p.pending.Load() {
 		// Frames queued while we wrote: push what the socket takes.
@@ -306,10 +307,10 @@ func (p *tcpPeer) pushOut(block, one bool) (done []*pendingSend, wrote int, err 
 		}
 		f := &p.out[0]
 		var hdr, data []byte
-		if p.outOff < headerSize {
+		if p.outOff < wire.HeaderSize {
 			hdr, data = f.hdr[p.outOff:], f.data
 		} else {
-			data = f.data[p.outOff-headerSize:]
+			data = f.data[p.outOff-wire.HeaderSize:]
 		}
 		p.fdMu.RLock()
 		if p.fdClosed {
@@ -344,7 +345,7 @@ func (p *tcpPeer) pushOut(block, one bool) (done []*pendingSend, wrote int, err 
 		p.lastWrite.Store(int64(p.t.clock()))
 		wrote += n
 		p.outOff += n
-		if p.outOff < headerSize+len(f.data) {
+		if p.outOff < wire.HeaderSize+len(f.data) {
 			continue
 		}
 		if f.send != nil {
@@ -371,7 +372,7 @@ func dataFrames(s *pendingSend, id uint64) []outFrame {
 	for off := 0; off < len(data); off += dataChunk {
 		end := min(off+dataChunk, len(data))
 		var f outFrame
-		(&header{typ: frameData, length: uint64(end - off), id: id, offset: uint64(off)}).put(f.hdr[:])
+		(&wire.Header{Type: wire.Data, Length: uint64(end - off), ID: id, Offset: uint64(off)}).Put(f.hdr[:])
 		f.data = data[off:end]
 		frames = append(frames, f)
 	}
@@ -379,9 +380,9 @@ func dataFrames(s *pendingSend, id uint64) []outFrame {
 	return frames
 }
 
-func ctsFrame(h header) outFrame {
+func ctsFrame(h wire.Header) outFrame {
 	var f outFrame
-	h.put(f.hdr[:])
+	h.Put(f.hdr[:])
 	return f
 }
 
@@ -400,7 +401,7 @@ func (p *tcpPeer) heartbeatLoop() {
 			return
 		case <-tick.C:
 			if p.t.clock()-time.Duration(p.lastWrite.Load()) >= interval {
-				if p.write(&header{typ: framePing}, nil) != nil {
+				if p.write(&wire.Header{Type: wire.Ping}, nil) != nil {
 					return
 				}
 			}
@@ -411,7 +412,7 @@ func (p *tcpPeer) heartbeatLoop() {
 // handleFrame reads one frame from the peer and acts on it; false when the link broke. The
 // caller holds rmu and knows that bytes of the frame have arrived (the rest it waits for).
 func (p *tcpPeer) handleFrame() bool {
-	var hb [headerSize]byte
+	var hb [wire.HeaderSize]byte
 	eng := p.t.w.eng
 	if err := p.readFull(hb[:]); err != nil {
 		p.readFailed(err)
@@ -422,10 +423,10 @@ func (p *tcpPeer) handleFrame() bool {
 		p.protocolError(err)
 		return false
 	}
-	switch h.typ {
-	case frameEager:
-		tag, size := int(h.tag), int(h.length)
-		r, m := eng.arrive(p.rank, h.ctx, tag, size, func(m *inMsg) { m.data = make([]byte, m.size) })
+	switch h.Type {
+	case wire.Eager:
+		tag, size := int(h.Tag), int(h.Length)
+		r, m := eng.arrive(p.rank, h.Ctx, tag, size, func(m *inMsg) { m.data = make([]byte, m.size) })
 		if r == nil {
 			if err := p.readFull(m.data); err != nil {
 				p.readFailed(err)
@@ -447,21 +448,21 @@ func (p *tcpPeer) handleFrame() bool {
 			}
 		}
 		r.req.complete(r.status(p.rank, tag, size), terr)
-	case frameRTS:
-		sendID, tag, size := h.id, int(h.tag), h.length
-		r, _ := eng.arrive(p.rank, h.ctx, tag, int(size), func(m *inMsg) {
+	case wire.RTS:
+		sendID, tag, size := h.ID, int(h.Tag), h.Length
+		r, _ := eng.arrive(p.rank, h.Ctx, tag, int(size), func(m *inMsg) {
 			m.fetch = func(r *recvOp) { p.acceptRTS(sendID, r, tag, size) }
 		})
 		if r != nil {
 			p.acceptRTS(sendID, r, tag, size)
 		}
-	case frameCTS:
-		s := p.takeSend(h.id)
+	case wire.CTS:
+		s := p.takeSend(h.ID)
 		if s == nil {
-			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.id))
+			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.ID))
 			return false
 		}
-		if h.flags&flagDiscard != 0 {
+		if h.Flags&wire.FlagDiscard != 0 {
 			s.req.complete(Status{}, nil)
 			return true
 		}
@@ -469,20 +470,20 @@ func (p *tcpPeer) handleFrame() bool {
 			s.req.complete(Status{}, nil)
 			return true
 		}
-		p.queue(dataFrames(s, h.offset)...)
-	case frameData:
-		pr := p.recv(h.id)
-		if pr == nil || h.offset != pr.got || h.offset+h.length > pr.size {
-			p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.id, h.offset))
+		p.queue(dataFrames(s, h.Offset)...)
+	case wire.Data:
+		pr := p.recv(h.ID)
+		if pr == nil || h.Offset != pr.got || h.Offset+h.Length > pr.size {
+			p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.ID, h.Offset))
 			return false
 		}
-		if err := p.readFull(pr.buf[h.offset : h.offset+h.length]); err != nil {
+		if err := p.readFull(pr.buf[h.Offset : h.Offset+h.Length]); err != nil {
 			p.readFailed(err)
 			return false
 		}
-		p.gotData(h.id, pr, h.length)
-	case framePing:
-	case frameBye:
+		p.gotData(h.ID, pr, h.Length)
+	case wire.Ping:
+	case wire.Bye:
 		p.mu.Lock()
 		p.bye = true
 		p.mu.Unlock()
@@ -495,7 +496,7 @@ func (p *tcpPeer) handleFrame() bool {
 func (p *tcpPeer) acceptRTS(sendID uint64, r *recvOp, tag int, size uint64) {
 	dst, terr := r.target(p.rank, tag, int(size))
 	if terr != nil {
-		p.queue(ctsFrame(header{typ: frameCTS, flags: flagDiscard, id: sendID}))
+		p.queue(ctsFrame(wire.Header{Type: wire.CTS, Flags: wire.FlagDiscard, ID: sendID}))
 		r.req.complete(r.status(p.rank, tag, int(size)), terr)
 		return
 	}
@@ -504,7 +505,7 @@ func (p *tcpPeer) acceptRTS(sendID uint64, r *recvOp, tag int, size uint64) {
 		r.req.complete(Status{}, err)
 		return
 	}
-	p.queue(ctsFrame(header{typ: frameCTS, id: sendID, offset: rid}))
+	p.queue(ctsFrame(wire.Header{Type: wire.CTS, ID: sendID, Offset: rid}))
 }
 
 // peerTimeoutError: nothing came from the peer for the peer timeout; why adds what was found
@@ -747,7 +748,7 @@ func (t *tcpTransport) finalize() error {
 		if p == nil {
 			continue
 		}
-		if p.write(&header{typ: frameBye}, nil) == nil {
+		if p.write(&wire.Header{Type: wire.Bye}, nil) == nil {
 			p.fdMu.RLock()
 			if !p.fdClosed {
 				unix.Shutdown(p.fd, unix.SHUT_WR)

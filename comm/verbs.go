@@ -12,6 +12,7 @@ import (
 	"github.com/gorun-hpc/gorun/comm/internal/ibv"
 
 	"github.com/gorun-hpc/gorun/comm/internal/verbs"
+	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
 // The verbs transport moves messages over RDMA queue pairs (libibverbs: InfiniBand, RoCE,
@@ -43,7 +44,7 @@ import (
 
 const (
 	verbsSlot      = 32 << 10 // one registered buffer: header + an eager message or a data chunk
-	verbsHdrSize   = headerSize + 8
+	verbsHdrSize   = wire.HeaderSize + 8
 	verbsEagerMax  = verbsSlot - verbsHdrSize
 	verbsCredits   = 32 // receive buffers per peer
 	verbsStaging   = 32 // send staging buffers per peer
@@ -137,7 +138,7 @@ type verbsPeer struct {
 }
 
 type verbsOut struct {
-	h     header
+	h     wire.Header
 	extra []byte   // eager payload, or a zero-copy CTS's address and key
 	req   *Request // an eager send: complete once staged
 }
@@ -187,7 +188,7 @@ func (t *verbsTransport) send(dst int, ctx uint64, tag int, payload []byte, req 
 	}
 	n := uint64(len(payload))
 	if n <= verbsEagerMax {
-		t.enqueue(p, &verbsOut{h: header{typ: frameEager, tag: int32(tag), ctx: ctx, length: n}, extra: payload, req: req})
+		t.enqueue(p, &verbsOut{h: wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: ctx, Length: n}, extra: payload, req: req})
 		return
 	}
 	id, err := p.addSend(payload, req)
@@ -195,7 +196,7 @@ func (t *verbsTransport) send(dst int, ctx uint64, tag int, payload []byte, req 
 		req.complete(Status{}, err)
 		return
 	}
-	t.enqueue(p, &verbsOut{h: header{typ: frameRTS, tag: int32(tag), ctx: ctx, length: n, id: id}})
+	t.enqueue(p, &verbsOut{h: wire.Header{Type: wire.RTS, Tag: int32(tag), Ctx: ctx, Length: n, ID: id}})
 }
 
 func (p *verbsPeer) failure() error {
@@ -355,12 +356,12 @@ func (p *verbsPeer) handle(b []byte) bool {
 		p.protocolError(fmt.Errorf("%d-byte message", len(b)))
 		return false
 	}
-	h, err := parseHeaderLimits(b[:headerSize], verbsEagerMax, verbsEagerMax)
+	h, err := wire.Parse(b[:wire.HeaderSize], verbsEagerMax, verbsEagerMax)
 	if err != nil {
 		p.protocolError(err)
 		return false
 	}
-	if seq := binary.LittleEndian.Uint32(b[headerSize:]); seq != p.seqIn {
+	if seq := binary.LittleEndian.Uint32(b[wire.HeaderSize:]); seq != p.seqIn {
 		// Only an unreliable connection loses messages; on RC this is corruption.
 		p.linkFailed(fmt.Errorf("message %d from rank %d lost over the %s queue pair (message %d arrived next)", p.seqIn, p.rank, p.t.typ, seq))
 		return false
@@ -368,15 +369,15 @@ func (p *verbsPeer) handle(b []byte) bool {
 	p.seqIn++
 	payload := b[verbsHdrSize:]
 	eng := p.t.w.eng
-	switch h.typ {
-	case frameEager:
-		if uint64(len(payload)) != h.length {
-			p.protocolError(fmt.Errorf("eager message of %d bytes says %d", len(payload), h.length))
+	switch h.Type {
+	case wire.Eager:
+		if uint64(len(payload)) != h.Length {
+			p.protocolError(fmt.Errorf("eager message of %d bytes says %d", len(payload), h.Length))
 			return false
 		}
 		arriveEager(eng, p.rank, h, payload)
-	case frameRTS:
-		sendID, tag, size := h.id, int(h.tag), h.length
+	case wire.RTS:
+		sendID, tag, size := h.ID, int(h.Tag), h.Length
 		// A receive matched now or later (by a user goroutine) is answered by the poller.
 		fetch := func(r *recvOp) {
 			p.t.qmu.Lock()
@@ -384,33 +385,33 @@ func (p *verbsPeer) handle(b []byte) bool {
 			p.t.qmu.Unlock()
 			p.t.nudge()
 		}
-		if r, _ := eng.arrive(p.rank, h.ctx, tag, int(size), func(m *inMsg) { m.fetch = fetch }); r != nil {
+		if r, _ := eng.arrive(p.rank, h.Ctx, tag, int(size), func(m *inMsg) { m.fetch = fetch }); r != nil {
 			fetch(r)
 		}
-	case frameCTS:
-		s := p.takeSend(h.id)
+	case wire.CTS:
+		s := p.takeSend(h.ID)
 		if s == nil {
-			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.id))
+			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.ID))
 			return false
 		}
 		switch {
-		case h.flags&flagDiscard != 0:
+		case h.Flags&wire.FlagDiscard != 0:
 			s.req.complete(Status{}, nil)
 		case len(payload) == verbsCtsZCLen:
-			p.startZC(s, h.offset, binary.LittleEndian.Uint64(payload), binary.LittleEndian.Uint32(payload[8:]))
+			p.startZC(s, h.Offset, binary.LittleEndian.Uint64(payload), binary.LittleEndian.Uint32(payload[8:]))
 		default:
-			p.pushes = append(p.pushes, &verbsPush{send: s, recv: h.offset})
+			p.pushes = append(p.pushes, &verbsPush{send: s, recv: h.Offset})
 		}
-	case frameData:
-		pr := p.recv(h.id)
-		if pr == nil || h.offset != pr.got || h.offset+h.length > pr.size || uint64(len(payload)) != h.length {
-			p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.id, h.offset))
+	case wire.Data:
+		pr := p.recv(h.ID)
+		if pr == nil || h.Offset != pr.got || h.Offset+h.Length > pr.size || uint64(len(payload)) != h.Length {
+			p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.ID, h.Offset))
 			return false
 		}
-		copy(pr.buf[h.offset:], payload)
-		p.gotData(h.id, pr, h.length)
+		copy(pr.buf[h.Offset:], payload)
+		p.gotData(h.ID, pr, h.Length)
 	default:
-		p.protocolError(fmt.Errorf("message type %d", h.typ))
+		p.protocolError(fmt.Errorf("message type %d", h.Type))
 		return false
 	}
 	return true
@@ -418,13 +419,13 @@ func (p *verbsPeer) handle(b []byte) bool {
 
 // arriveEager hands the engine a whole message whose payload aliases a transport buffer that
 // is reused afterwards: a posted receive gets it copied in, else it is queued as a copy.
-func arriveEager(eng *engine, src int, h header, payload []byte) {
-	r, _ := eng.arrive(src, h.ctx, int(h.tag), len(payload), func(m *inMsg) {
+func arriveEager(eng *engine, src int, h wire.Header, payload []byte) {
+	r, _ := eng.arrive(src, h.Ctx, int(h.Tag), len(payload), func(m *inMsg) {
 		m.data = append(make([]byte, 0, len(payload)), payload...)
 		m.ready = true
 	})
 	if r != nil {
-		r.deliver(src, int(h.tag), payload)
+		r.deliver(src, int(h.Tag), payload)
 	}
 }
 
@@ -434,7 +435,7 @@ func (p *verbsPeer) accept(a verbsAccept) {
 	r := a.r
 	dst, terr := r.target(p.rank, a.tag, int(a.size))
 	if terr != nil {
-		p.pend = append(p.pend, &verbsOut{h: header{typ: frameCTS, flags: flagDiscard, id: a.sendID}})
+		p.pend = append(p.pend, &verbsOut{h: wire.Header{Type: wire.CTS, Flags: wire.FlagDiscard, ID: a.sendID}})
 		r.req.complete(r.status(p.rank, a.tag, int(a.size)), terr)
 		return
 	}
@@ -459,7 +460,7 @@ func (p *verbsPeer) accept(a verbsAccept) {
 	if extra != nil {
 		p.zcRecvs[uint32(rid)], p.zcRegs[rid] = rid, reg
 	}
-	p.pend = append(p.pend, &verbsOut{h: header{typ: frameCTS, id: a.sendID, offset: rid}, extra: extra})
+	p.pend = append(p.pend, &verbsOut{h: wire.Header{Type: wire.CTS, ID: a.sendID, Offset: rid}, extra: extra})
 }
 
 func (p *verbsPeer) startZC(s *pendingSend, recv, raddr uint64, rkey uint32) {
@@ -483,16 +484,16 @@ func (p *verbsPeer) ackWord() uint64 {
 
 // postMessage stages header and payload in a send buffer and SENDs it; false when no credit,
 // staging buffer or send queue entry is free.
-func (p *verbsPeer) postMessage(h *header, payload []byte) bool {
+func (p *verbsPeer) postMessage(h *wire.Header, payload []byte) bool {
 	if p.credits() <= 0 || len(p.freeSlots) == 0 || p.sqUsed >= verbsSendDepth {
 		return false
 	}
 	t := p.t
 	idx := p.freeSlots[len(p.freeSlots)-1]
 	buf := t.slot(t.sendBuf, p.rank, idx)
-	h.put(buf)
-	binary.LittleEndian.PutUint32(buf[headerSize:], p.seqOut)
-	binary.LittleEndian.PutUint32(buf[headerSize+4:], 0)
+	h.Put(buf)
+	binary.LittleEndian.PutUint32(buf[wire.HeaderSize:], p.seqOut)
+	binary.LittleEndian.PutUint32(buf[wire.HeaderSize+4:], 0)
 	n := copy(buf[verbsHdrSize:], payload)
 	wr := ibv.SendWR{WRID: wrID(wrSend, p.rank, idx), Op: ibv.OpSend, Signaled: true,
 		SGE: ibv.SGE{Addr: p.d.sendMR.Addr() + uint64(p.rank*verbsStaging+int(idx))*verbsSlot, Length: uint32(verbsHdrSize + n), LKey: p.d.sendMR.LKey()}}
@@ -544,7 +545,7 @@ func (p *verbsPeer) flush() bool {
 		s := p.pushes[0]
 		data := s.send.payload
 		end := min(s.sent+verbsEagerMax, len(data))
-		h := header{typ: frameData, length: uint64(end - s.sent), id: s.recv, offset: uint64(s.sent)}
+		h := wire.Header{Type: wire.Data, Length: uint64(end - s.sent), ID: s.recv, Offset: uint64(s.sent)}
 		if !p.postMessage(&h, data[s.sent:end]) {
 			break
 		}

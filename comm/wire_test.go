@@ -13,44 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gorun-hpc/gorun/comm/internal/boot"
+	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
-
-func TestHeaderRoundTrip(t *testing.T) {
-	for _, h := range []header{
-		{typ: frameEager, tag: 5, ctx: worldCtx, length: 100},
-		{typ: frameRTS, tag: MaxTag - 1, ctx: 3, length: eagerLimit + 1, id: 9},
-		{typ: frameCTS, flags: flagDiscard, id: 4, offset: 8},
-		{typ: frameData, length: dataChunk, id: 2, offset: 1 << 30},
-		{typ: framePing}, {typ: frameBye},
-	} {
-		b := make([]byte, headerSize)
-		h.put(b)
-		got, err := parseHeader(b)
-		require.NoError(t, err)
-		require.Equal(t, h, got)
-	}
-}
-
-func TestHeaderRejects(t *testing.T) {
-	for name, h := range map[string]header{
-		"eager over the limit": {typ: frameEager, length: eagerLimit + 1},
-		"rts too small":        {typ: frameRTS, length: 10},
-		"rts over 1 TiB":       {typ: frameRTS, length: maxMessage + 1},
-		"negative tag":         {typ: frameEager, tag: -1},
-		"cts with payload":     {typ: frameCTS, length: 1},
-		"data too long":        {typ: frameData, length: dataChunk + 1},
-		"empty data":           {typ: frameData},
-		"ping with payload":    {typ: framePing, length: 1},
-		"unknown type":         {typ: 99},
-	} {
-		b := make([]byte, headerSize)
-		h.put(b)
-		_, err := parseHeader(b)
-		require.Error(t, err, name)
-	}
-	_, err := parseHeader(make([]byte, 10))
-	require.Error(t, err)
-}
 
 // captureLog collects what the package and the bootstrap log while a test runs.
 func captureLog(t *testing.T) func() string {
@@ -163,8 +127,8 @@ func TestProtocolViolation(t *testing.T) {
 	require.NotNil(t, c1)
 	// Write a forged oversized eager header on rank 1's link to rank 0.
 	p := c1.w.transports()[0].(*tcpTransport).peers[0] // the mesh comes first
-	var hb [headerSize]byte
-	(&header{typ: frameEager, length: eagerLimit + 1}).put(hb[:])
+	var hb [wire.HeaderSize]byte
+	(&wire.Header{Type: wire.Eager, Length: eagerLimit + 1}).Put(hb[:])
 	p.wmu.Lock()
 	p.writeAll(hb[:], nil)
 	p.wmu.Unlock()
