@@ -402,6 +402,56 @@ TEXT ·dotQ3_KRowsAVX2(SB), NOSPLIT, $0-48
 	DWORDS(Y13, 0x20202020)
 	KROWS(Q3KBLOCK, 110)
 
+// Q2_K block: scales[16] (low nibble scale, high nibble min), qs[64], f16 d, f16 dmin:
+// sumi = sum sc*(q*a) with q 0..3 by VPMADDUBSW, summ = sum min*Bsums, then
+// sum += d*D*float32(sumi) - dmin*D*float32(summ) as in dotQ2_K. Y15: 0x0f bytes, Y14: 0x03.
+#define Q2ONE(QSH, AOFF, K, SC) \
+	VPSRLW $QSH, Y9, Y4 \
+	VPAND Y14, Y4, Y4 \
+	Q6ONE(Y4, AOFF, K, SC)
+
+#define Q2KBLOCK \
+	VMOVDQU (R10), X2 \
+	VPAND X15, X2, X1 \
+	VPSRLW $4, X2, X2 \
+	VPAND X15, X2, X2 \
+	VPMOVZXBW X1, Y1 \
+	VPMOVZXBW X2, Y2 \
+	VPMADDWD Q8K_BSUMS(R11), Y2, Y3 \
+	VPERMQ $0x44, Y1, Y5 \
+	VPERMQ $0xee, Y1, Y6 \
+	VPXOR Y8, Y8, Y8 \
+	VMOVDQU 16(R10), Y9 \
+	Q2ONE(0, (Q8K_QS)(R11), 0, Y5) \
+	Q2ONE(2, (Q8K_QS+32)(R11), 1, Y5) \
+	Q2ONE(4, (Q8K_QS+64)(R11), 2, Y5) \
+	Q2ONE(6, (Q8K_QS+96)(R11), 3, Y5) \
+	VMOVDQU 48(R10), Y9 \
+	Q2ONE(0, (Q8K_QS+128)(R11), 0, Y6) \
+	Q2ONE(2, (Q8K_QS+160)(R11), 1, Y6) \
+	Q2ONE(4, (Q8K_QS+192)(R11), 2, Y6) \
+	Q2ONE(6, (Q8K_QS+224)(R11), 3, Y6) \
+	VPHADDD Y3, Y8, Y8 \
+	VEXTRACTI128 $1, Y8, X9 \
+	VPADDD X9, X8, X8 \
+	VPHADDD X8, X8, X8 \
+	VCVTDQ2PS X8, X8 \
+	VMOVD 80(R10), X10 \
+	VCVTPH2PS X10, X10 \
+	VBROADCASTSS (R11), X11 \
+	VMULPS X11, X10, X10 \
+	VMULPS X8, X10, X10 \
+	VMOVSHDUP X10, X11 \
+	VSUBSS X11, X10, X10 \
+	VADDSS X10, X0, X0
+
+// func dotQ2_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotQ2_KRowsAVX2(SB), NOSPLIT, $0-48
+	ARGS
+	DWORDS(Y15, 0x0f0f0f0f)
+	DWORDS(Y14, 0x03030303)
+	KROWS(Q2KBLOCK, 84)
+
 
 DATA kq45shuf<>+0(SB)/8, $0x0100010001000100
 DATA kq45shuf<>+8(SB)/8, $0x0100010001000100

@@ -14,7 +14,7 @@ import (
 
 // kTwin is the pure-Go dot product each K-quant kernel must match bit for bit.
 var kTwin = map[gguf.Type]func(row []byte, v *Vec) float32{
-	gguf.Q3_K: dotQ3_K, gguf.Q4_K: dotQ4_K, gguf.Q5_K: dotQ5_K, gguf.Q6_K: dotQ6_K, gguf.IQ4_XS: dotIQ4_XS,
+	gguf.Q2_K: dotQ2_K, gguf.Q3_K: dotQ3_K, gguf.Q4_K: dotQ4_K, gguf.Q5_K: dotQ5_K, gguf.Q6_K: dotQ6_K, gguf.IQ4_XS: dotIQ4_XS,
 }
 
 // kVec makes a Q8_K vector of nb blocks with quants from q (any int8, -128 included, which
@@ -57,6 +57,9 @@ func putKScales(t gguf.Type, blk []byte, d, dmin uint16) {
 		binary.LittleEndian.PutUint16(blk[208:], d)
 	case gguf.Q3_K:
 		binary.LittleEndian.PutUint16(blk[108:], d)
+	case gguf.Q2_K:
+		binary.LittleEndian.PutUint16(blk[80:], d)
+		binary.LittleEndian.PutUint16(blk[82:], dmin)
 	default:
 		binary.LittleEndian.PutUint16(blk, d)
 		binary.LittleEndian.PutUint16(blk[2:], dmin)
@@ -101,14 +104,14 @@ func TestKQuantKernelsMatchGo(t *testing.T) {
 	for _, dp := range dotprodPaths() {
 		restore := setDotprod(dp)
 		defer restore()
-		for _, typ := range []gguf.Type{gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+		for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
 			kernelCases(t, typ, dp, cases)
 		}
 	}
 	// The AVX2 forms where the VNNI ones would run (amd64; elsewhere this repeats the above).
 	restore := setVNNI(false)
 	defer restore()
-	for _, typ := range []gguf.Type{gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+	for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
 		kernelCases(t, typ, false, cases)
 	}
 }
@@ -157,7 +160,7 @@ func kernelCases(t *testing.T, typ gguf.Type, dp bool, cases []kCase) {
 // against the Go twins bit for bit.
 func TestKQuantMatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, typ := range []gguf.Type{gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+	for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
 		twin := kTwin[typ]
 		for _, nb := range []int{1, 3, 8} {
 			rows, cols := 37, nb*QK_K
@@ -193,7 +196,7 @@ func TestKQuantMatMul(t *testing.T) {
 func BenchmarkKQuantMatMul(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const rows, cols = 1024, 2048
-	for _, typ := range []gguf.Type{gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+	for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
 		m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
 		if err != nil {
 			b.Fatal(err)
@@ -217,7 +220,7 @@ func BenchmarkKQuantMatMul(b *testing.B) {
 func BenchmarkKQuantMatVec(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const rows, cols = 1024, 2048
-	for _, typ := range []gguf.Type{gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+	for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
 		m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
 		if err != nil {
 			b.Fatal(err)
@@ -307,8 +310,8 @@ func TestKernelName(t *testing.T) {
 		t.Fatalf("IQ2_XXS: %v", err)
 	}
 	asm := map[string][]gguf.Type{
-		"avx2":         {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
-		"avx2+vnni":    {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
+		"avx2":         {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
+		"avx2+vnni":    {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
 		"neon":         {gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
 		"neon+dotprod": {gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
 	}[Kernel()]
@@ -331,19 +334,24 @@ func TestKernelName(t *testing.T) {
 	}
 }
 
-// BenchmarkQ3_KMatVec: decode's Q3_K product at the 349M shape's FFN-down size (1024x2816).
-func BenchmarkQ3_KMatVec(b *testing.B) {
+// BenchmarkQ23_KMatVec: decode's Q2_K and Q3_K products at the 349M shape's FFN-down size
+// (1024x2816).
+func BenchmarkQ23_KMatVec(b *testing.B) {
 	r := rand.New(rand.NewPCG(4, 4))
 	const rows, cols = 1024, 2816
-	m, err := NewMatrix(gguf.Q3_K, rows, cols, randBlocks(r, gguf.Q3_K, rows*cols))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var v Vec
-	v.Load(gguf.Q3_K, randVec(r, cols))
-	y := make([]float32, rows)
-	b.SetBytes(int64(len(m.Data)))
-	for i := 0; i < b.N; i++ {
-		MatVec(nil, m, &v, y)
+	for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K} {
+		m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var v Vec
+		v.Load(typ, randVec(r, cols))
+		y := make([]float32, rows)
+		b.Run(typ.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(m.Data)))
+			for i := 0; i < b.N; i++ {
+				MatVec(nil, m, &v, y)
+			}
+		})
 	}
 }
