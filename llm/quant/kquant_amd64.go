@@ -31,6 +31,12 @@ func dotQ5_KRowsVNNI(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float3
 func dotQ6_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
 
 //go:noescape
+func dotQ3_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+
+//go:noescape
+func dotQ2_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+
+//go:noescape
 func dotQ4_KRows2AVX2(w *byte, stride int, x0, x1 *BlockQ8K, nb, rows int, out *float32)
 
 //go:noescape
@@ -81,6 +87,28 @@ func kRows(k kRowsKernel, blockBytes int, m *Matrix, v *Vec, y []float32, lo, hi
 	_ = y[lo:hi]
 	k(&rows[0], m.RowBytes, &v.K[0], nb, hi-lo, &y[lo])
 	return true
+}
+
+func dotQ2_KVec(row []byte, v *Vec) float32 {
+	if s, ok := kDot(dotQ2_KRowsAVX2, BlockQ2_K, row, v); ok {
+		return s
+	}
+	return dotQ2_K(row, v)
+}
+
+func rowsQ2_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	return kRows(dotQ2_KRowsAVX2, BlockQ2_K, m, v, y, lo, hi)
+}
+
+func dotQ3_KVec(row []byte, v *Vec) float32 {
+	if s, ok := kDot(dotQ3_KRowsAVX2, BlockQ3_K, row, v); ok {
+		return s
+	}
+	return dotQ3_K(row, v)
+}
+
+func rowsQ3_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	return kRows(dotQ3_KRowsAVX2, BlockQ3_K, m, v, y, lo, hi)
 }
 
 func dotQ4_KVec(row []byte, v *Vec) float32 {

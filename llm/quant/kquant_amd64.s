@@ -315,6 +315,144 @@ TEXT ·dotQ6_KRowsAVX2(SB), NOSPLIT, $0-48
 	DWORDS(Y14, 0x30303030)
 	KROWS(Q6KBLOCK, 210)
 
+// Q3_K block: hmask[32], qs[64], scales[12], f16 d. A level is u-4 with u = the 2 low bits
+// | the hmask bit<<2 (0..7): sumi = sum sc*(u*a) - 4*sum sc*Bsums, the u*a by VPMADDUBSW
+// (at most 7*128*2 per pair), then sum += d*D*float32(sumi) as in dotQ3_K.
+// Y15: 0x03 bytes, Y14: 0x04 bytes, Y13: 0x20 bytes.
+
+// Q3SCALES: the sixteen 6-bit scales minus 32 as int16 words in Y1. Byte s%8 of scales[0:8]
+// holds the low 4 bits (s < 8 low nibble, else high); byte 8+s%4 the high 2 at bit 2*(s/4).
+#define Q3SCALES \
+	MOVQ 96(R10), R12 \
+	MOVL 104(R10), R13 \
+	MOVQ $0x0f0f0f0f0f0f0f0f, R8 \
+	MOVQ R12, R14 \
+	ANDQ R8, R14 \
+	SHRQ $4, R12 \
+	ANDQ R8, R12 \
+	MOVL R13, R15 \
+	ANDL $0x03030303, R15 \
+	MOVL R13, R8 \
+	SHRL $2, R8 \
+	ANDL $0x03030303, R8 \
+	SHLQ $32, R8 \
+	ORQ R8, R15 \
+	SHLQ $4, R15 \
+	ORQ R15, R14 \
+	MOVL R13, R15 \
+	SHRL $4, R15 \
+	ANDL $0x03030303, R15 \
+	SHRL $6, R13 \
+	ANDL $0x03030303, R13 \
+	SHLQ $32, R13 \
+	ORQ R13, R15 \
+	SHLQ $4, R15 \
+	ORQ R15, R12 \
+	VMOVQ R14, X1 \
+	VPINSRQ $1, R12, X1, X1 \
+	VPSUBB X13, X1, X1 \
+	VPMOVSXBW X1, Y1
+
+// Q3ONE(QSH, HINS, HSH, AOFF, K, SC): the 32 levels (qs bits QSH..QSH+1 of Y9, the hmask bit
+// that HINS $HSH moves to bit 2 of Y11) against the activations at AOFF, times their scales.
+#define Q3ONE(QSH, HINS, HSH, AOFF, K, SC) \
+	VPSRLW $QSH, Y9, Y4 \
+	VPAND Y15, Y4, Y4 \
+	HINS $HSH, Y11, Y12 \
+	VPAND Y14, Y12, Y12 \
+	VPOR Y12, Y4, Y4 \
+	Q6ONE(Y4, AOFF, K, SC)
+
+#define Q3KBLOCK \
+	Q3SCALES \
+	VPMADDWD Q8K_BSUMS(R11), Y1, Y3 \
+	VPSLLD $2, Y3, Y3 \
+	VPERMQ $0x44, Y1, Y5 \
+	VPERMQ $0xee, Y1, Y6 \
+	VPXOR Y8, Y8, Y8 \
+	VMOVDQU (R10), Y11 \
+	VMOVDQU 32(R10), Y9 \
+	Q3ONE(0, VPSLLW, 2, (Q8K_QS)(R11), 0, Y5) \
+	Q3ONE(2, VPSLLW, 1, (Q8K_QS+32)(R11), 1, Y5) \
+	Q3ONE(4, VPSRLW, 0, (Q8K_QS+64)(R11), 2, Y5) \
+	Q3ONE(6, VPSRLW, 1, (Q8K_QS+96)(R11), 3, Y5) \
+	VMOVDQU 64(R10), Y9 \
+	Q3ONE(0, VPSRLW, 2, (Q8K_QS+128)(R11), 0, Y6) \
+	Q3ONE(2, VPSRLW, 3, (Q8K_QS+160)(R11), 1, Y6) \
+	Q3ONE(4, VPSRLW, 4, (Q8K_QS+192)(R11), 2, Y6) \
+	Q3ONE(6, VPSRLW, 5, (Q8K_QS+224)(R11), 3, Y6) \
+	VPSUBD Y3, Y8, Y8 \
+	VEXTRACTI128 $1, Y8, X9 \
+	VPADDD X9, X8, X8 \
+	VPHADDD X8, X8, X8 \
+	VPHADDD X8, X8, X8 \
+	VCVTDQ2PS X8, X8 \
+	MOVWLZX 108(R10), R12 \
+	VMOVD R12, X10 \
+	VCVTPH2PS X10, X10 \
+	VMULSS (R11), X10, X10 \
+	VMULSS X8, X10, X10 \
+	VADDSS X10, X0, X0
+
+// func dotQ3_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotQ3_KRowsAVX2(SB), NOSPLIT, $0-48
+	ARGS
+	DWORDS(Y15, 0x03030303)
+	DWORDS(Y14, 0x04040404)
+	DWORDS(Y13, 0x20202020)
+	KROWS(Q3KBLOCK, 110)
+
+// Q2_K block: scales[16] (low nibble scale, high nibble min), qs[64], f16 d, f16 dmin:
+// sumi = sum sc*(q*a) with q 0..3 by VPMADDUBSW, summ = sum min*Bsums, then
+// sum += d*D*float32(sumi) - dmin*D*float32(summ) as in dotQ2_K. Y15: 0x0f bytes, Y14: 0x03.
+#define Q2ONE(QSH, AOFF, K, SC) \
+	VPSRLW $QSH, Y9, Y4 \
+	VPAND Y14, Y4, Y4 \
+	Q6ONE(Y4, AOFF, K, SC)
+
+#define Q2KBLOCK \
+	VMOVDQU (R10), X2 \
+	VPAND X15, X2, X1 \
+	VPSRLW $4, X2, X2 \
+	VPAND X15, X2, X2 \
+	VPMOVZXBW X1, Y1 \
+	VPMOVZXBW X2, Y2 \
+	VPMADDWD Q8K_BSUMS(R11), Y2, Y3 \
+	VPERMQ $0x44, Y1, Y5 \
+	VPERMQ $0xee, Y1, Y6 \
+	VPXOR Y8, Y8, Y8 \
+	VMOVDQU 16(R10), Y9 \
+	Q2ONE(0, (Q8K_QS)(R11), 0, Y5) \
+	Q2ONE(2, (Q8K_QS+32)(R11), 1, Y5) \
+	Q2ONE(4, (Q8K_QS+64)(R11), 2, Y5) \
+	Q2ONE(6, (Q8K_QS+96)(R11), 3, Y5) \
+	VMOVDQU 48(R10), Y9 \
+	Q2ONE(0, (Q8K_QS+128)(R11), 0, Y6) \
+	Q2ONE(2, (Q8K_QS+160)(R11), 1, Y6) \
+	Q2ONE(4, (Q8K_QS+192)(R11), 2, Y6) \
+	Q2ONE(6, (Q8K_QS+224)(R11), 3, Y6) \
+	VPHADDD Y3, Y8, Y8 \
+	VEXTRACTI128 $1, Y8, X9 \
+	VPADDD X9, X8, X8 \
+	VPHADDD X8, X8, X8 \
+	VCVTDQ2PS X8, X8 \
+	VMOVD 80(R10), X10 \
+	VCVTPH2PS X10, X10 \
+	VBROADCASTSS (R11), X11 \
+	VMULPS X11, X10, X10 \
+	VMULPS X8, X10, X10 \
+	VMOVSHDUP X10, X11 \
+	VSUBSS X11, X10, X10 \
+	VADDSS X10, X0, X0
+
+// func dotQ2_KRowsAVX2(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32)
+TEXT ·dotQ2_KRowsAVX2(SB), NOSPLIT, $0-48
+	ARGS
+	DWORDS(Y15, 0x0f0f0f0f)
+	DWORDS(Y14, 0x03030303)
+	KROWS(Q2KBLOCK, 84)
+
+
 DATA kq45shuf<>+0(SB)/8, $0x0100010001000100
 DATA kq45shuf<>+8(SB)/8, $0x0100010001000100
 DATA kq45shuf<>+16(SB)/8, $0x0100010001000100

@@ -104,5 +104,11 @@ func rowsIQ4_XS(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 	return kRows(dotIQ4_XSRowsNEON, BlockIQ4_XS, m, v, y, lo, hi)
 }
 
+// Q2_K and Q3_K have no NEON kernel: the Go twins, row by row.
+func dotQ2_KVec(row []byte, v *Vec) float32                    { return dotQ2_K(row, v) }
+func rowsQ2_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool { return false }
+func dotQ3_KVec(row []byte, v *Vec) float32                    { return dotQ3_K(row, v) }
+func rowsQ3_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool { return false }
+
 // kRows2: no two-vector kernels on arm64; MatMul runs the row kernel per vector.
 func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool { return false }

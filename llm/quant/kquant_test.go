@@ -14,7 +14,7 @@ import (
 
 // kTwin is the pure-Go dot product each K-quant kernel must match bit for bit.
 var kTwin = map[gguf.Type]func(row []byte, v *Vec) float32{
-	gguf.Q4_K: dotQ4_K, gguf.Q5_K: dotQ5_K, gguf.Q6_K: dotQ6_K, gguf.IQ4_XS: dotIQ4_XS,
+	gguf.Q2_K: dotQ2_K, gguf.Q3_K: dotQ3_K, gguf.Q4_K: dotQ4_K, gguf.Q5_K: dotQ5_K, gguf.Q6_K: dotQ6_K, gguf.IQ4_XS: dotIQ4_XS,
 }
 
 // kVec makes a Q8_K vector of nb blocks with quants from q (any int8, -128 included, which
@@ -45,14 +45,25 @@ func kRow(t gguf.Type, nb int, fill func(i int) byte, d, dmin uint16) []byte {
 		row[i] = fill(i)
 	}
 	for off := 0; off < len(row); off += bs {
-		if t == gguf.Q6_K {
-			binary.LittleEndian.PutUint16(row[off+208:], d)
-		} else {
-			binary.LittleEndian.PutUint16(row[off:], d)
-			binary.LittleEndian.PutUint16(row[off+2:], dmin)
-		}
+		putKScales(t, row[off:off+bs], d, dmin)
 	}
 	return row
+}
+
+// putKScales writes a block's F16 scale d (and dmin where t has one) at t's offsets.
+func putKScales(t gguf.Type, blk []byte, d, dmin uint16) {
+	switch t {
+	case gguf.Q6_K:
+		binary.LittleEndian.PutUint16(blk[208:], d)
+	case gguf.Q3_K:
+		binary.LittleEndian.PutUint16(blk[108:], d)
+	case gguf.Q2_K:
+		binary.LittleEndian.PutUint16(blk[80:], d)
+		binary.LittleEndian.PutUint16(blk[82:], dmin)
+	default:
+		binary.LittleEndian.PutUint16(blk, d)
+		binary.LittleEndian.PutUint16(blk[2:], dmin)
+	}
 }
 
 // The assembly K-quant and IQ4_XS kernels (Dot and MatVec) against their Go twins, bit for
@@ -93,14 +104,14 @@ func TestKQuantKernelsMatchGo(t *testing.T) {
 	for _, dp := range dotprodPaths() {
 		restore := setDotprod(dp)
 		defer restore()
-		for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+		for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
 			kernelCases(t, typ, dp, cases)
 		}
 	}
 	// The AVX2 forms where the VNNI ones would run (amd64; elsewhere this repeats the above).
 	restore := setVNNI(false)
 	defer restore()
-	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+	for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
 		kernelCases(t, typ, false, cases)
 	}
 }
@@ -116,12 +127,7 @@ func kernelCases(t *testing.T, typ gguf.Type, dp bool, cases []kCase) {
 				data = append(data, kRow(typ, tc.nb, tc.fill, 0, 0)...)
 			}
 			for off := 0; off < len(data); off += bs { // per-block scales
-				if typ == gguf.Q6_K {
-					binary.LittleEndian.PutUint16(data[off+208:], tc.d())
-				} else {
-					binary.LittleEndian.PutUint16(data[off:], tc.d())
-					binary.LittleEndian.PutUint16(data[off+2:], tc.dmin())
-				}
+				putKScales(typ, data[off:off+bs], tc.d(), tc.dmin())
 			}
 			v := kVec(tc.nb, tc.vd, tc.q)
 			m, err := NewMatrix(typ, rows, tc.nb*QK_K, data)
@@ -154,7 +160,7 @@ func kernelCases(t *testing.T, typ gguf.Type, dp bool, cases []kCase) {
 // against the Go twins bit for bit.
 func TestKQuantMatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+	for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
 		twin := kTwin[typ]
 		for _, nb := range []int{1, 3, 8} {
 			rows, cols := 37, nb*QK_K
@@ -190,7 +196,7 @@ func TestKQuantMatMul(t *testing.T) {
 func BenchmarkKQuantMatMul(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const rows, cols = 1024, 2048
-	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+	for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
 		m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
 		if err != nil {
 			b.Fatal(err)
@@ -214,7 +220,7 @@ func BenchmarkKQuantMatMul(b *testing.B) {
 func BenchmarkKQuantMatVec(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const rows, cols = 1024, 2048
-	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+	for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
 		m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
 		if err != nil {
 			b.Fatal(err)
@@ -304,8 +310,8 @@ func TestKernelName(t *testing.T) {
 		t.Fatalf("IQ2_XXS: %v", err)
 	}
 	asm := map[string][]gguf.Type{
-		"avx2":         {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
-		"avx2+vnni":    {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
+		"avx2":         {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
+		"avx2+vnni":    {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
 		"neon":         {gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
 		"neon+dotprod": {gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
 	}[Kernel()]
@@ -325,5 +331,27 @@ func TestKernelName(t *testing.T) {
 		if want += " " + typ.String() + " x " + VecType(typ).String(); name != want {
 			t.Errorf("%s: %q, want %q (kernel %s)", typ, name, want, Kernel())
 		}
+	}
+}
+
+// BenchmarkQ23_KMatVec: decode's Q2_K and Q3_K products at the 349M shape's FFN-down size
+// (1024x2816).
+func BenchmarkQ23_KMatVec(b *testing.B) {
+	r := rand.New(rand.NewPCG(4, 4))
+	const rows, cols = 1024, 2816
+	for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K} {
+		m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var v Vec
+		v.Load(typ, randVec(r, cols))
+		y := make([]float32, rows)
+		b.Run(typ.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(m.Data)))
+			for i := 0; i < b.N; i++ {
+				MatVec(nil, m, &v, y)
+			}
+		})
 	}
 }

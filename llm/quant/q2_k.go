@@ -16,7 +16,8 @@ func init() {
 	register(format{typ: gguf.Q2_K, blockSize: QK_K, blockBytes: BlockQ2_K, vec: gguf.Q8_K,
 		dequant: func(src []byte, dst []float32) { blocks(src, dst, BlockQ2_K, QK_K, dequantQ2_K) },
 		quant:   func(src []float32, dst []byte) { qblocks(src, dst, QK_K, BlockQ2_K, quantizeQ2_KBlock) },
-		dot:     dotQ2_K,
+		dot:     dotQ2_KVec,
+		rows:    rowsQ2_K,
 	})
 }
 
@@ -182,7 +183,7 @@ func dotQ2_K(row []byte, v *Vec) float32 {
 		}
 		d := F16ToF32(binary.LittleEndian.Uint16(blk[80:])) * y.D
 		dmin := F16ToF32(binary.LittleEndian.Uint16(blk[82:])) * y.D
-		sum += d*float32(sumi) - dmin*float32(summ)
+		sum += float32(d*float32(sumi)) - float32(dmin*float32(summ)) // unfused: the assembly's order
 	}
 	return sum
 }

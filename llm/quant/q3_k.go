@@ -16,7 +16,8 @@ func init() {
 	register(format{typ: gguf.Q3_K, blockSize: QK_K, blockBytes: BlockQ3_K, vec: gguf.Q8_K,
 		dequant: func(src []byte, dst []float32) { blocks(src, dst, BlockQ3_K, QK_K, dequantQ3_K) },
 		quant:   func(src []float32, dst []byte) { qblocks(src, dst, QK_K, BlockQ3_K, quantizeQ3_KBlock) },
-		dot:     dotQ3_K,
+		dot:     dotQ3_KVec,
+		rows:    rowsQ3_K,
 	})
 }
 
@@ -170,7 +171,7 @@ func dotQ3_K(row []byte, v *Vec) float32 {
 			}
 			sumi += sc[s] * acc
 		}
-		sum += F16ToF32(binary.LittleEndian.Uint16(blk[108:])) * y.D * float32(sumi)
+		sum += float32(F16ToF32(binary.LittleEndian.Uint16(blk[108:])) * y.D * float32(sumi)) // unfused: the assembly's order
 	}
 	return sum
 }

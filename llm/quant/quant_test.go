@@ -85,6 +85,11 @@ func randBlocks(r *rand.Rand, t gguf.Type, n int) []byte {
 			binary.LittleEndian.PutUint16(b[off+2:], F32ToF16(float32(r.Float64()*0.01)))
 		case gguf.Q6_K:
 			binary.LittleEndian.PutUint16(b[off+208:], d)
+		case gguf.Q3_K:
+			binary.LittleEndian.PutUint16(b[off+108:], d)
+		case gguf.Q2_K:
+			binary.LittleEndian.PutUint16(b[off+80:], d)
+			binary.LittleEndian.PutUint16(b[off+82:], F32ToF16(float32(r.Float64()*0.01)))
 		case gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.IQ4_XS:
 			binary.LittleEndian.PutUint16(b[off:], d)
 		}
