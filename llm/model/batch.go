@@ -180,6 +180,27 @@ func (m *Model) embed(tokens []int32) error {
 // ropeTables fills scratch.cos and scratch.sin for t tokens, token i at position pos(i).
 func (m *Model) ropeTables(t int, pos func(i int) int) {
 	s, half := &m.scratch, m.Cfg.RopeDim/2
+	if !m.Cfg.Yarn {
+		// The angles as ggml computes them, in float32: the position multiplied by
+		// base^(-2/RopeDim) once per pair, divided by the pair's rope_freqs factor, times the
+		// linear scale. They differ from the float64 angles by a few ulp, enough to change
+		// the F16 rounding of some query and key elements.
+		step := float32(math.Pow(float64(float32(m.Cfg.RopeBase)), float64(float32(-2/float64(m.Cfg.RopeDim)))))
+		fs := float32(1 / m.Cfg.RopeScale)
+		for i := 0; i < t; i++ {
+			th := float32(pos(i))
+			for j := 0; j < half; j++ {
+				a := th
+				if m.ropeFF != nil {
+					a /= m.ropeFF[j]
+				}
+				a *= fs
+				s.cos[i*half+j], s.sin[i*half+j] = float32(math.Cos(float64(a))), float32(math.Sin(float64(a)))
+				th *= step
+			}
+		}
+		return
+	}
 	for i := 0; i < t; i++ {
 		p := float64(pos(i)) / m.Cfg.RopeScale
 		for j := 0; j < half; j++ {

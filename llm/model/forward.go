@@ -123,21 +123,31 @@ func rmsnorm(out, x, w []float32, eps float32) {
 	}
 }
 
+// rope rotates the pairs of v (halves for NeoX, adjacent pairs otherwise) by the angles of
+// cos and sin. Each result is rounded once from x0*cos exact and the rounded second product,
+// as ggml's rope compiles (a fused multiply-add): llama.cpp's queries and keys are then the
+// same floats, which matters because they are rounded to F16 for the scores.
 func (m *Model) rope(v []float32, cos, sin []float32) {
 	n := len(cos)
 	if m.Cfg.RopeStyle == RopeNeox {
 		for i := 0; i < n; i++ {
 			x0, x1 := v[i], v[i+n]
-			v[i] = x0*cos[i] - x1*sin[i]
-			v[i+n] = x0*sin[i] + x1*cos[i]
+			v[i] = rot(x0, cos[i], -float32(x1*sin[i]))
+			v[i+n] = rot(x0, sin[i], float32(x1*cos[i]))
 		}
 		return
 	}
 	for i := 0; i < n; i++ {
 		x0, x1 := v[2*i], v[2*i+1]
-		v[2*i] = x0*cos[i] - x1*sin[i]
-		v[2*i+1] = x0*sin[i] + x1*cos[i]
+		v[2*i] = rot(x0, cos[i], -float32(x1*sin[i]))
+		v[2*i+1] = rot(x0, sin[i], float32(x1*cos[i]))
 	}
+}
+
+// rot returns a*b+c rounded once to float32 (a*b is exact in float64; the sum's float64
+// rounding before float32 changes the result only at exact float32 midpoints).
+func rot(a, b, c float32) float32 {
+	return float32(float64(a)*float64(b) + float64(c))
 }
 
 // Forward runs the tokens through the model at positions Pos().. and leaves the logits of the

@@ -79,6 +79,7 @@ type Model struct {
 	outNorm []float32
 	out     *quant.Matrix
 	freqs   []float64 // RoPE inverse frequencies, RopeDim/2
+	ropeFF  []float32 // rope_freqs.weight (nil: none)
 	pos     int
 	kType   kvType
 	vType   kvType
@@ -440,6 +441,7 @@ func (m *Model) bind() error {
 			}
 			m.freqs[i] /= float64(ff[i])
 		}
+		m.ropeFF = ff
 	}
 	m.layers = make([]layer, m.l1-m.l0)
 	for k := range m.layers {

@@ -238,11 +238,13 @@ func greedyRun(m *model.Model, prompt []int32, n int) ([]int32, []float32, error
 // dot product, gorun's MatMul with its batched kernels, and the Q8_0 rounding of the next
 // products' inputs turns ulps into ~0.02 (with quant.MatMulExact, which sums each row as
 // MatVec does while staying batched, the difference is 5.5e-6, but the experts' products take
-// ~1.3x their time, so the model does not use it). qwen2moe has that source and another one:
-// with MatMulExact for its experts 0.023 remains, and it falls to 5e-7 when the file's
-// attn_q.bias or attn_k.bias is zeroed (llama.cpp rerun on the edited file); zeroing the
-// shared expert (ffn_down_shexp) or attn_v.bias leaves 0.026. The shared expert's gate as
-// llama.cpp computes it (silu(x)/x) and its products in MatVec's order change nothing.
+// ~1.3x their time, so the model does not use it). qwen2moe's 0.023 is the same order in its
+// prompt's q, k and v projections: MatMul's sums differ from llama.cpp's by an ulp, the rotated
+// queries and keys are rounded to F16 for the scores, one such rounding flips (layer 0, token
+// 13, head 2: every score of that head moves by ~5e-4), and the Q8_0 rounding of the next
+// products' inputs makes it 0.02. With MatMulExact for q, k and v the first logits equal
+// llama.cpp's (so on four other seeds, one of them with it for the experts too); the biases
+// decide only where the flips fall (bench/results/2026-12-05-qbias.md).
 // Q4_K_M weights (llama-quantize's bytes: `llm quantize` writes the same file): the first
 // logits within 0.06 (0.25 for deepseek2; 0.037, 0.039 and 0.13 measured) and the tokens up to
 // llama.cpp's first margin under twice that.
