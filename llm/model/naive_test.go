@@ -116,20 +116,22 @@ func swiglu(gate, up, down []float64, h, e int, x []float64) []float64 {
 	return matvec(down[e*d*h:(e+1)*d*h], d, g)
 }
 
+// weights returns the weights of the named tensors, in order.
+func (n *naive) weights(names ...string) ([][]float64, error) {
+	var out [][]float64
+	for _, nm := range names {
+		w, err := n.w(nm)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
 // step runs one token at position pos and returns its logits.
 func (n *naive) step(tok int32, pos int) ([]float64, error) {
 	c := n.cfg
-	get := func(names ...string) ([][]float64, error) {
-		var out [][]float64
-		for _, nm := range names {
-			w, err := n.w(nm)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, w)
-		}
-		return out, nil
-	}
 	emb, err := n.w("token_embd.weight")
 	if err != nil {
 		return nil, err
@@ -156,14 +158,14 @@ func (n *naive) step(tok int32, pos int) ([]float64, error) {
 			}
 			continue
 		}
-		ws, err := get(p+"attn_norm.weight", p+"attn_q.weight", p+"attn_k.weight", p+"attn_v.weight", p+"attn_output.weight", p+"ffn_norm.weight")
+		ws, err := n.weights(p+"attn_norm.weight", p+"attn_q.weight", p+"attn_k.weight", p+"attn_v.weight", p+"attn_output.weight", p+"ffn_norm.weight")
 		if err != nil {
 			return nil, err
 		}
 		xn := rmsnorm64(x, ws[0], eps)
 		q, k, v := matvec(ws[1], c.Heads*hd, xn), matvec(ws[2], c.KVHeads*hd, xn), matvec(ws[3], c.KVHeads*hd, xn)
 		if b.AttnBias {
-			bs, err := get(p+"attn_q.bias", p+"attn_k.bias", p+"attn_v.bias")
+			bs, err := n.weights(p+"attn_q.bias", p+"attn_k.bias", p+"attn_v.bias")
 			if err != nil {
 				return nil, err
 			}
@@ -229,7 +231,7 @@ func (n *naive) step(tok int32, pos int) ([]float64, error) {
 			x[i] += ff[i]
 		}
 	}
-	ws, err := get("output_norm.weight", "output.weight")
+	ws, err := n.weights("output_norm.weight", "output.weight")
 	if err != nil {
 		return nil, err
 	}
@@ -243,30 +245,19 @@ func (n *naive) ffn(l int, b model.Block, x []float64) ([]float64, error) {
 	c := n.cfg
 	d, eps := c.Dim, float64(c.Eps)
 	p := fmt.Sprintf("blk.%d.", l)
-	get := func(names ...string) ([][]float64, error) {
-		var out [][]float64
-		for _, nm := range names {
-			w, err := n.w(nm)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, w)
-		}
-		return out, nil
-	}
 	nw, err := n.w(p + "ffn_norm.weight")
 	if err != nil {
 		return nil, err
 	}
 	xn := rmsnorm64(x, nw, eps)
 	if b.MoE == nil {
-		m, err := get(p+"ffn_gate.weight", p+"ffn_up.weight", p+"ffn_down.weight")
+		m, err := n.weights(p+"ffn_gate.weight", p+"ffn_up.weight", p+"ffn_down.weight")
 		if err != nil {
 			return nil, err
 		}
 		return swiglu(m[0], m[1], m[2], c.FFN, 0, xn), nil
 	}
-	m, err := get(p+"ffn_gate_inp.weight", p+"ffn_gate_exps.weight", p+"ffn_up_exps.weight", p+"ffn_down_exps.weight")
+	m, err := n.weights(p+"ffn_gate_inp.weight", p+"ffn_gate_exps.weight", p+"ffn_up_exps.weight", p+"ffn_down_exps.weight")
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +322,7 @@ func (n *naive) ffn(l int, b model.Block, x []float64) ([]float64, error) {
 	if !b.MoE.SharedGate && !b.MoE.Shared {
 		return ff, nil
 	}
-	s, err := get(p+"ffn_gate_shexp.weight", p+"ffn_up_shexp.weight", p+"ffn_down_shexp.weight")
+	s, err := n.weights(p+"ffn_gate_shexp.weight", p+"ffn_up_shexp.weight", p+"ffn_down_shexp.weight")
 	if err != nil {
 		return nil, err
 	}

@@ -218,9 +218,12 @@ func BenchmarkKQuantMatMul(b *testing.B) {
 
 // BenchmarkKQuantMatVec: decode's matrix-vector product for the K-quants.
 func BenchmarkKQuantMatVec(b *testing.B) {
-	r := rand.New(rand.NewPCG(1, 1))
-	const rows, cols = 1024, 2048
-	for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS} {
+	benchMatVec(b, rand.New(rand.NewPCG(1, 1)), 1024, 2048, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS)
+}
+
+// benchMatVec runs MatVec on a random rows x cols matrix of each type, one sub-benchmark each.
+func benchMatVec(b *testing.B, r *rand.Rand, rows, cols int, types ...gguf.Type) {
+	for _, typ := range types {
 		m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
 		if err != nil {
 			b.Fatal(err)
@@ -337,21 +340,5 @@ func TestKernelName(t *testing.T) {
 // BenchmarkQ23_KMatVec: decode's Q2_K and Q3_K products at the 349M shape's FFN-down size
 // (1024x2816).
 func BenchmarkQ23_KMatVec(b *testing.B) {
-	r := rand.New(rand.NewPCG(4, 4))
-	const rows, cols = 1024, 2816
-	for _, typ := range []gguf.Type{gguf.Q2_K, gguf.Q3_K} {
-		m, err := NewMatrix(typ, rows, cols, randBlocks(r, typ, rows*cols))
-		if err != nil {
-			b.Fatal(err)
-		}
-		var v Vec
-		v.Load(typ, randVec(r, cols))
-		y := make([]float32, rows)
-		b.Run(typ.String(), func(b *testing.B) {
-			b.SetBytes(int64(len(m.Data)))
-			for i := 0; i < b.N; i++ {
-				MatVec(nil, m, &v, y)
-			}
-		})
-	}
+	benchMatVec(b, rand.New(rand.NewPCG(4, 4)), 1024, 2816, gguf.Q2_K, gguf.Q3_K)
 }
