@@ -29,31 +29,43 @@ func dequantIQ4_NL(blk []byte, y []float32) {
 	}
 }
 
-// iq4Index is the level nearest x (ties to the upper one), by bisection as ggml's
-// best_index_int8.
+// iq4Index is the level nearest x (ties to the upper one), as ggml's best_index_int8. Its
+// bisection ends at the first level above x; the levels are integers, so that level is the
+// first one above floor(x), which iq4Above holds for every floor in range. The final
+// comparison is the bisection's, in float32.
 func iq4Index(x float32) uint8 {
 	x = float32(x) // a product passed as x is rounded before the subtractions below
 	v := &iq4Values
+	if !(x < float32(v[15])) { // NaN too: the bisection would end at the top level
+		return 15
+	}
 	if x <= float32(v[0]) {
 		return 0
 	}
-	if x >= float32(v[15]) {
-		return 15
+	f := int32(x) // x in (-127, 113): truncation toward zero, then down for negatives
+	if float32(f) > x {
+		f--
 	}
-	lo, hi := 0, 15
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if x < float32(v[mid]) {
-			hi = mid
-		} else {
-			lo = mid
+	hi := iq4Above[f-int32(v[0])]
+	if x-float32(v[hi-1]) < float32(v[hi])-x {
+		return hi - 1
+	}
+	return hi
+}
+
+// iq4Above[f-iq4Values[0]] is the index of the first level above f, for f in [-127, 112].
+var iq4Above = func() (t [240]uint8) {
+	for i := range t {
+		f := i + int(iq4Values[0])
+		for k, v := range iq4Values {
+			if int(v) > f {
+				t[i] = uint8(k)
+				break
+			}
 		}
 	}
-	if x-float32(v[hi-1]) < float32(v[hi])-x {
-		return uint8(hi - 1)
-	}
-	return uint8(hi)
-}
+	return t
+}()
 
 // iq4Fit fits one block of 32 (the first step of ggml's quantize_row_iq4_nl_impl): levels
 // for the scale that puts the element of largest magnitude at level 0 (sign by flip: ggml's
