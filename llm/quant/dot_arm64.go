@@ -17,7 +17,7 @@ func matVecIQ4_NLNEON(w *byte, stride int, x *byte, xd *float32, nb, rows int, o
 // for the pure-Go one.
 func kernelISA(t gguf.Type) string {
 	switch t {
-	case gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS:
+	case gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS:
 		if useDotprod {
 			return "NEON dotprod"
 		}

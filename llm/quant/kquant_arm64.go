@@ -21,6 +21,12 @@ var (
 )
 
 //go:noescape
+func dotQ2_KRowsNEON(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32, dp bool)
+
+//go:noescape
+func dotQ3_KRowsNEON(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32, dp bool)
+
+//go:noescape
 func dotQ4_KRowsNEON(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32, dp bool)
 
 //go:noescape
@@ -104,11 +110,27 @@ func rowsIQ4_XS(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 	return kRows(dotIQ4_XSRowsNEON, BlockIQ4_XS, m, v, y, lo, hi)
 }
 
-// Q2_K and Q3_K have no NEON kernel: the Go twins, row by row.
-func dotQ2_KVec(row []byte, v *Vec) float32                    { return dotQ2_K(row, v) }
-func rowsQ2_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool { return false }
-func dotQ3_KVec(row []byte, v *Vec) float32                    { return dotQ3_K(row, v) }
-func rowsQ3_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool { return false }
+func dotQ2_KVec(row []byte, v *Vec) float32 {
+	if s, ok := kDot(dotQ2_KRowsNEON, BlockQ2_K, row, v); ok {
+		return s
+	}
+	return dotQ2_K(row, v)
+}
+
+func rowsQ2_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	return kRows(dotQ2_KRowsNEON, BlockQ2_K, m, v, y, lo, hi)
+}
+
+func dotQ3_KVec(row []byte, v *Vec) float32 {
+	if s, ok := kDot(dotQ3_KRowsNEON, BlockQ3_K, row, v); ok {
+		return s
+	}
+	return dotQ3_K(row, v)
+}
+
+func rowsQ3_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	return kRows(dotQ3_KRowsNEON, BlockQ3_K, m, v, y, lo, hi)
+}
 
 // kRows2: no two-vector kernels on arm64; MatMul runs the row kernel per vector.
 func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool { return false }

@@ -2,12 +2,12 @@
 
 #include "textflag.h"
 
-// NEON row kernels for Q4_K, Q5_K, Q6_K and IQ4_XS weights against Q8_K activations, all rows
+// NEON row kernels for Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS weights against Q8_K activations, all rows
 // of a range in one call: func(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32,
 // dp bool). Each block's integer sums are exact, whichever path computes them: with dp, SDOT
 // (ARMv8.2 dot product); without, SMULL/SMLAL2 pairs (each pair fits int16: |w| <= 127 and
 // |x| <= 128 give at most 32512) widened by SADDLP/SADALP. The float steps per block are the
-// Go twins' (dotQ4_K, dotQ5_K, dotQ6_K, dotIQ4_XS) operation for operation, so the results
+// Go twins' (dotQ2_K, dotQ3_K, dotQ4_K, dotQ5_K, dotQ6_K, dotIQ4_XS) operation for operation, so the results
 // are bit for bit theirs. BlockQ8K: D at 0, Qs at 4, Bsums at 260, 292 bytes.
 
 // Instructions the Go assembler has no mnemonic for, encoded by register number.
@@ -16,6 +16,9 @@
 #define SMLAL2_8H(m, n, d) WORD $(0x4E208000 | (m<<16) | (n<<5) | d)
 #define SMULL_4S(m, n, d) WORD $(0x0E60C000 | (m<<16) | (n<<5) | d)
 #define SMLAL2_4S(m, n, d) WORD $(0x4E608000 | (m<<16) | (n<<5) | d)
+#define SMLAL_4S(m, n, d) WORD $(0x0E608000 | (m<<16) | (n<<5) | d)
+#define UXTL_8H(n, d) WORD $(0x2F08A400 | (n<<5) | d)
+#define UXTL2_8H(n, d) WORD $(0x6F08A400 | (n<<5) | d)
 #define SADDLP_4S(n, d) WORD $(0x4E602800 | (n<<5) | d)
 #define SADALP_4S(n, d) WORD $(0x4E606800 | (n<<5) | d)
 #define ADDV_4S(n, d) WORD $(0x4EB1B800 | (n<<5) | d)
@@ -136,13 +139,16 @@
 
 // KFLOAT: F9 += float32(d*float32(sumi)) - float32(dmin*float32(summ)), d and dmin the
 // block's halves at R8 times the Q8_K scale at R9 (dotQ4_K's and dotQ5_K's order).
-#define KFLOAT \
-	MOVHU (R8), R14 \
+#define KFLOAT KFLOATAT(R8)
+
+// KFLOATAT: KFLOAT with d and dmin the halves at (r) and 2(r) (dotQ2_K's order too).
+#define KFLOATAT(r) \
+	MOVHU (r), R14 \
 	FMOVS R14, F7 \
 	FCVT_SH(7, 7) \
 	FMOVS (R9), F8 \
 	FMULS F8, F7, F7 \
-	MOVHU 2(R8), R14 \
+	MOVHU 2(r), R14 \
 	FMOVS R14, F10 \
 	FCVT_SH(10, 10) \
 	FMULS F8, F10, F10 \
@@ -481,4 +487,249 @@ iq4xsum:
 	BNE iq4xrow
 
 iq4xdone:
+	RET
+
+// Q2_K and Q3_K, per half of a block (128 elements): the eight groups of 16 quants (2 bits
+// of the 32 bytes Q0, Q1 of qs at shifts 0, 2, 4, 6: groups 2k from Q0 and 2k+1 from Q1 at
+// shift 2k; Q3_K adds the third bit from hmask) dotted with the activations into V0..V5,
+// V24, V25, folded by ADDP into the eight group sums (KFOLD), multiplied by the groups'
+// scales and accumulated in V28 (lanes), as Q6_K's kernel does.
+
+// KDOTS8DP: the eight group dots of weights w0..w7 with the activations V16..V23 into
+// V0..V5, V24, V25 by SDOT; KDOTS8 the same by SMULL/SMLAL2 pairs with scratch t.
+#define KDOTS8DP(w0, w1, w2, w3, w4, w5, w6, w7) \
+	DOT16DP(w0, 16, 0) \
+	DOT16DP(w1, 17, 1) \
+	DOT16DP(w2, 18, 2) \
+	DOT16DP(w3, 19, 3) \
+	DOT16DP(w4, 20, 4) \
+	DOT16DP(w5, 21, 5) \
+	DOT16DP(w6, 22, 24) \
+	DOT16DP(w7, 23, 25)
+
+#define KDOTS8(w0, w1, w2, w3, w4, w5, w6, w7, t) \
+	DOT16(w0, 16, t, 0) \
+	DOT16(w1, 17, t, 1) \
+	DOT16(w2, 18, t, 2) \
+	DOT16(w3, 19, t, 3) \
+	DOT16(w4, 20, t, 4) \
+	DOT16(w5, 21, t, 5) \
+	DOT16(w6, 22, t, 24) \
+	DOT16(w7, 23, t, 25)
+
+// KFOLD: V0 = the group sums 0..3, V1 = 4..7.
+#define KFOLD \
+	ADDP_4S(1, 0, 26) \
+	ADDP_4S(3, 2, 27) \
+	ADDP_4S(27, 26, 0) \
+	ADDP_4S(5, 4, 26) \
+	ADDP_4S(25, 24, 27) \
+	ADDP_4S(27, 26, 1)
+
+// func dotQ2_KRowsNEON(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32, dp bool)
+// summ (R16) is the mins (high nibbles of scales) times Bsums; sumi (R17) the lane sum of V28.
+TEXT ·dotQ2_KRowsNEON(SB), NOSPLIT, $0-49
+	ARGS
+	CBZ R4, q2kdone
+	CBZ R3, q2kdone
+	VMOVI $3, V31.B16
+	VMOVI $15, V30.B16
+
+q2krow:
+	ROWSTART
+
+q2kblock:
+	// summ = sum over s of (scales[s]>>4) * Bsums[s]
+	VLD1 (R8), [V12.B16]
+	ADD $260, R9, R11
+	VLD1 (R11), [V22.H8, V23.H8]
+	VUSHR $4, V12.B16, V12.B16
+	UXTL_8H(12, 14)
+	UXTL2_8H(12, 15)
+	SMULL_4S(22, 14, 26)
+	SMLAL2_4S(22, 14, 26)
+	SMLAL_4S(23, 15, 26)
+	SMLAL2_4S(23, 15, 26)
+	ADDV_4S(26, 26)
+	FMOVS F26, R16
+	MOVD R8, R13      // scales: low nibbles, 8 per half
+	ADD $16, R8, R11  // qs
+	ADD $4, R9, R12   // activations
+	ZERO(28)
+	MOVD $2, R14
+
+q2khalf:
+	VLD1.P 32(R11), [V0.B16, V1.B16]
+	VAND V31.B16, V0.B16, V6.B16
+	VAND V31.B16, V1.B16, V7.B16
+	VUSHR $2, V0.B16, V10.B16
+	VUSHR $2, V1.B16, V11.B16
+	VAND V31.B16, V10.B16, V10.B16
+	VAND V31.B16, V11.B16, V11.B16
+	VUSHR $4, V0.B16, V12.B16
+	VUSHR $4, V1.B16, V13.B16
+	VAND V31.B16, V12.B16, V12.B16
+	VAND V31.B16, V13.B16, V13.B16
+	VUSHR $6, V0.B16, V14.B16
+	VUSHR $6, V1.B16, V15.B16
+	VLD1.P 64(R12), [V16.B16, V17.B16, V18.B16, V19.B16]
+	VLD1.P 64(R12), [V20.B16, V21.B16, V22.B16, V23.B16]
+	CBZ R6, q2kplain
+	KDOTS8DP(6, 7, 10, 11, 12, 13, 14, 15)
+	B q2ksum
+
+q2kplain:
+	KDOTS8(6, 7, 10, 11, 12, 13, 14, 15, 26)
+
+q2ksum:
+	KFOLD
+	VLD1.P 8(R13), [V2.B8]
+	VAND V30.B16, V2.B16, V2.B16
+	UXTL_8H(2, 2)
+	SXTL_4S(2, 3)
+	SXTL2_4S(2, 4)
+	MLA_4S(3, 0, 28)
+	MLA_4S(4, 1, 28)
+	SUBS $1, R14
+	BNE q2khalf
+
+	ADDV_4S(28, 28)
+	FMOVS F28, R17
+	ADD $80, R8, R11
+	KFLOATAT(R11)
+	BLOCKEND(84)
+	BNE q2kblock
+
+	ROWEND
+	BNE q2krow
+
+q2kdone:
+	RET
+
+// func dotQ3_KRowsNEON(w *byte, stride int, x *BlockQ8K, nb, rows int, out *float32, dp bool)
+// A quant is its 2 bits | its hmask bit << 2, minus 4; hmask bit j of byte l (H0 = bytes
+// 0..15, H1 = 16..31) belongs to groups 2j (H0) and 2j+1 (H1) over both halves, so each half
+// takes bits 0..3 of V12 (H0) and V13 (H1), which then shift right by 4. The scales (6 bits,
+// minus 32) of half h: low nibbles of bytes 0..7 of scales shifted right 4h (R15), high bits
+// of bytes 8..11 shifted right 4h, groups 4..7 a further 2 (R16).
+TEXT ·dotQ3_KRowsNEON(SB), NOSPLIT, $0-49
+	ARGS
+	CBZ R4, q3kdone
+	CBZ R3, q3kdone
+	VMOVI $3, V31.B16
+	VMOVI $4, V30.B16
+	VMOVI $32, V29.B16
+	MOVD $0x0f0f0f0f0f0f0f0f, R20
+	MOVD $0x03030303, R21
+
+q3krow:
+	ROWSTART
+
+q3kblock:
+	VLD1 (R8), [V12.B16, V13.B16]
+	ADD $32, R8, R11  // qs
+	ADD $4, R9, R12   // activations
+	MOVD 96(R8), R15
+	MOVWU 104(R8), R16
+	ZERO(28)
+	MOVD $2, R14
+
+q3khalf:
+	VLD1.P 32(R11), [V0.B16, V1.B16]
+	// groups 0, 1: Q&3 | (H<<2)&4
+	VAND V31.B16, V0.B16, V6.B16
+	VAND V31.B16, V1.B16, V7.B16
+	VSHL $2, V12.B16, V16.B16
+	VSHL $2, V13.B16, V17.B16
+	VAND V30.B16, V16.B16, V16.B16
+	VAND V30.B16, V17.B16, V17.B16
+	VORR V16.B16, V6.B16, V6.B16
+	VORR V17.B16, V7.B16, V7.B16
+	// groups 2, 3: (Q>>2)&3 | (H<<1)&4
+	VUSHR $2, V0.B16, V10.B16
+	VUSHR $2, V1.B16, V11.B16
+	VAND V31.B16, V10.B16, V10.B16
+	VAND V31.B16, V11.B16, V11.B16
+	VSHL $1, V12.B16, V16.B16
+	VSHL $1, V13.B16, V17.B16
+	VAND V30.B16, V16.B16, V16.B16
+	VAND V30.B16, V17.B16, V17.B16
+	VORR V16.B16, V10.B16, V10.B16
+	VORR V17.B16, V11.B16, V11.B16
+	// groups 4, 5: (Q>>4)&3 | H&4
+	VUSHR $4, V0.B16, V14.B16
+	VUSHR $4, V1.B16, V15.B16
+	VAND V31.B16, V14.B16, V14.B16
+	VAND V31.B16, V15.B16, V15.B16
+	VAND V30.B16, V12.B16, V16.B16
+	VAND V30.B16, V13.B16, V17.B16
+	VORR V16.B16, V14.B16, V14.B16
+	VORR V17.B16, V15.B16, V15.B16
+	// groups 6, 7: Q>>6 | (H>>1)&4
+	VUSHR $6, V0.B16, V26.B16
+	VUSHR $6, V1.B16, V27.B16
+	VUSHR $1, V12.B16, V16.B16
+	VUSHR $1, V13.B16, V17.B16
+	VAND V30.B16, V16.B16, V16.B16
+	VAND V30.B16, V17.B16, V17.B16
+	VORR V16.B16, V26.B16, V26.B16
+	VORR V17.B16, V27.B16, V27.B16
+	VUSHR $4, V12.B16, V12.B16
+	VUSHR $4, V13.B16, V13.B16
+	VSUB V30.B16, V6.B16, V6.B16
+	VSUB V30.B16, V7.B16, V7.B16
+	VSUB V30.B16, V10.B16, V10.B16
+	VSUB V30.B16, V11.B16, V11.B16
+	VSUB V30.B16, V14.B16, V14.B16
+	VSUB V30.B16, V15.B16, V15.B16
+	VSUB V30.B16, V26.B16, V26.B16
+	VSUB V30.B16, V27.B16, V27.B16
+	VLD1.P 64(R12), [V16.B16, V17.B16, V18.B16, V19.B16]
+	VLD1.P 64(R12), [V20.B16, V21.B16, V22.B16, V23.B16]
+	CBZ R6, q3kplain
+	KDOTS8DP(6, 7, 10, 11, 14, 15, 26, 27)
+	B q3ksum
+
+q3kplain:
+	KDOTS8(6, 7, 10, 11, 14, 15, 26, 27, 8)
+
+q3ksum:
+	KFOLD
+	// this half's scales: (lo nibbles | high bits << 4) - 32 as int32 lanes in V3, V4
+	AND R20, R15, R17
+	AND R21, R16, R22
+	LSR $2, R16, R23
+	AND R21, R23, R23
+	ORR R23<<32, R22, R22
+	ORR R22<<4, R17, R17
+	VMOV R17, V2.D[0]
+	VSUB V29.B16, V2.B16, V2.B16
+	SXTL_8H(2, 2)
+	SXTL_4S(2, 3)
+	SXTL2_4S(2, 4)
+	MLA_4S(3, 0, 28)
+	MLA_4S(4, 1, 28)
+	LSR $4, R15, R15
+	LSR $4, R16, R16
+	SUBS $1, R14
+	BNE q3khalf
+
+	// F9 += float32(d * D * float32(sumi)) (dotQ3_K's order)
+	ADDV_4S(28, 28)
+	FMOVS F28, R15
+	SCVTFWS R15, F11
+	MOVHU 108(R8), R15
+	FMOVS R15, F7
+	FCVT_SH(7, 7)
+	FMOVS (R9), F8
+	FMULS F8, F7, F7
+	FMULS F11, F7, F7
+	FADDS F7, F9, F9
+	BLOCKEND(110)
+	BNE q3kblock
+
+	ROWEND
+	BNE q3krow
+
+q3kdone:
 	RET
