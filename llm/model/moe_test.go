@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -173,25 +174,67 @@ func forcedGaps(m *model.Model, prompt, ids []int32) ([]float64, error) {
 	return gaps, nil
 }
 
-// routeMargins runs the float64 forward of naive_test.go on prompt and then ids and returns,
-// for each step (the position whose logits choose ids[i]), the smallest margin by which a
-// routed layer's last chosen expert beat the best unchosen one on that position's token.
-func routeMargins(f *gguf.File, prompt, ids []int32) ([]float64, error) {
+// naiveStep is what the float64 forward of naive_test.go says of one step of a trajectory.
+type naiveStep struct {
+	route float64 // the smallest routing margin of its token over the routed layers
+	logit float64 // the margin between its two largest logits
+	// flipLead is, over the layers whose routing margin is under tieMargin, the smallest lead
+	// of the step's best token over the others when that layer's router is flipped (+Inf
+	// without such a layer; negative where a flip changes the best token).
+	flipLead float64
+}
+
+// naiveMargins runs the float64 forward of naive_test.go on prompt and then ids and returns,
+// for each step (the position whose logits choose ids[i]), its margins.
+func naiveMargins(f *gguf.File, prompt, ids []int32) ([]naiveStep, error) {
 	nv, err := newNaive(f)
 	if err != nil {
 		return nil, err
 	}
 	toks := append(slices.Clone(prompt), ids...)
-	var out []float64
+	var out []naiveStep
 	for i, id := range toks[:len(toks)-1] {
-		if _, err := nv.step(id, i); err != nil {
+		l, err := nv.step(id, i)
+		if err != nil {
 			return nil, err
 		}
-		if i >= len(prompt)-1 {
-			out = append(out, nv.routeMargin)
+		if i < len(prompt)-1 {
+			continue
 		}
+		st := naiveStep{route: nv.routeMargin, logit: top2Margin(l), flipLead: math.Inf(1)}
+		best := slices.Index(l, slices.Max(l))
+		for layer, m := range slices.Clone(nv.layerMargins) {
+			if m >= tieMargin {
+				continue
+			}
+			ls, err := nv.stepSwapped(id, i, layer)
+			if err != nil {
+				return nil, err
+			}
+			other := math.Inf(-1)
+			for j, v := range ls {
+				if j != best {
+					other = max(other, v)
+				}
+			}
+			st.flipLead = min(st.flipLead, ls[best]-other)
+		}
+		out = append(out, st)
 	}
 	return out, nil
+}
+
+// top2Margin returns the largest of l minus the second largest.
+func top2Margin(l []float64) float64 {
+	a, b := math.Inf(-1), math.Inf(-1)
+	for _, v := range l {
+		if v > a {
+			a, b = v, a
+		} else if v > b {
+			b = v
+		}
+	}
+	return a - b
 }
 
 // greedyRun decodes n tokens after prompt (one prefill, then one token at a time) and
@@ -296,9 +339,9 @@ func TestMoEMatchesLlamaCpp(t *testing.T) {
 		}
 		deepseek := strings.HasPrefix(run.Model, "deepseek2")
 		typ := run.Model[cut+1:]
-		// quantized runs: the float64 forward's routing margins on llama.cpp's tokens, which
-		// say at which steps a gap beyond the tolerance is a flipped choice.
-		var margins []float64
+		// quantized runs: the float64 forward's margins on llama.cpp's tokens, which certify
+		// the near-ties
+		var nsteps []naiveStep
 		if typ != "f32" {
 			f, err := gguf.Open(path)
 			if err != nil {
@@ -312,11 +355,55 @@ func TestMoEMatchesLlamaCpp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			margins, err = routeMargins(f, prompt, run.IDs)
+			nsteps, err = naiveMargins(f, prompt, run.IDs)
 			f.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
+		}
+		tol := 1e-3
+		switch {
+		case typ == "f32" && deepseek:
+			tol = 5e-3
+		case typ == "q8_0":
+			tol = 0.03
+			if deepseek {
+				tol = 0.15
+			}
+		case typ == "q4_k_m":
+			tol = 0.06
+			if deepseek {
+				tol = 0.25
+			}
+		}
+		// outside routing near-ties, llama.cpp's choice is within forcedTol of gorun's best logit
+		forcedTol := 2 * tol
+		// a step whose float64 margin between the two best logits is under logitTie is a near-tie
+		logitTie := max(tol, 0.05)
+		// nearTie says why step i is a near-tie of the float64 forward ("" where it is not)
+		nearTie := func(i int) string {
+			switch {
+			case nsteps == nil:
+				return ""
+			case nsteps[i].flipLead < logitTie:
+				return "routing"
+			case nsteps[i].logit < logitTie:
+				return "logits"
+			}
+			return ""
+		}
+		firstTie := len(run.IDs)
+		var tiesRoute, tiesLogit []int
+		for i := range run.IDs {
+			switch nearTie(i) {
+			case "routing":
+				tiesRoute = append(tiesRoute, i)
+			case "logits":
+				tiesLogit = append(tiesLogit, i)
+			default:
+				continue
+			}
+			firstTie = min(firstTie, i)
 		}
 		for _, p := range []int{1, 2, 4} {
 			ids := make([][]int32, p)
@@ -353,60 +440,62 @@ func TestMoEMatchesLlamaCpp(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s EP=%d: %v", run.Model, p, err)
 			}
-			want, tol, cutoff := run.IDs, 1e-3, 0.0
-			switch {
-			case typ == "f32" && deepseek:
-				tol = 5e-3
-			case typ == "q8_0":
-				tol, cutoff = 0.03, 0.05
-				if deepseek {
-					tol = 0.15
-				}
-			case typ == "q4_k_m":
-				tol = 0.06
-				if deepseek {
-					tol = 0.25
-				}
-				cutoff = 2 * tol
-			}
-			forcedTol := 2 * tol
-			for i, m := range run.Margins {
-				if float64(m) < cutoff {
-					want = want[:i]
-					break
-				}
-			}
+			// free-running: llama.cpp's tokens up to the first near-tie
 			for r := 0; r < p; r++ {
-				if !slices.Equal(ids[r][:len(want)], want) {
-					t.Errorf("%s EP=%d rank %d: greedy tokens\n got  %v\n want %v", run.Model, p, r, ids[r], want)
+				if !slices.Equal(ids[r][:firstTie], run.IDs[:firstTie]) {
+					t.Errorf("%s EP=%d rank %d: greedy tokens before the first near-tie (step %d)\n got  %v\n want %v", run.Model, p, r, firstTie, ids[r], run.IDs)
 				}
+			}
+			agree := 0
+			for agree < len(run.IDs) && ids[0][agree] == run.IDs[agree] {
+				agree++
 			}
 			var d float64
 			for i, v := range run.FirstLogits {
 				d = max(d, math.Abs(float64(v-logits[0][i])))
 			}
+			// forced: gorun's argmax is llama.cpp's token at every step but the near-ties, and
+			// llama.cpp's token is within forcedTol of gorun's best logit at every step but
+			// those of a routing near-tie
 			var worst, flips float64
+			var differ []int
 			for i, g := range forced {
-				if margins != nil && g > forcedTol {
-					// a flipped expert choice: allowed only where the float64 forward's
-					// choice is a near-tie
+				why := nearTie(i)
+				if g > 0 {
+					differ = append(differ, i)
+					if why == "" {
+						t.Errorf("%s EP=%d step %d: on llama.cpp's tokens, gorun's best logit is %g above llama.cpp's choice, at a step that is no near-tie%s", run.Model, p, i, g, naiveSays(nsteps, i))
+					}
+				}
+				if g > forcedTol {
 					flips = max(flips, g)
-					if margins[i] >= tieMargin {
-						t.Errorf("%s EP=%d step %d: on llama.cpp's tokens, its choice is %g below the best logit, and the float64 forward's routing margin is %.3g", run.Model, p, i, g, margins[i])
+					if why != "routing" {
+						t.Errorf("%s EP=%d step %d: on llama.cpp's tokens, its choice is %g below the best logit (bound %g), at a step that is no routing near-tie%s", run.Model, p, i, g, forcedTol, naiveSays(nsteps, i))
 					}
 					continue
 				}
 				worst = max(worst, g)
 			}
-			t.Logf("%s EP=%d: %d tokens agree; first logits max |diff| %.2g; forced gap %.2g (%.2g at near-ties)", run.Model, p, len(want), d, worst, flips)
+			t.Logf("%s EP=%d: %d of %d steps checked, %d excused as float64 near-ties (%v: a routing flip leaves the best token's lead under %g; %v: logit margin under %g), argmax differs at %v; free-running tokens equal to step %d (first near-tie), %d in fact; first logits max |diff| %.2g; forced gap %.2g (%.2g at routing near-ties)",
+				run.Model, p, len(forced)-len(tiesRoute)-len(tiesLogit), len(forced), len(tiesRoute)+len(tiesLogit), tiesRoute, logitTie, tiesLogit, logitTie, differ, firstTie, agree, d, worst, flips)
 			if d > tol {
 				t.Errorf("%s EP=%d: first logits differ from llama.cpp's by up to %g", run.Model, p, d)
 			}
-			if worst > forcedTol {
-				t.Errorf("%s EP=%d: on llama.cpp's tokens, its choice is up to %g below the best logit", run.Model, p, worst)
-			}
+		}
+		// a check that excuses most steps checks little
+		if n := len(tiesRoute) + len(tiesLogit); n > len(run.IDs)*3/4 {
+			t.Errorf("%s: %d of %d steps are near-ties of the float64 forward", run.Model, n, len(run.IDs))
 		}
 	}
+}
+
+// naiveSays describes step i of steps for an error message ("" without steps).
+func naiveSays(steps []naiveStep, i int) string {
+	if steps == nil {
+		return ""
+	}
+	s := steps[i]
+	return fmt.Sprintf(" (float64 forward: logit margin %.3g, routing margin %.3g, best token's lead after a routing flip %.3g)", s.logit, s.route, s.flipLead)
 }
 
 // qwen3moe (which llama.cpp c392e50 does not know) against the float64 forward of
