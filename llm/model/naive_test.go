@@ -20,8 +20,13 @@ type naive struct {
 	v   [][][]float64
 	ws  map[string][]float64
 	// routeMargin is the smallest, over the layers of the last step, of the amount by which
-	// the last chosen expert's score exceeds the best unchosen one (+Inf without experts).
-	routeMargin float64
+	// the last chosen expert's score exceeds the best unchosen one (+Inf without experts);
+	// layerMargins holds that amount for each layer (+Inf for a layer without experts).
+	routeMargin  float64
+	layerMargins []float64
+	// swap, when >= 0, is a layer whose router takes the best unchosen expert in place of the
+	// last chosen one (what a flipped near-tie does).
+	swap int
 }
 
 func newNaive(f *gguf.File) (*naive, error) {
@@ -29,7 +34,7 @@ func newNaive(f *gguf.File) (*naive, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &naive{f: f, cfg: cfg, k: make([][][]float64, cfg.Layers), v: make([][][]float64, cfg.Layers), ws: map[string][]float64{}}, nil
+	return &naive{f: f, cfg: cfg, k: make([][][]float64, cfg.Layers), v: make([][][]float64, cfg.Layers), ws: map[string][]float64{}, swap: -1}, nil
 }
 
 // w returns tensor name dequantized, as rows of its first dimension.
@@ -129,6 +134,25 @@ func (n *naive) weights(names ...string) ([][]float64, error) {
 	return out, nil
 }
 
+// stepSwapped returns the logits of step(tok, pos), which must be the last step run, with
+// layer l's router flipped (see swap), leaving the caches and margins as that step left them.
+func (n *naive) stepSwapped(tok int32, pos, l int) ([]float64, error) {
+	k, v := make([][]float64, len(n.k)), make([][]float64, len(n.v))
+	for i := range n.k {
+		k[i], v[i] = n.k[i][pos], n.v[i][pos]
+		n.k[i], n.v[i] = n.k[i][:pos:pos], n.v[i][:pos:pos]
+	}
+	rm, lm := n.routeMargin, n.layerMargins
+	n.swap = l
+	out, err := n.step(tok, pos)
+	n.swap = -1
+	for i := range n.k {
+		n.k[i], n.v[i] = append(n.k[i][:pos:pos], k[i]), append(n.v[i][:pos:pos], v[i])
+	}
+	n.routeMargin, n.layerMargins = rm, lm
+	return out, err
+}
+
 // step runs one token at position pos and returns its logits.
 func (n *naive) step(tok int32, pos int) ([]float64, error) {
 	c := n.cfg
@@ -142,6 +166,10 @@ func (n *naive) step(tok int32, pos int) ([]float64, error) {
 	}
 	x := append([]float64(nil), emb[int(tok)*d:(int(tok)+1)*d]...)
 	n.routeMargin = math.Inf(1)
+	n.layerMargins = make([]float64, c.Layers)
+	for l := range n.layerMargins {
+		n.layerMargins[l] = math.Inf(1)
+	}
 	for l := 0; l < c.Layers; l++ {
 		b := c.Block(l)
 		p := fmt.Sprintf("blk.%d.", l)
@@ -298,7 +326,11 @@ func (n *naive) ffn(l int, b model.Block, x []float64) ([]float64, error) {
 	sort.SliceStable(idx, func(a, b int) bool { return choice[idx[a]] > choice[idx[b]] })
 	k := c.ExpertsUsed
 	if k < len(idx) {
-		n.routeMargin = min(n.routeMargin, choice[idx[k-1]]-choice[idx[k]])
+		n.layerMargins[l] = choice[idx[k-1]] - choice[idx[k]]
+		n.routeMargin = min(n.routeMargin, n.layerMargins[l])
+		if n.swap == l {
+			idx[k-1], idx[k] = idx[k], idx[k-1]
+		}
 	}
 	top := idx[:k]
 	var wsum float64

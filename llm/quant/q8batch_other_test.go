@@ -1,5 +1,0 @@
-//go:build !amd64 || noasm
-
-package quant
-
-func set512(on bool) func() { return func() {} }
