@@ -6,13 +6,15 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gorun-hpc/gorun/comm/internal/core"
 )
 
 const (
-	// AnySource matches a message from any rank of the communicator (MPI_ANY_SOURCE).
-	AnySource = -1
-	// AnyTag matches any tag (MPI_ANY_TAG).
-	AnyTag = -1
+	// AnySource (-1) matches a message from any rank of the communicator (MPI_ANY_SOURCE).
+	AnySource = core.AnySource
+	// AnyTag (-1) matches any tag (MPI_ANY_TAG).
+	AnyTag = core.AnyTag
 	// Undefined as a Split color means the calling rank joins no new communicator.
 	Undefined = -32766
 	// MaxTag bounds user tags: valid tags are 0 <= tag < MaxTag.
@@ -44,7 +46,7 @@ type transport interface {
 // how to abort.
 type world struct {
 	rank, size int
-	eng        *engine
+	eng        *core.Engine
 	// trs: every transport of this rank, in registration order (route.go). Atomic: the
 	// transports' own goroutines report lost peers (to all of them) while the set-up adds some.
 	trs        atomic.Pointer[[]transport]
@@ -54,13 +56,13 @@ type world struct {
 	abort      func(rank, code int)
 	closed     atomic.Bool
 	finalizeMu sync.Mutex
-	prog       progressor    // set when a transport needs waiters to drive progress
-	lost       []atomic.Bool // by world rank: the peer's loss was reported (liveness.go)
+	prog       core.Progressor // set when a transport needs waiters to drive progress
+	lost       []atomic.Bool   // by world rank: the peer's loss was reported (liveness.go)
 }
 
 // newWorld makes rank's world of size ranks with no transports yet: every route empty.
 func newWorld(rank, size int, host string, hostIDs []string) *world {
-	return &world{rank: rank, size: size, eng: newEngine(rank), host: host, hostIDs: hostIDs,
+	return &world{rank: rank, size: size, eng: core.NewEngine(rank), host: host, hostIDs: hostIDs,
 		routes: make([]route, size), lost: make([]atomic.Bool, size)}
 }
 
@@ -168,15 +170,7 @@ func (c *Comm) WorldRank(r int) int {
 }
 
 // commRank translates a world rank into c's numbering (-1 if not a member).
-func (c *Comm) commRank(w int) int {
-	if c.index == nil {
-		return w
-	}
-	if r, ok := c.index[w]; ok {
-		return r
-	}
-	return -1
-}
+func (c *Comm) commRank(w int) int { return core.CommRank(c.index, w) }
 
 // collComm returns the communicator over the same group whose message space is reserved for
 // collective algorithms, so that their traffic never matches user point-to-point messages. It
@@ -295,7 +289,7 @@ func (c *Comm) Finalize() error {
 	if ferr := c.w.finalizeTransports(); err == nil {
 		err = ferr
 	}
-	c.w.eng.shutdown(ErrClosed)
+	c.w.eng.Shutdown(ErrClosed)
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -28,7 +29,7 @@ func runNetTransports() []string {
 // destination's engine.
 type inprocTransport struct {
 	self    int
-	engines []*engine
+	engines []*core.Engine
 }
 
 func (t *inprocTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
@@ -70,7 +71,7 @@ func Run(n int, fn func(c *Comm) error) error {
 		hostIDs[r] = hostID()
 	}
 	worlds := make([]*world, n)
-	engines := make([]*engine, n)
+	engines := make([]*core.Engine, n)
 	for r := range worlds {
 		worlds[r] = newWorld(r, n, host, hostIDs)
 		engines[r] = worlds[r].eng
@@ -126,7 +127,7 @@ func Run(n int, fn func(c *Comm) error) error {
 						w.lose(r, cause)
 					}
 				}
-				engines[r].shutdown(fmt.Errorf("rank %d: %w", r, cause))
+				engines[r].Shutdown(fmt.Errorf("rank %d: %w", r, cause))
 			}()
 			err = fn(newComm(w, worldCtx, nil))
 		}()

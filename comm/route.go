@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -74,10 +75,10 @@ type directLink interface {
 	eagerMax() int
 }
 
-// progressSource is a transport whose waiters drive its progress: progressor's contract, plus
+// progressSource is a transport whose waiters drive its progress: core.Progressor's contract, plus
 // pollOnce, one non-blocking pass, so that a waiter can poll it beside the TCP links.
 type progressSource interface {
-	progressor
+	core.Progressor
 	pollOnce() bool
 }
 
@@ -178,7 +179,7 @@ func useTransports(b *meshBootstrap) error {
 
 // progressFor is the progress mode of a rank whose data goes through the transports used
 // and, where meshData, the TCP mesh: a waiter polls what carries data.
-func progressFor(used []transport, mesh *tcpTransport, meshData bool) (progressor, error) {
+func progressFor(used []transport, mesh *tcpTransport, meshData bool) (core.Progressor, error) {
 	switch {
 	case len(used) == 0:
 		return mesh, nil
@@ -186,7 +187,7 @@ func progressFor(used []transport, mesh *tcpTransport, meshData bool) (progresso
 		return nil, errors.New("comm: more than one data transport besides TCP carries messages: no progress mode for that")
 	}
 	if !meshData {
-		if p, ok := used[0].(progressor); ok {
+		if p, ok := used[0].(core.Progressor); ok {
 			return p, nil
 		}
 		return nil, nil // completions come from the transport's own goroutines

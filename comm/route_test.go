@@ -18,7 +18,7 @@ type countingTransport struct {
 }
 
 func (t *countingTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
-	req.complete(Status{}, errors.New("not a data path"))
+	req.Complete(Status{}, errors.New("not a data path"))
 }
 func (t *countingTransport) peerLost(rank int, cause error) {
 	t.mu.Lock()
@@ -51,7 +51,7 @@ func TestLoseReportsOnce(t *testing.T) {
 	// A receive from the lost rank posted later fails at once; one from a live rank does not.
 	_, err = Recv(c, make([]byte, 8), 1, 7)
 	assert.ErrorIs(t, err, first)
-	assert.False(t, Irecv(c, make([]byte, 8), 2, 7).finished())
+	assert.False(t, Irecv(c, make([]byte, 8), 2, 7).Finished())
 }
 
 // TestRouteTable: the routes Init builds carry each peer through the transport

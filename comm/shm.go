@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
@@ -102,10 +103,10 @@ type shmTransport struct {
 	// oversubscribed: ranks outnumber cores here, so a waiter spins briefly and yields (the
 	// core may be the one its peer needs); else it spins for shmSpinTime without yielding.
 	oversubscribed bool
-	closed         atomic.Bool            // mappings gone; set under pollMu
-	probe          *uint64                // a word peers read to test CMA
-	freeRecv       atomic.Pointer[recvOp] // a receive operation for the next blocking Recv (shm_fast.go)
-	fast           fastRecv               // the blocking receive served without a Request (shm_fast.go); under pollMu
+	closed         atomic.Bool                 // mappings gone; set under pollMu
+	probe          *uint64                     // a word peers read to test CMA
+	freeRecv       atomic.Pointer[core.RecvOp] // a receive operation for the next blocking Recv (shm_fast.go)
+	fast           fastRecv                    // the blocking receive served without a Request (shm_fast.go); under pollMu
 }
 
 type shmPeer struct {
@@ -125,11 +126,11 @@ type shmPeer struct {
 	ringIdle  bool
 	cma       bool
 
-	rendezvous                     // large messages in flight; its mu also guards ctrl and pushes
-	ctrl       []wire.Header       // control records waiting for room in out
-	splits     map[uint64]shmSplit // receives copied half by each side, by receive id (under mu)
-	pushes     []*shmPush          // fallback data streams waiting for room in out
-	backlog    atomic.Bool         // ctrl or pushes may be non-empty: the pollers' cue to flush
+	core.Rendezvous                     // large messages in flight; its Mu also guards ctrl and pushes
+	ctrl            []wire.Header       // control records waiting for room in out
+	splits          map[uint64]shmSplit // receives copied half by each side, by receive id (under mu)
+	pushes          []*shmPush          // fallback data streams waiting for room in out
+	backlog         atomic.Bool         // ctrl or pushes may be non-empty: the pollers' cue to flush
 }
 
 // Split copies. When the sender of a large message waits for it (a blocking Send: it polls
@@ -157,19 +158,19 @@ type shmSplit struct {
 
 // shmPush streams one large message's data through the ring (the fallback without CMA).
 type shmPush struct {
-	send *pendingSend
+	send *core.PendingSend
 	recv uint64
 	sent int
 }
 
 func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
 	if t.stopping.Load() {
-		req.complete(Status{}, ErrClosed)
+		req.Complete(Status{}, ErrClosed)
 		return
 	}
 	p := t.peers[dst]
 	if len(payload) <= shmEagerLimit {
-		req.complete(Status{}, p.writeBlocking(&wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: ctx, Length: uint64(len(payload))}, payload))
+		req.Complete(Status{}, p.writeBlocking(&wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: ctx, Length: uint64(len(payload))}, payload))
 		return
 	}
 	p.sendRTS(ctx, tag, payload, req, 0)
@@ -177,16 +178,16 @@ func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *R
 
 // sendRTS starts a large send: registers it and tells the receiver where the data is.
 func (p *shmPeer) sendRTS(ctx uint64, tag int, payload []byte, req *Request, flags uint8) {
-	id, err := p.addSend(payload, req)
+	id, err := p.AddSend(payload, req)
 	if err != nil {
-		req.complete(Status{}, err)
+		req.Complete(Status{}, err)
 		return
 	}
 	// The RTS carries the buffer's address for a receiver that reads it directly.
 	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(payload))))
 	if err := p.writeBlocking(&wire.Header{Type: wire.RTS, Flags: flags, Tag: int32(tag), Ctx: ctx, Length: uint64(len(payload)), ID: id, Offset: addr}, nil); err != nil {
-		p.takeSend(id)
-		req.complete(Status{}, err)
+		p.TakeSend(id)
+		req.Complete(Status{}, err)
 	}
 }
 
@@ -279,9 +280,9 @@ func (p *shmPeer) wakePeer() {
 }
 
 func (p *shmPeer) failure() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.rendezvous.linkError()
+	p.Mu.Lock()
+	defer p.Mu.Unlock()
+	return p.Rendezvous.LinkError()
 }
 
 // flush writes pending control records and fallback data chunks as far as the ring has room.
@@ -290,10 +291,10 @@ func (p *shmPeer) flush() bool {
 	if !p.backlog.Load() {
 		return false
 	}
-	p.mu.Lock()
+	p.Mu.Lock()
 	if len(p.ctrl) == 0 && len(p.pushes) == 0 {
 		p.backlog.Store(false)
-		p.mu.Unlock()
+		p.Mu.Unlock()
 		return false
 	}
 	did := false
@@ -306,7 +307,7 @@ func (p *shmPeer) flush() bool {
 	chunk := p.out.maxRecord() - recordHeader
 	for len(p.ctrl) == 0 && len(p.pushes) > 0 {
 		s := p.pushes[0]
-		data := s.send.payload
+		data := s.send.Payload
 		end := min(s.sent+chunk, len(data))
 		if !p.ringWrite(&wire.Header{Type: wire.Data, Length: uint64(end - s.sent), ID: s.recv, Offset: uint64(s.sent)}, data[s.sent:end]) {
 			break
@@ -322,21 +323,21 @@ func (p *shmPeer) flush() bool {
 	if len(p.ctrl) == 0 && len(p.pushes) == 0 {
 		p.backlog.Store(false)
 	}
-	p.mu.Unlock()
+	p.Mu.Unlock()
 	if did {
 		p.wakePeer()
 	}
 	for _, s := range finished {
-		s.send.req.complete(Status{}, nil)
+		s.send.Req.Complete(Status{}, nil)
 	}
 	return did
 }
 
 func (p *shmPeer) queueCtrl(h wire.Header) {
-	p.mu.Lock()
+	p.Mu.Lock()
 	p.ctrl = append(p.ctrl, h)
 	p.backlog.Store(true)
-	p.mu.Unlock()
+	p.Mu.Unlock()
 	p.flush()
 }
 
@@ -380,7 +381,7 @@ func (t *shmTransport) pollLocked(r *Request) bool {
 			p.handle(h, payload)
 			rg.advance(h)
 			did = true
-			if t.fast.done || (r != nil && r.finished()) {
+			if t.fast.done || (r != nil && r.Finished()) {
 				// The waiting receive is served: the rest can wait for its next call.
 				return true
 			}
@@ -406,71 +407,71 @@ func (p *shmPeer) handle(h wire.Header, payload []byte) {
 		}
 		sendID, tag, size, addr := h.ID, int(h.Tag), h.Length, h.Offset
 		waits := h.Flags&wire.FlagSenderWaits != 0
-		r, _ := eng.arrive(p.rank, h.Ctx, tag, int(size), func(m *inMsg) {
-			m.fetch = func(r *recvOp) { p.acceptRTS(sendID, addr, r, tag, size, waits) }
+		r, _ := eng.Arrive(p.rank, h.Ctx, tag, int(size), func(m *core.InMsg) {
+			m.Fetch = func(r *core.RecvOp) { p.acceptRTS(sendID, addr, r, tag, size, waits) }
 		})
 		if r != nil {
 			p.acceptRTS(sendID, addr, r, tag, size, waits)
 		}
 	case wire.Split:
-		p.mu.Lock()
-		s := p.sends[h.ID]
-		p.mu.Unlock()
-		if s == nil || h.Length == 0 || h.Length >= uint64(len(s.payload)) {
+		p.Mu.Lock()
+		s := p.Sends[h.ID]
+		p.Mu.Unlock()
+		if s == nil || h.Length == 0 || h.Length >= uint64(len(s.Payload)) {
 			p.protocolError(fmt.Errorf("split copy of unknown message %d (from byte %d)", h.ID, h.Length))
 			return
 		}
-		part := s.payload[h.Length:]
+		part := s.Payload[h.Length:]
 		w := wire.Header{Type: wire.Written, ID: h.Ctx, Length: uint64(len(part))}
 		if shmCMAWrite(p.pid, h.Offset+h.Length, part) != nil {
 			w.Flags = wire.FlagSplitFailed
 		}
 		p.queueCtrl(w)
 	case wire.Written:
-		p.mu.Lock()
+		p.Mu.Lock()
 		sp, ok := p.splits[h.ID]
-		pr := p.recvs[h.ID]
-		p.mu.Unlock()
-		if !ok || pr == nil || h.Length != pr.size-sp.part {
+		pr := p.Recvs[h.ID]
+		p.Mu.Unlock()
+		if !ok || pr == nil || h.Length != pr.Size-sp.part {
 			p.protocolError(fmt.Errorf("split copy for unknown receive %d", h.ID))
 			return
 		}
 		if h.Flags&wire.FlagSplitFailed != 0 {
 			// The sender's buffer stays put until our wire.Fin: read its part ourselves.
-			if err := cmaRead(p.pid, sp.addr+sp.part, pr.buf[sp.part:pr.size]); err != nil {
+			if err := cmaRead(p.pid, sp.addr+sp.part, pr.Buf[sp.part:pr.Size]); err != nil {
 				p.broken(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
 				return
 			}
 		}
 		p.splitDone(h.ID, h.Length)
 	case wire.CTS:
-		s := p.takeSend(h.ID)
+		s := p.TakeSend(h.ID)
 		if s != nil && h.Flags&wire.FlagDiscard == 0 {
-			p.mu.Lock()
+			p.Mu.Lock()
 			p.pushes = append(p.pushes, &shmPush{send: s, recv: h.Offset})
 			p.backlog.Store(true)
-			p.mu.Unlock()
+			p.Mu.Unlock()
 		}
 		if s == nil {
 			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.ID))
 		} else if h.Flags&wire.FlagDiscard != 0 {
-			s.req.complete(Status{}, nil)
+			s.Req.Complete(Status{}, nil)
 		}
 	case wire.Fin:
-		s := p.takeSend(h.ID)
+		s := p.TakeSend(h.ID)
 		if s == nil {
 			p.protocolError(fmt.Errorf("completion for unknown message %d", h.ID))
 			return
 		}
-		s.req.complete(Status{}, nil)
+		s.Req.Complete(Status{}, nil)
 	case wire.Data:
-		pr := p.recv(h.ID)
-		if pr == nil || h.Offset != pr.got || h.Offset+h.Length > pr.size {
+		pr := p.Recv(h.ID)
+		if pr == nil || h.Offset != pr.Got || h.Offset+h.Length > pr.Size {
 			p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.ID, h.Offset))
 			return
 		}
-		copy(pr.buf[h.Offset:], payload)
-		p.gotData(h.ID, pr, h.Length)
+		copy(pr.Buf[h.Offset:], payload)
+		p.GotData(h.ID, pr, h.Length)
 	default:
 		p.protocolError(fmt.Errorf("record type %d", h.Type))
 	}
@@ -478,11 +479,11 @@ func (p *shmPeer) handle(h wire.Header, payload []byte) {
 
 // acceptRTS runs when a receive matches a large message: read it straight from the sender's
 // memory where the kernel allows, else ask the sender to stream it.
-func (p *shmPeer) acceptRTS(sendID, addr uint64, r *recvOp, tag int, size uint64, senderWaits bool) {
-	dst, terr := r.target(p.rank, tag, int(size))
+func (p *shmPeer) acceptRTS(sendID, addr uint64, r *core.RecvOp, tag int, size uint64, senderWaits bool) {
+	dst, terr := r.Target(p.rank, tag, int(size))
 	if terr != nil {
 		p.queueCtrl(wire.Header{Type: wire.CTS, Flags: wire.FlagDiscard, ID: sendID})
-		r.req.complete(r.status(p.rank, tag, int(size)), terr)
+		r.Req.Complete(r.Status(p.rank, tag, int(size)), terr)
 		return
 	}
 	// With more ranks than cores the sender may not be running to copy its part (nor is
@@ -494,30 +495,30 @@ func (p *shmPeer) acceptRTS(sendID, addr uint64, r *recvOp, tag int, size uint64
 	if p.cma {
 		if err := cmaRead(p.pid, addr, dst); err == nil {
 			p.queueCtrl(wire.Header{Type: wire.Fin, ID: sendID})
-			r.req.complete(r.status(p.rank, tag, int(size)), nil)
+			r.Req.Complete(r.Status(p.rank, tag, int(size)), nil)
 			return
 		}
 		p.cma = false // e.g. the policy changed: stream from now on
 	}
-	rid, err := p.addRecv(&pendingRecv{op: r, buf: dst, size: size, src: p.rank, tag: tag})
+	rid, err := p.AddRecv(&core.PendingRecv{Op: r, Buf: dst, Size: size, Src: p.rank, Tag: tag})
 	if err != nil {
-		r.req.complete(Status{}, err)
+		r.Req.Complete(Status{}, err)
 		return
 	}
 	p.queueCtrl(wire.Header{Type: wire.CTS, ID: sendID, Offset: rid})
 }
 
 // acceptSplit takes a large message from a waiting sender by a split copy (see wire.Split).
-func (p *shmPeer) acceptSplit(sendID, addr uint64, r *recvOp, tag int, size uint64, dst []byte) {
+func (p *shmPeer) acceptSplit(sendID, addr uint64, r *core.RecvOp, tag int, size uint64, dst []byte) {
 	part := size / 2 &^ 4095 // the sender's part starts on a page
-	rid, err := p.addRecv(&pendingRecv{op: r, buf: dst, size: size, src: p.rank, tag: tag})
+	rid, err := p.AddRecv(&core.PendingRecv{Op: r, Buf: dst, Size: size, Src: p.rank, Tag: tag})
 	if err != nil {
-		r.req.complete(Status{}, err)
+		r.Req.Complete(Status{}, err)
 		return
 	}
-	p.mu.Lock()
+	p.Mu.Lock()
 	p.splits[rid] = shmSplit{sendID: sendID, addr: addr, part: part}
-	p.mu.Unlock()
+	p.Mu.Unlock()
 	p.queueCtrl(wire.Header{Type: wire.Split, ID: sendID, Ctx: rid, Offset: uint64(uintptr(unsafe.Pointer(&dst[0]))), Length: part})
 	if err := cmaRead(p.pid, addr, dst[:part]); err != nil {
 		p.broken(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
@@ -529,23 +530,23 @@ func (p *shmPeer) acceptSplit(sendID, addr uint64, r *recvOp, tag int, size uint
 // splitDone counts n more bytes of split receive rid in; once all are, the receive completes
 // and the sender hears that its buffer is free.
 func (p *shmPeer) splitDone(rid, n uint64) {
-	p.mu.Lock()
-	pr := p.recvs[rid]
+	p.Mu.Lock()
+	pr := p.Recvs[rid]
 	if pr == nil { // the link failed meanwhile, and the receive with it
-		p.mu.Unlock()
+		p.Mu.Unlock()
 		return
 	}
-	pr.got += n
-	if pr.got < pr.size {
-		p.mu.Unlock()
+	pr.Got += n
+	if pr.Got < pr.Size {
+		p.Mu.Unlock()
 		return
 	}
 	sp := p.splits[rid]
-	delete(p.recvs, rid)
+	delete(p.Recvs, rid)
 	delete(p.splits, rid)
-	p.mu.Unlock()
+	p.Mu.Unlock()
 	p.queueCtrl(wire.Header{Type: wire.Fin, ID: sp.sendID})
-	pr.op.req.complete(pr.op.status(p.rank, pr.tag, int(pr.size)), nil)
+	pr.Op.Req.Complete(pr.Op.Status(p.rank, pr.Tag, int(pr.Size)), nil)
 }
 
 func (p *shmPeer) protocolError(err error) {
@@ -569,18 +570,18 @@ func (p *shmPeer) fail(cause error) {
 // (drain would take it again) or on a posted receive's fetch, and after them the ring's
 // remaining records cannot be trusted anyway.
 func (p *shmPeer) broken(cause error) {
-	p.mu.Lock()
-	sends, recvs, first := p.markFailed(cause)
+	p.Mu.Lock()
+	sends, recvs, first := p.MarkFailed(cause)
 	if !first {
-		p.mu.Unlock()
+		p.Mu.Unlock()
 		return
 	}
 	pushes := p.pushes
 	p.pushes, p.ctrl = nil, nil
-	p.mu.Unlock()
-	p.failPending(cause, sends, recvs)
+	p.Mu.Unlock()
+	p.FailPending(cause, sends, recvs)
 	for _, s := range pushes {
-		s.send.req.complete(Status{}, &PeerError{Rank: p.rank, Err: cause})
+		s.send.Req.Complete(Status{}, &PeerError{Rank: p.rank, Err: cause})
 	}
 	p.t.w.lose(p.rank, cause)
 }
@@ -613,9 +614,9 @@ func (p *shmPeer) drain() {
 	if t.closed.Load() {
 		return
 	}
-	p.mu.Lock()
-	failed := p.failed != nil
-	p.mu.Unlock()
+	p.Mu.Lock()
+	failed := p.Failed != nil
+	p.Mu.Unlock()
 	for !failed {
 		r, h, payload, ok, err := p.next()
 		if err != nil || !ok {
@@ -720,7 +721,7 @@ func (t *shmTransport) sleep(r *Request, timeout time.Duration) {
 	if t.pollMu.TryLock() {
 		quiet := t.quiet()
 		t.pollMu.Unlock()
-		if quiet && (r == nil || !r.finished()) {
+		if quiet && (r == nil || !r.Finished()) {
 			futexWait(t.seg.wake, seq, timeout)
 		}
 	}
@@ -733,8 +734,8 @@ func (t *shmTransport) sleep(r *Request, timeout time.Duration) {
 // and after a while sleeps on the wake word, so a long wait costs no CPU. A patient request
 // leaves progress to the background goroutine instead, or naps between polls where there is
 // no doorbell (see shmPatientNapMax).
-func (t *shmTransport) poll(r *Request) {
-	if r.patient && t.bell != nil {
+func (t *shmTransport) Poll(r *Request) {
+	if r.Patient && t.bell != nil {
 		// Not counted as a waiter: the background goroutine keeps the rings.
 		if t.patients.Add(1) == 1 && t.bgNapping.Load() {
 			select {
@@ -743,7 +744,7 @@ func (t *shmTransport) poll(r *Request) {
 			}
 		}
 		t.pollOnce()
-		if !r.finished() {
+		if !r.Finished() {
 			<-r.Done()
 		}
 		t.patients.Add(-1)
@@ -753,19 +754,19 @@ func (t *shmTransport) poll(r *Request) {
 	t.waits.Add(1)
 	defer t.leave()
 	idle := 0 // polls in a row that found nothing
-	if r.spun && t.oversubscribed {
+	if r.Spun && t.oversubscribed {
 		idle = shmSharedSpinPolls - 1 // its spin is spent: one more look, then sleep
 	}
 	var idleSince time.Time
 	nap := shmPatientNapMin
-	for !r.finished() && !t.stopping.Load() {
+	for !r.Finished() && !t.stopping.Load() {
 		if t.pollFor(r) {
 			idle, nap = 0, shmPatientNapMin
 			continue
 		}
 		idle++
 		switch {
-		case r.patient:
+		case r.Patient:
 			time.Sleep(nap)
 			nap = min(2*nap, shmPatientNapMax)
 			continue
@@ -844,7 +845,7 @@ func (t *shmTransport) bellSleep() bool {
 }
 
 // kick wakes this process's waiters sleeping on its segment's wake word.
-func (t *shmTransport) kick() {
+func (t *shmTransport) Kick() {
 	if t.sleepers.Load() == 0 {
 		return
 	}
@@ -979,7 +980,7 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 			pseg.close()
 			return fail(err)
 		}
-		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in, fout: fout, fin: fin, rendezvous: newRendezvous(r), splits: map[uint64]shmSplit{}, bellFD: -1}
+		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in, fout: fout, fin: fin, Rendezvous: core.NewRendezvous(r), splits: map[uint64]shmSplit{}, bellFD: -1}
 		if info.Bell != "" {
 			if fd, err := openPeerBell(info.Bell, pseg.path); err == nil {
 				p.bellFD = fd
