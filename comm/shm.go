@@ -15,11 +15,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/shm"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
 // The shared-memory transport carries messages between ranks on one host through rings in
-// shared segments (see shm_seg.go). Small messages are copied into the receiver's ring and out
+// shared segments (comm/internal/shm). Small messages are copied into the receiver's ring and out
 // again (eager). Large ones are copied once: the receiver reads the sender's buffer directly
 // with process_vm_readv (Linux CMA) and tells the sender it is done; where the kernel forbids
 // that (ptrace policy, macOS), the sender streams the data through the ring in chunks after the
@@ -33,9 +34,9 @@ import (
 // goroutine takes short naps between polls for the traffic nobody waits for.
 
 const (
-	shmEagerLimit = 16 << 10
+	shmEagerLimit = shm.EagerLimit
 	shmRingCap    = 1 << 20
-	// Eager messages up to shmFastMax bytes go through the fastbox (shm_seg.go) while the
+	// Eager messages up to shmFastMax bytes go through the fastbox (comm/internal/shm) while the
 	// ring is drained: a fastbox of shmFastCap bytes is a few hundred cache lines, which the
 	// producer and the consumer keep in their caches, where each record of the ring's 1 MiB
 	// lap comes from memory or a far cache.
@@ -58,7 +59,7 @@ const (
 	shmIdleNapMax = 10 * time.Millisecond
 	shmYieldEvery = 16
 	// shmBellTimeout: the longest sleep of the background goroutine on the doorbell
-	// (shm_bell.go), a safety net only (every record rings it).
+	// (shm.Bell), a safety net only (every record rings it).
 	shmBellTimeout = 50 * time.Millisecond
 	// A patient waiter (Comm.Patient) leaves progress to the background goroutine asleep on
 	// the doorbell, and blocks on its request's channel. Where there is no doorbell it naps
@@ -73,7 +74,7 @@ const (
 
 type shmTransport struct {
 	w        *world
-	seg      *segment // this rank's segment (the rings it consumes)
+	seg      *shm.Segment // this rank's segment (the rings it consumes)
 	peers    []*shmPeer
 	active   []*shmPeer   // the peers that use shared memory
 	pollMu   sync.Mutex   // one consumer of the incoming rings at a time
@@ -99,7 +100,7 @@ type shmTransport struct {
 	patientCame chan struct{}
 	bgNapping   atomic.Bool
 	// bell: the doorbell the background goroutine sleeps on (nil: none; it naps).
-	bell *shmBell
+	bell *shm.Bell
 	// oversubscribed: ranks outnumber cores here, so a waiter spins briefly and yields (the
 	// core may be the one its peer needs); else it spins for shmSpinTime without yielding.
 	oversubscribed bool
@@ -113,16 +114,16 @@ type shmPeer struct {
 	t    *shmTransport
 	rank int
 	pid  int
-	seg  *segment // the peer's segment: we produce into out
+	seg  *shm.Segment // the peer's segment: we produce into out
 	// bellFD: the write end of the peer's doorbell, -1 when it has none.
 	bellFD int
-	out    *ring
-	in     *ring
+	out    *shm.Ring
+	in     *shm.Ring
 	// fout and fin: the fastboxes we produce into and consume. A small eager message goes
 	// into fout only while everything we put into out has been consumed (ringIdle, under
-	// out.mu), and the consumer takes fin's records before each of in's: so records of the
+	// out.Mu), and the consumer takes fin's records before each of in's: so records of the
 	// two reach the consumer in the order they were written.
-	fout, fin *ring
+	fout, fin *shm.Ring
 	ringIdle  bool
 	cma       bool
 
@@ -148,8 +149,8 @@ const (
 	shmSplitMin = 256 << 10
 )
 
-// shmCMAWrite is cmaWrite; tests replace it to take the path where it fails.
-var shmCMAWrite = cmaWrite
+// shmCMAWrite is shm.CMAWrite; tests replace it to take the path where it fails.
+var shmCMAWrite = shm.CMAWrite
 
 // shmSplit is a split receive's state at the receiver.
 type shmSplit struct {
@@ -195,9 +196,9 @@ func (p *shmPeer) sendRTS(ctx uint64, tag int, payload []byte, req *Request, fla
 // full; the peer's consumer always drains, so the wait ends unless the peer dies.
 func (p *shmPeer) writeBlocking(h *wire.Header, payload []byte) error {
 	for spins := 0; ; spins++ {
-		p.out.mu.Lock()
+		p.out.Mu.Lock()
 		ok := p.put(h, payload)
-		p.out.mu.Unlock()
+		p.out.Mu.Unlock()
 		if ok {
 			p.wakePeer()
 			return nil
@@ -213,23 +214,23 @@ func (p *shmPeer) writeBlocking(h *wire.Header, payload []byte) error {
 }
 
 // put appends a record to the fastbox or the ring, or reports false when it fits neither.
-// The caller holds out.mu.
+// The caller holds out.Mu.
 func (p *shmPeer) put(h *wire.Header, payload []byte) bool {
 	if h.Type == wire.Eager && len(payload) <= shmFastMax {
 		if !p.ringIdle {
 			// One load of the consumer's head (its line moves here) while the ring is busy.
-			p.ringIdle = atomic.LoadUint64(p.out.head) == p.out.prodTail
+			p.ringIdle = p.out.Drained()
 		}
-		if p.ringIdle && p.fout.tryWrite(h, payload) {
+		if p.ringIdle && p.fout.TryWrite(h, payload) {
 			return true
 		}
 	}
 	return p.ringWrite(h, payload)
 }
 
-// ringWrite appends a record to the ring (not the fastbox); the caller holds out.mu.
+// ringWrite appends a record to the ring (not the fastbox); the caller holds out.Mu.
 func (p *shmPeer) ringWrite(h *wire.Header, payload []byte) bool {
-	if !p.out.tryWrite(h, payload) {
+	if !p.out.TryWrite(h, payload) {
 		return false
 	}
 	p.ringIdle = false
@@ -239,17 +240,17 @@ func (p *shmPeer) ringWrite(h *wire.Header, payload []byte) bool {
 // next returns the next incoming record from the peer and the ring or fastbox it is in: the
 // fastbox's first. A record in the ring waits while the fastbox holds any: those were
 // written before it (see fout). The caller holds pollMu.
-func (p *shmPeer) next() (r *ring, h wire.Header, payload []byte, ok bool, err error) {
-	if p.fin.ready() {
-		h, payload, ok, err = p.fin.peek()
+func (p *shmPeer) next() (r *shm.Ring, h wire.Header, payload []byte, ok bool, err error) {
+	if p.fin.Ready() {
+		h, payload, ok, err = p.fin.Peek()
 		if ok || err != nil {
 			return p.fin, h, payload, ok, err
 		}
 	}
-	h, payload, ok, err = p.in.peek()
-	if ok && p.fin.ready() {
+	h, payload, ok, err = p.in.Peek()
+	if ok && p.fin.Ready() {
 		// A fastbox record stamped before this one became visible after the first look.
-		h, payload, ok, err = p.fin.peek()
+		h, payload, ok, err = p.fin.Peek()
 		return p.fin, h, payload, ok, err
 	}
 	return p.in, h, payload, ok, err
@@ -270,12 +271,12 @@ func backoff(spins int) {
 // are read, and a sleeper counts itself (arms the bell) before it last looks at its rings:
 // either it sees the record or we see it.
 func (p *shmPeer) wakePeer() {
-	if atomic.LoadUint32(p.seg.sleep) != 0 {
-		atomic.AddUint32(p.seg.wake, 1)
-		futexWake(p.seg.wake)
+	if atomic.LoadUint32(p.seg.Sleep) != 0 {
+		atomic.AddUint32(p.seg.Wake, 1)
+		shm.FutexWake(p.seg.Wake)
 	}
-	if p.bellFD >= 0 && atomic.LoadUint32(p.seg.bell) != 0 && atomic.CompareAndSwapUint32(p.seg.bell, 1, 0) {
-		ringFD(p.bellFD)
+	if p.bellFD >= 0 && atomic.LoadUint32(p.seg.Bell) != 0 && atomic.CompareAndSwapUint32(p.seg.Bell, 1, 0) {
+		shm.RingFD(p.bellFD)
 	}
 }
 
@@ -298,13 +299,13 @@ func (p *shmPeer) flush() bool {
 		return false
 	}
 	did := false
-	p.out.mu.Lock()
+	p.out.Mu.Lock()
 	for len(p.ctrl) > 0 && p.ringWrite(&p.ctrl[0], nil) {
 		p.ctrl = p.ctrl[1:]
 		did = true
 	}
 	var finished []*shmPush
-	chunk := p.out.maxRecord() - recordHeader
+	chunk := p.out.MaxRecord() - shm.RecordHeader
 	for len(p.ctrl) == 0 && len(p.pushes) > 0 {
 		s := p.pushes[0]
 		data := s.send.Payload
@@ -319,7 +320,7 @@ func (p *shmPeer) flush() bool {
 			p.pushes = p.pushes[1:]
 		}
 	}
-	p.out.mu.Unlock()
+	p.out.Mu.Unlock()
 	if len(p.ctrl) == 0 && len(p.pushes) == 0 {
 		p.backlog.Store(false)
 	}
@@ -379,7 +380,7 @@ func (t *shmTransport) pollLocked(r *Request) bool {
 				break
 			}
 			p.handle(h, payload)
-			rg.advance(h)
+			rg.Advance(h)
 			did = true
 			if t.fast.done || (r != nil && r.Finished()) {
 				// The waiting receive is served: the rest can wait for its next call.
@@ -438,7 +439,7 @@ func (p *shmPeer) handle(h wire.Header, payload []byte) {
 		}
 		if h.Flags&wire.FlagSplitFailed != 0 {
 			// The sender's buffer stays put until our wire.Fin: read its part ourselves.
-			if err := cmaRead(p.pid, sp.addr+sp.part, pr.Buf[sp.part:pr.Size]); err != nil {
+			if err := shm.CMARead(p.pid, sp.addr+sp.part, pr.Buf[sp.part:pr.Size]); err != nil {
 				p.broken(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
 				return
 			}
@@ -493,7 +494,7 @@ func (p *shmPeer) acceptRTS(sendID, addr uint64, r *core.RecvOp, tag int, size u
 		return
 	}
 	if p.cma {
-		if err := cmaRead(p.pid, addr, dst); err == nil {
+		if err := shm.CMARead(p.pid, addr, dst); err == nil {
 			p.queueCtrl(wire.Header{Type: wire.Fin, ID: sendID})
 			r.Req.Complete(r.Status(p.rank, tag, int(size)), nil)
 			return
@@ -520,7 +521,7 @@ func (p *shmPeer) acceptSplit(sendID, addr uint64, r *core.RecvOp, tag int, size
 	p.splits[rid] = shmSplit{sendID: sendID, addr: addr, part: part}
 	p.Mu.Unlock()
 	p.queueCtrl(wire.Header{Type: wire.Split, ID: sendID, Ctx: rid, Offset: uint64(uintptr(unsafe.Pointer(&dst[0]))), Length: part})
-	if err := cmaRead(p.pid, addr, dst[:part]); err != nil {
+	if err := shm.CMARead(p.pid, addr, dst[:part]); err != nil {
 		p.broken(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
 		return
 	}
@@ -623,7 +624,7 @@ func (p *shmPeer) drain() {
 			return
 		}
 		p.handle(h, payload)
-		r.advance(h)
+		r.Advance(h)
 	}
 }
 
@@ -692,7 +693,7 @@ func (t *shmTransport) progressLoop() {
 // its).
 func (t *shmTransport) pending() (ready, backlog bool) {
 	for _, p := range t.active {
-		ready = ready || p.in.ready() || p.fin.ready()
+		ready = ready || p.in.Ready() || p.fin.Ready()
 		backlog = backlog || p.backlog.Load()
 	}
 	return ready, backlog
@@ -714,19 +715,19 @@ func (t *shmTransport) sleep(r *Request, timeout time.Duration) {
 	if t.closed.Load() {
 		return
 	}
-	seq := atomic.LoadUint32(t.seg.wake)
-	atomic.AddUint32(t.seg.sleep, 1)
+	seq := atomic.LoadUint32(t.seg.Wake)
+	atomic.AddUint32(t.seg.Sleep, 1)
 	t.sleepers.Add(1)
 	// Another goroutine polling now will complete what it finds; look again later.
 	if t.pollMu.TryLock() {
 		quiet := t.quiet()
 		t.pollMu.Unlock()
 		if quiet && (r == nil || !r.Finished()) {
-			futexWait(t.seg.wake, seq, timeout)
+			shm.FutexWait(t.seg.Wake, seq, timeout)
 		}
 	}
 	t.sleepers.Add(-1)
-	atomic.AddUint32(t.seg.sleep, ^uint32(0))
+	atomic.AddUint32(t.seg.Sleep, ^uint32(0))
 }
 
 // poll drives progress while the caller waits for r: it drains the rings itself (no hand-off
@@ -772,7 +773,7 @@ func (t *shmTransport) Poll(r *Request) {
 			continue
 		case t.oversubscribed:
 			if idle%shmYieldEvery == 0 {
-				osYield()
+				shm.Yield()
 			}
 			if idle < shmSharedSpinPolls {
 				continue
@@ -824,7 +825,7 @@ func (t *shmTransport) bellSleep() bool {
 		t.segMu.RUnlock()
 		return false
 	}
-	atomic.StoreUint32(t.seg.bell, 1)
+	atomic.StoreUint32(t.seg.Bell, 1)
 	polled, ready, backlog := t.pollMu.TryLock(), false, false
 	if polled {
 		ready, backlog = t.pending()
@@ -834,11 +835,11 @@ func (t *shmTransport) bellSleep() bool {
 	t.segMu.RUnlock()
 	again := ready || t.stopping.Load()
 	if polled && !ready && !backlog && !t.stopping.Load() {
-		again = t.bell.wait(shmBellTimeout)
+		again = t.bell.Wait(shmBellTimeout)
 	}
 	t.segMu.RLock()
 	if !t.closed.Load() {
-		atomic.StoreUint32(t.seg.bell, 0)
+		atomic.StoreUint32(t.seg.Bell, 0)
 	}
 	t.segMu.RUnlock()
 	return again
@@ -854,9 +855,9 @@ func (t *shmTransport) Kick() {
 	if t.closed.Load() {
 		return
 	}
-	atomic.AddUint32(t.seg.wake, 1)
-	if atomic.LoadUint32(t.seg.sleep) != 0 {
-		futexWake(t.seg.wake)
+	atomic.AddUint32(t.seg.Wake, 1)
+	if atomic.LoadUint32(t.seg.Sleep) != 0 {
+		shm.FutexWake(t.seg.Wake)
 	}
 }
 
@@ -865,10 +866,10 @@ func (t *shmTransport) shutdown() {
 		return
 	}
 	close(t.stop)
-	atomic.AddUint32(t.seg.wake, 1)
-	futexWake(t.seg.wake)
+	atomic.AddUint32(t.seg.Wake, 1)
+	shm.FutexWake(t.seg.Wake)
 	if t.bell != nil {
-		ringFD(t.bell.self)
+		t.bell.Ring()
 	}
 	<-t.done
 	// Peers may still be reading what we wrote into their segments: only the mappings go.
@@ -878,15 +879,15 @@ func (t *shmTransport) shutdown() {
 	defer t.segMu.Unlock()
 	t.closed.Store(true)
 	for _, p := range t.active {
-		p.seg.close()
+		p.seg.Close()
 		if p.bellFD >= 0 {
 			unix.Close(p.bellFD)
 		}
 	}
-	t.seg.close()
+	t.seg.Close()
 	t.pollMu.Unlock()
 	if t.bell != nil {
-		t.bell.close() // its sleeper, the background goroutine, has returned
+		t.bell.Close() // its sleeper, the background goroutine, has returned
 	}
 }
 
@@ -913,13 +914,13 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		}
 		return nil, errNoShm
 	}
-	allowCMA()
-	seg, err := createSegment(id.JobID, w.rank, local, shmRingCap, shmFastCap, jobHash)
+	shm.AllowCMA()
+	seg, err := shm.CreateSegment(id.JobID, w.rank, local, shmRingCap, shmFastCap, jobHash)
 	if err != nil {
 		return nil, err
 	}
 	t := &shmTransport{w: w, seg: seg, peers: make([]*shmPeer, w.size), stop: make(chan struct{}), done: make(chan struct{}),
-		waitersGone: make(chan struct{}, 1), patientCame: make(chan struct{}, 1), bell: createBell(seg.path)}
+		waitersGone: make(chan struct{}, 1), patientCame: make(chan struct{}, 1), bell: shm.CreateBell(seg.Path)}
 	t.oversubscribed = id.Oversubscribed || len(local)+1 > runtime.NumCPU()
 	probe := new(uint64)
 	*probe = 0x676f72756e636d61 ^ uint64(os.Getpid())
@@ -933,28 +934,28 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		Bell  string `msgpack:"bell"` // the doorbell's path; empty: none
 	}
 	removeNames := func() {
-		os.Remove(seg.path)
+		os.Remove(seg.Path)
 		if t.bell != nil {
-			os.Remove(t.bell.path)
+			os.Remove(t.bell.Path)
 		}
 	}
 	fail := func(err error) (*shmTransport, error) {
 		removeNames()
 		for _, p := range t.active {
-			p.seg.close()
+			p.seg.Close()
 			if p.bellFD >= 0 {
 				unix.Close(p.bellFD)
 			}
 		}
-		seg.close()
+		seg.Close()
 		if t.bell != nil {
-			t.bell.close()
+			t.bell.Close()
 		}
 		return nil, err
 	}
-	mine := shmInfo{Path: seg.path, PID: os.Getpid(), Probe: uint64(uintptr(unsafe.Pointer(probe))), Want: *probe}
+	mine := shmInfo{Path: seg.Path, PID: os.Getpid(), Probe: uint64(uintptr(unsafe.Pointer(probe))), Want: *probe}
 	if t.bell != nil {
-		mine.Bell = t.bell.path
+		mine.Bell = t.bell.Path
 	}
 	ringsAll := int64(1) // whether we can ring every local peer that has a bell
 	var reqs []*Request
@@ -966,30 +967,30 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		if _, err := setup.RecvValue(&info, r, 1); err != nil {
 			return fail(fmt.Errorf("comm: rank %d: shared-memory setup with rank %d: %w", w.rank, r, err))
 		}
-		pseg, err := openSegment(info.Path, info.PID, jobHash)
+		pseg, err := shm.OpenSegment(info.Path, info.PID, jobHash)
 		if err != nil {
 			return fail(fmt.Errorf("comm: rank %d: rank %d's segment: %w", w.rank, r, err))
 		}
-		out, fout, err := pseg.ringFrom(w.rank)
+		out, fout, err := pseg.RingFrom(w.rank)
 		if err != nil {
-			pseg.close()
+			pseg.Close()
 			return fail(err)
 		}
-		in, fin, err := seg.ringFrom(r)
+		in, fin, err := seg.RingFrom(r)
 		if err != nil {
-			pseg.close()
+			pseg.Close()
 			return fail(err)
 		}
 		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in, fout: fout, fin: fin, Rendezvous: core.NewRendezvous(r), splits: map[uint64]shmSplit{}, bellFD: -1}
 		if info.Bell != "" {
-			if fd, err := openPeerBell(info.Bell, pseg.path); err == nil {
+			if fd, err := shm.OpenPeerBell(info.Bell, pseg.Path); err == nil {
 				p.bellFD = fd
 			} else {
 				ringsAll = 0
 			}
 		}
 		var word [8]byte
-		p.cma = cmaRead(info.PID, info.Probe, word[:]) == nil && *(*uint64)(unsafe.Pointer(&word[0])) == info.Want
+		p.cma = shm.CMARead(info.PID, info.Probe, word[:]) == nil && *(*uint64)(unsafe.Pointer(&word[0])) == info.Want
 		t.peers[r] = p
 		t.active = append(t.active, p)
 	}
@@ -1006,7 +1007,7 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 	removeNames()
 	for _, r := range local {
 		if all[2*r] == 0 && t.bell != nil {
-			t.bell.close()
+			t.bell.Close()
 			t.bell = nil
 		}
 	}

@@ -4,6 +4,7 @@ package comm
 
 import (
 	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/shm"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
@@ -110,7 +111,7 @@ func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (ok, spun bool, 
 		if t.oversubscribed && idle%shmYieldEvery == 0 {
 			// Still holding pollMu: no other goroutine of ours needs the rings meanwhile
 			// (the background one keeps off them while we wait).
-			osYield()
+			shm.Yield()
 		}
 		if idle == shmFastPolls || (t.oversubscribed && idle == shmSharedSpinPolls) {
 			spun = true
@@ -135,7 +136,7 @@ func (p *shmPeer) recvNow(c *Comm, b []byte, ws, tag int) (bool, Status, error) 
 	}
 	defer t.pollMu.Unlock()
 	e := c.w.eng
-	if t.closed.Load() || e.NDead.Load() != 0 || !(p.fin.ready() || p.in.ready()) {
+	if t.closed.Load() || e.NDead.Load() != 0 || !(p.fin.Ready() || p.in.Ready()) {
 		return false, Status{}, nil
 	}
 	f := fastRecv{on: true, src: ws, ctx: c.ctx, tag: tag, buf: b, rank: c.commRank(ws)}
@@ -144,7 +145,7 @@ func (p *shmPeer) recvNow(c *Comm, b []byte, ws, tag int) (bool, Status, error) 
 		return false, Status{}, nil // a corrupt ring is the next poll's to report
 	}
 	f.deliver(int(h.Tag), payload)
-	rg.advance(h)
+	rg.Advance(h)
 	return true, f.st, f.err
 }
 

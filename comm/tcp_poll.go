@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorun-hpc/gorun/comm/internal/shm"
 	"github.com/gorun-hpc/gorun/comm/internal/tcp"
 )
 
@@ -248,7 +249,7 @@ func (t *tcpTransport) Poll(r *Request) {
 // tcpSharedSpinPolls of them; else it stops after tcpSpinTime.
 func (t *tcpTransport) spunOut(idle int, idleSince *time.Time) bool {
 	if t.oversubscribed {
-		osYield()
+		shm.Yield()
 		return idle >= tcpSharedSpinPolls
 	}
 	// The clock is read only now and then, and not in the first polls at all (most waits end

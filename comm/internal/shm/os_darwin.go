@@ -1,4 +1,4 @@
-package comm
+package shm
 
 import (
 	"errors"
@@ -8,28 +8,28 @@ import (
 )
 
 // macOS has no cross-memory attach: large messages stream through the ring.
-func cmaRead(pid int, addr uint64, dst []byte) error {
+func CMARead(pid int, addr uint64, dst []byte) error {
 	return errors.New("no cross-memory attach on macOS")
 }
 
-func cmaWrite(pid int, addr uint64, src []byte) error {
+func CMAWrite(pid int, addr uint64, src []byte) error {
 	return errors.New("no cross-memory attach on macOS")
 }
 
-func allowCMA() {}
+func AllowCMA() {}
 
-// futexWait has no cross-process futex to use here: it naps in short steps until the word
+// FutexWait has no cross-process futex to use here: it naps in short steps until the word
 // changes or the timeout passes.
-func futexWait(addr *uint32, val uint32, timeout time.Duration) {
+func FutexWait(addr *uint32, val uint32, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for atomic.LoadUint32(addr) == val && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Microsecond)
 	}
 }
 
-func futexWake(addr *uint32) {}
+func FutexWake(addr *uint32) {}
 
-func osYield() { runtime.Gosched() }
+func Yield() { runtime.Gosched() }
 
 // mapPopulate: macOS has no MAP_POPULATE; its segments fault in lazily.
 const mapPopulate = 0
