@@ -26,21 +26,8 @@ const (
 )
 
 // A transport moves messages between the world's ranks (route.go has the layers, the
-// registry of transports and the route table). Receiving goes through the rank's engine;
-// sending is the transport's own.
-type transport interface {
-	// send transmits payload to world rank dst and completes req once payload may be reused.
-	send(dst int, ctx uint64, tag int, payload []byte, req *Request)
-	// peerLost is the world's liveness reporting world rank rank gone (once per rank): the
-	// transport fails what it has pending with that peer and takes no more for it.
-	peerLost(rank int, cause error)
-	// finalize closes the transport after the world's final barrier, letting what is in
-	// flight arrive.
-	finalize() error
-	// abandon closes the transport at once, as the process's exit would: peers see the
-	// links end with cause.
-	abandon(cause error)
-}
+// registry of transports and the route table; core.Transport the methods).
+type transport = core.Transport
 
 // world is one rank's view of the job: its engine, its transports, the route to each peer and
 // how to abort.

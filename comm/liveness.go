@@ -16,7 +16,7 @@ func (w *world) lose(rank int, cause error) {
 		return
 	}
 	for _, tr := range w.transports() {
-		tr.peerLost(rank, cause)
+		tr.PeerLost(rank, cause)
 	}
 	w.eng.PeerFailed(rank, cause)
 }

@@ -161,14 +161,14 @@ func (c *Comm) isend(b []byte, dst, tag int) *Request {
 	req.Prog, req.Patient = c.w.prog, c.patient
 	w := c.WorldRank(dst)
 	if w == c.w.rank {
-		deliverLocal(c.w.eng, w, c.ctx, tag, b, req)
+		core.DeliverLocal(c.w.eng, w, c.ctx, tag, b, req)
 		return req
 	}
 	if err := c.w.eng.IsDead(w); err != nil {
 		req.Complete(Status{}, err)
 		return req
 	}
-	c.w.routes[w].tr.send(w, c.ctx, tag, b, req)
+	c.w.routes[w].tr.Send(w, c.ctx, tag, b, req)
 	return req
 }
 
@@ -234,34 +234,4 @@ func (c *Comm) recvNow(b []byte, src, tag int) (bool, Status, error) {
 		return false, Status{}, nil
 	}
 	return d.recvNow(c, b, ws, tag)
-}
-
-// localEagerLimit: messages within one process up to this size are copied into a queue
-// when no receive is posted yet; larger ones wait for the receive and are copied once.
-const localEagerLimit = 64 << 10
-
-// deliverLocal hands a message from world rank src to an engine in this process (the same rank,
-// or another goroutine rank of the inproc transport).
-func deliverLocal(dst *core.Engine, src int, ctx uint64, tag int, payload []byte, req *Request) {
-	eager := len(payload) <= localEagerLimit
-	r, _ := dst.Arrive(src, ctx, tag, len(payload), func(m *core.InMsg) {
-		if eager {
-			m.Data = append(make([]byte, 0, len(payload)), payload...)
-			m.Ready = true
-			return
-		}
-		m.Fetch = func(r *core.RecvOp) {
-			r.Deliver(src, tag, payload)
-			req.Complete(Status{}, nil)
-		}
-		m.Abort = func(err error) { req.Complete(Status{}, err) }
-	})
-	if r != nil {
-		r.Deliver(src, tag, payload)
-		req.Complete(Status{}, nil)
-		return
-	}
-	if eager {
-		req.Complete(Status{}, nil)
-	}
 }

@@ -17,16 +17,16 @@ type countingTransport struct {
 	lost map[int][]error
 }
 
-func (t *countingTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+func (t *countingTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
 	req.Complete(Status{}, errors.New("not a data path"))
 }
-func (t *countingTransport) peerLost(rank int, cause error) {
+func (t *countingTransport) PeerLost(rank int, cause error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lost[rank] = append(t.lost[rank], cause)
 }
-func (t *countingTransport) finalize() error     { return nil }
-func (t *countingTransport) abandon(cause error) {}
+func (t *countingTransport) Finalize() error     { return nil }
+func (t *countingTransport) Abandon(cause error) {}
 
 // TestLoseReportsOnce: a lost peer is reported to every transport and the engine exactly once,
 // with the first cause, however many times it is found.

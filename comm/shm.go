@@ -164,7 +164,7 @@ type shmPush struct {
 	sent int
 }
 
-func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+func (t *shmTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
 	if t.stopping.Load() {
 		req.Complete(Status{}, ErrClosed)
 		return
@@ -588,15 +588,15 @@ func (p *shmPeer) broken(cause error) {
 }
 
 // peerLost ends the link to a peer the world found lost (liveness.go).
-func (t *shmTransport) peerLost(rank int, cause error) {
+func (t *shmTransport) PeerLost(rank int, cause error) {
 	if p := t.peers[rank]; p != nil {
 		p.fail(cause)
 	}
 }
 
 // finalize and abandon unmap the segments; what peers wrote before is drained as they fail.
-func (t *shmTransport) finalize() error { t.shutdown(); return nil }
-func (t *shmTransport) abandon(error)   { t.shutdown() }
+func (t *shmTransport) Finalize() error { t.shutdown(); return nil }
+func (t *shmTransport) Abandon(error)   { t.shutdown() }
 
 // directTo is the link to rank for blocking messages without a Request (shm_fast.go).
 func (t *shmTransport) directTo(rank int) directLink {

@@ -140,7 +140,7 @@ func (p *tcpPeer) start() {
 	go p.heartbeatLoop()
 }
 
-func (t *tcpTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+func (t *tcpTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
 	p := t.peers[dst]
 	n := uint64(len(payload))
 	if n <= eagerLimit {
@@ -696,14 +696,14 @@ func (p *tcpPeer) fail(cause error) {
 
 // peerLost ends the link to a peer the world found lost (liveness.go); the link that found the
 // loss itself has failed already.
-func (t *tcpTransport) peerLost(rank int, cause error) {
+func (t *tcpTransport) PeerLost(rank int, cause error) {
 	if p := t.peers[rank]; p != nil {
 		p.fail(cause)
 	}
 }
 
 // abandon breaks every link, as the process's exit would.
-func (t *tcpTransport) abandon(cause error) {
+func (t *tcpTransport) Abandon(cause error) {
 	for _, p := range t.peers {
 		if p != nil {
 			p.fail(cause)
@@ -714,7 +714,7 @@ func (t *tcpTransport) abandon(cause error) {
 // closeAll fails every link with cause, stops the background goroutine and closes the sockets:
 // the end of a mesh whose set-up failed.
 func (t *tcpTransport) closeAll(cause error) {
-	t.abandon(cause)
+	t.Abandon(cause)
 	t.stopPolling()
 	for _, p := range t.peers {
 		if p != nil {
@@ -745,7 +745,7 @@ func (p *tcpPeer) closeFD() {
 // finalize tells every peer nothing more will come, then waits (bounded) for each peer to say
 // the same, so that no message still in flight is cut off by a reset. The data transports
 // finalized first (route.go): their peers' links end here.
-func (t *tcpTransport) finalize() error {
+func (t *tcpTransport) Finalize() error {
 	for _, p := range t.peers {
 		if p == nil {
 			continue

@@ -178,7 +178,7 @@ func (t *verbsTransport) slot(buf []byte, peer int, idx uint32) []byte {
 	return buf[base : base+verbsSlot]
 }
 
-func (t *verbsTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+func (t *verbsTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
 	if t.stopping.Load() {
 		req.Complete(Status{}, ErrClosed)
 		return
@@ -696,7 +696,7 @@ func (p *verbsPeer) abandon(cause error) {
 
 // peerLost is the world reporting the peer gone (liveness.go). What the peer sent before it
 // went is taken first (it may sit in the completion queue), as the other transports do.
-func (t *verbsTransport) peerLost(rank int, cause error) {
+func (t *verbsTransport) PeerLost(rank int, cause error) {
 	p := t.peers[rank]
 	if p == nil || p.failure() != nil {
 		return // this side failed the link first (and closed the TCP link itself)
@@ -803,8 +803,8 @@ func (t *verbsTransport) idle() bool {
 }
 
 // finalize closes the transport once what was posted completed; abandon at once.
-func (t *verbsTransport) finalize() error { t.shutdown(true); return nil }
-func (t *verbsTransport) abandon(error)   { t.shutdown(false) }
+func (t *verbsTransport) Finalize() error { t.shutdown(true); return nil }
+func (t *verbsTransport) Abandon(error)   { t.shutdown(false) }
 
 // shutdown closes the transport. Graceful (Finalize): first everything posted completes (on RC
 // the peer's adapter has it), within the peer timeout.
