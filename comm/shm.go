@@ -587,14 +587,14 @@ func (p *shmPeer) broken(cause error) {
 	p.t.w.lose(p.rank, cause)
 }
 
-// peerLost ends the link to a peer the world found lost (liveness.go).
+// PeerLost ends the link to a peer the world found lost (liveness.go).
 func (t *shmTransport) PeerLost(rank int, cause error) {
 	if p := t.peers[rank]; p != nil {
 		p.fail(cause)
 	}
 }
 
-// finalize and abandon unmap the segments; what peers wrote before is drained as they fail.
+// Finalize and Abandon unmap the segments; what peers wrote before is drained as they fail.
 func (t *shmTransport) Finalize() error { t.shutdown(); return nil }
 func (t *shmTransport) Abandon(error)   { t.shutdown() }
 
@@ -730,7 +730,7 @@ func (t *shmTransport) sleep(r *Request, timeout time.Duration) {
 	atomic.AddUint32(t.seg.Sleep, ^uint32(0))
 }
 
-// poll drives progress while the caller waits for r: it drains the rings itself (no hand-off
+// Poll drives progress while the caller waits for r: it drains the rings itself (no hand-off
 // to another goroutine on the fast path), yields the core now and then (the peer may need it),
 // and after a while sleeps on the wake word, so a long wait costs no CPU. A patient request
 // leaves progress to the background goroutine instead, or naps between polls where there is
@@ -845,7 +845,7 @@ func (t *shmTransport) bellSleep() bool {
 	return again
 }
 
-// kick wakes this process's waiters sleeping on its segment's wake word.
+// Kick wakes this process's waiters sleeping on its segment's wake word.
 func (t *shmTransport) Kick() {
 	if t.sleepers.Load() == 0 {
 		return

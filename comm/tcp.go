@@ -694,7 +694,7 @@ func (p *tcpPeer) fail(cause error) {
 	p.t.w.lose(p.rank, cause)
 }
 
-// peerLost ends the link to a peer the world found lost (liveness.go); the link that found the
+// PeerLost ends the link to a peer the world found lost (liveness.go); the link that found the
 // loss itself has failed already.
 func (t *tcpTransport) PeerLost(rank int, cause error) {
 	if p := t.peers[rank]; p != nil {
@@ -702,7 +702,7 @@ func (t *tcpTransport) PeerLost(rank int, cause error) {
 	}
 }
 
-// abandon breaks every link, as the process's exit would.
+// Abandon breaks every link, as the process's exit would.
 func (t *tcpTransport) Abandon(cause error) {
 	for _, p := range t.peers {
 		if p != nil {
@@ -742,7 +742,7 @@ func (p *tcpPeer) closeFD() {
 	p.fdMu.Unlock()
 }
 
-// finalize tells every peer nothing more will come, then waits (bounded) for each peer to say
+// Finalize tells every peer nothing more will come, then waits (bounded) for each peer to say
 // the same, so that no message still in flight is cut off by a reset. The data transports
 // finalized first (route.go): their peers' links end here.
 func (t *tcpTransport) Finalize() error {

@@ -222,7 +222,7 @@ func (t *tcpTransport) progressUnwatched() {
 	}
 }
 
-// poll drives progress while the caller waits for r: it reads the links itself (no hand-off
+// Poll drives progress while the caller waits for r: it reads the links itself (no hand-off
 // to another goroutine or thread on the fast path), yields the core between empty polls on
 // an oversubscribed host, and gives up after a while, leaving r to the background goroutine
 // (Wait then blocks on r's channel), so that a long wait costs no CPU.

@@ -694,7 +694,7 @@ func (p *verbsPeer) abandon(cause error) {
 	clear(p.zcRegs)
 }
 
-// peerLost is the world reporting the peer gone (liveness.go). What the peer sent before it
+// PeerLost is the world reporting the peer gone (liveness.go). What the peer sent before it
 // went is taken first (it may sit in the completion queue), as the other transports do.
 func (t *verbsTransport) PeerLost(rank int, cause error) {
 	p := t.peers[rank]
@@ -707,7 +707,7 @@ func (t *verbsTransport) PeerLost(rank int, cause error) {
 	p.fail(cause)
 }
 
-// poll drives progress while the caller waits for r: polling first, then naps that grow to a
+// Poll drives progress while the caller waits for r: polling first, then naps that grow to a
 // millisecond, so a long wait costs little CPU.
 func (t *verbsTransport) Poll(r *Request) {
 	nap := 10 * time.Microsecond
@@ -802,7 +802,7 @@ func (t *verbsTransport) idle() bool {
 	return true
 }
 
-// finalize closes the transport once what was posted completed; abandon at once.
+// Finalize closes the transport once what was posted completed; Abandon at once.
 func (t *verbsTransport) Finalize() error { t.shutdown(true); return nil }
 func (t *verbsTransport) Abandon(error)   { t.shutdown(false) }
 
