@@ -297,5 +297,5 @@ func (m mixedProgress) Poll(r *Request) {
 
 func (m mixedProgress) Kick() { m.data.Kick() }
 
-// kick: a waiter that stopped polling blocks on its request's channel, which completion closes.
+// Kick: a waiter that stopped polling blocks on its request's channel, which completion closes.
 func (t *tcpTransport) Kick() {}

@@ -747,7 +747,7 @@ func (t *verbsTransport) Poll(r *Request) {
 	}
 }
 
-// kick: waiters sleep on their request's channel, which completion closes.
+// Kick: waiters sleep on their request's channel, which completion closes.
 func (t *verbsTransport) Kick() {}
 
 // loop makes progress nobody waits for and runs the timers.
