@@ -21,6 +21,7 @@ type Engine struct {
 	NDead      atomic.Int32  // len(dead), read without the lock on every send
 }
 
+// NewEngine returns the engine of world rank self.
 func NewEngine(self int) *Engine {
 	e := &Engine{self: self, dead: map[int]error{}}
 	e.cond.L = &e.mu
@@ -59,10 +60,12 @@ type InMsg struct {
 
 func (r *RecvOp) matches(m *InMsg) bool { return r.Accepts(m.Src, m.Ctx, m.Tag) }
 
+// Accepts reports whether a message from world rank src with (ctx, tag) matches the receive.
 func (r *RecvOp) Accepts(src int, ctx uint64, tag int) bool {
 	return r.Ctx == ctx && (r.Src == AnySource || r.Src == src) && (r.Tag == AnyTag || r.Tag == tag)
 }
 
+// Status is the receive's status for a message from world rank src, in its communicator's ranks.
 func (r *RecvOp) Status(src, tag, size int) Status {
 	return Status{Source: CommRank(r.Index, src), Tag: tag, Count: size}
 }

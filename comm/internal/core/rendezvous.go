@@ -14,11 +14,14 @@ type Rendezvous struct {
 	Failed error
 }
 
+// PendingSend is a large send waiting for the peer's clear-to-send.
 type PendingSend struct {
 	Payload []byte
 	Req     *Request
 }
 
+// PendingRecv is a matched receive of a large message waiting for its data: Got of Size
+// bytes have come into Buf.
 type PendingRecv struct {
 	Op       *RecvOp
 	Buf      []byte
@@ -27,6 +30,7 @@ type PendingRecv struct {
 	Src, Tag int
 }
 
+// NewRendezvous returns the bookkeeping for the link to world rank rank.
 func NewRendezvous(rank int) Rendezvous {
 	return Rendezvous{rank: rank, Sends: map[uint64]*PendingSend{}, Recvs: map[uint64]*PendingRecv{}}
 }
@@ -105,6 +109,7 @@ func (z *Rendezvous) MarkFailed(cause error) (sends map[uint64]*PendingSend, rec
 	return sends, recvs, true
 }
 
+// FailPending fails the sends and receives MarkFailed returned with a PeerError of cause.
 func (z *Rendezvous) FailPending(cause error, sends map[uint64]*PendingSend, recvs map[uint64]*PendingRecv) {
 	perr := &PeerError{Rank: z.rank, Err: cause}
 	for _, s := range sends {

@@ -51,6 +51,7 @@ type Progressor interface {
 	Kick()
 }
 
+// NewRequest returns a pending request.
 func NewRequest() *Request { return &Request{} }
 
 // Complete records the result; later calls are ignored so that a racing failure path (peer

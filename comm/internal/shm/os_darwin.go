@@ -7,15 +7,17 @@ import (
 	"time"
 )
 
-// macOS has no cross-memory attach: large messages stream through the ring.
+// CMARead fails: macOS has no cross-memory attach, so large messages stream through the ring.
 func CMARead(pid int, addr uint64, dst []byte) error {
 	return errors.New("no cross-memory attach on macOS")
 }
 
+// CMAWrite fails: see CMARead.
 func CMAWrite(pid int, addr uint64, src []byte) error {
 	return errors.New("no cross-memory attach on macOS")
 }
 
+// AllowCMA does nothing on macOS.
 func AllowCMA() {}
 
 // FutexWait has no cross-process futex to use here: it naps in short steps until the word
@@ -27,8 +29,10 @@ func FutexWait(addr *uint32, val uint32, timeout time.Duration) {
 	}
 }
 
+// FutexWake does nothing: FutexWait polls the word.
 func FutexWake(addr *uint32) {}
 
+// Yield lets another goroutine run.
 func Yield() { runtime.Gosched() }
 
 // mapPopulate: macOS has no MAP_POPULATE; its segments fault in lazily.

@@ -55,11 +55,13 @@ const (
 	futexWakeOp = 1
 )
 
+// FutexWait sleeps while *addr is val, at most timeout (a futex shared between processes).
 func FutexWait(addr *uint32, val uint32, timeout time.Duration) {
 	ts := unix.NsecToTimespec(timeout.Nanoseconds())
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
+// FutexWake wakes every thread sleeping in FutexWait on addr.
 func FutexWake(addr *uint32) {
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1<<30, 0, 0, 0)
 }

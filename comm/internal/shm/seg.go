@@ -60,6 +60,8 @@ const (
 	segRingsAlign = 4096
 )
 
+// Segment is a mapped shared-memory segment (see the layout above): Wake, Sleep and Bell
+// point at its owner's wake-up words.
 type Segment struct {
 	Path   string
 	mem    []byte
@@ -112,6 +114,8 @@ func segSize(nrings int, capacity, fastCap uint64) int {
 
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
 
+// CreateSegment creates, sizes and maps this rank's segment, with one ring and one fastbox per
+// producer rank; the caller unlinks its file once every producer has mapped it.
 func CreateSegment(jobID string, rank int, producers []int, capacity, fastCap uint64, jobHash uint64) (*Segment, error) {
 	path := filepath.Join(jobenv.SegmentDir(), fmt.Sprintf("%s%d", jobenv.SegmentPrefix(jobID), rank))
 	size := segSize(len(producers), capacity, fastCap)
@@ -249,6 +253,7 @@ func (s *Segment) RingFrom(producer int) (*Ring, *Ring, error) {
 	return nil, nil, fmt.Errorf("shared-memory segment %s has no ring for rank %d", s.Path, producer)
 }
 
+// Close unmaps the segment.
 func (s *Segment) Close() {
 	if s.mem != nil {
 		unix.Munmap(s.mem)
