@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+
+	"github.com/gorun-hpc/gorun/comm/internal/core"
 )
 
 // SPMD checks shared by the in-process tests (inproc and tcp transports) and the real-process
 // tests: each runs on every rank and returns an error naming what went wrong.
 
 // messageSizes spans empty, tiny, odd, both sides of the eager limits and several MiB.
-var messageSizes = []int{0, 1, 7, 8, 1000, localEagerLimit - 1, localEagerLimit, localEagerLimit + 1, 1 << 20, 5<<20 + 3}
+var messageSizes = []int{0, 1, 7, 8, 1000, core.LocalEagerLimit - 1, core.LocalEagerLimit, core.LocalEagerLimit + 1, 1 << 20, 5<<20 + 3}
 
 // fill writes a pattern that differs by sender, receiver-visible size and tag.
 func fill(b []byte, seed int) {

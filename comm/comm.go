@@ -6,13 +6,15 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gorun-hpc/gorun/comm/internal/core"
 )
 
 const (
-	// AnySource matches a message from any rank of the communicator (MPI_ANY_SOURCE).
-	AnySource = -1
-	// AnyTag matches any tag (MPI_ANY_TAG).
-	AnyTag = -1
+	// AnySource (-1) matches a message from any rank of the communicator (MPI_ANY_SOURCE).
+	AnySource = core.AnySource
+	// AnyTag (-1) matches any tag (MPI_ANY_TAG).
+	AnyTag = core.AnyTag
 	// Undefined as a Split color means the calling rank joins no new communicator.
 	Undefined = -32766
 	// MaxTag bounds user tags: valid tags are 0 <= tag < MaxTag.
@@ -24,27 +26,14 @@ const (
 )
 
 // A transport moves messages between the world's ranks (route.go has the layers, the
-// registry of transports and the route table). Receiving goes through the rank's engine;
-// sending is the transport's own.
-type transport interface {
-	// send transmits payload to world rank dst and completes req once payload may be reused.
-	send(dst int, ctx uint64, tag int, payload []byte, req *Request)
-	// peerLost is the world's liveness reporting world rank rank gone (once per rank): the
-	// transport fails what it has pending with that peer and takes no more for it.
-	peerLost(rank int, cause error)
-	// finalize closes the transport after the world's final barrier, letting what is in
-	// flight arrive.
-	finalize() error
-	// abandon closes the transport at once, as the process's exit would: peers see the
-	// links end with cause.
-	abandon(cause error)
-}
+// registry of transports and the route table; core.Transport the methods).
+type transport = core.Transport
 
 // world is one rank's view of the job: its engine, its transports, the route to each peer and
 // how to abort.
 type world struct {
 	rank, size int
-	eng        *engine
+	eng        *core.Engine
 	// trs: every transport of this rank, in registration order (route.go). Atomic: the
 	// transports' own goroutines report lost peers (to all of them) while the set-up adds some.
 	trs        atomic.Pointer[[]transport]
@@ -54,13 +43,13 @@ type world struct {
 	abort      func(rank, code int)
 	closed     atomic.Bool
 	finalizeMu sync.Mutex
-	prog       progressor    // set when a transport needs waiters to drive progress
-	lost       []atomic.Bool // by world rank: the peer's loss was reported (liveness.go)
+	prog       core.Progressor // set when a transport needs waiters to drive progress
+	lost       []atomic.Bool   // by world rank: the peer's loss was reported (liveness.go)
 }
 
 // newWorld makes rank's world of size ranks with no transports yet: every route empty.
 func newWorld(rank, size int, host string, hostIDs []string) *world {
-	return &world{rank: rank, size: size, eng: newEngine(rank), host: host, hostIDs: hostIDs,
+	return &world{rank: rank, size: size, eng: core.NewEngine(rank), host: host, hostIDs: hostIDs,
 		routes: make([]route, size), lost: make([]atomic.Bool, size)}
 }
 
@@ -168,15 +157,7 @@ func (c *Comm) WorldRank(r int) int {
 }
 
 // commRank translates a world rank into c's numbering (-1 if not a member).
-func (c *Comm) commRank(w int) int {
-	if c.index == nil {
-		return w
-	}
-	if r, ok := c.index[w]; ok {
-		return r
-	}
-	return -1
-}
+func (c *Comm) commRank(w int) int { return core.CommRank(c.index, w) }
 
 // collComm returns the communicator over the same group whose message space is reserved for
 // collective algorithms, so that their traffic never matches user point-to-point messages. It
@@ -295,7 +276,7 @@ func (c *Comm) Finalize() error {
 	if ferr := c.w.finalizeTransports(); err == nil {
 		err = ferr
 	}
-	c.w.eng.shutdown(ErrClosed)
+	c.w.eng.Shutdown(ErrClosed)
 	return err
 }
 

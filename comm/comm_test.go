@@ -193,7 +193,7 @@ func TestPatientView(t *testing.T) {
 							return err
 						}
 						r := Irecv(p, in, other, tag)
-						if !r.patient {
+						if !r.Patient {
 							return errors.New("a request on the Patient view is not patient")
 						}
 						if _, err := r.Wait(); err != nil {
@@ -213,7 +213,7 @@ func TestPatientView(t *testing.T) {
 					}
 				}
 				r := Isend(c, []byte{1}, c.Rank(), 99)
-				if r.patient {
+				if r.Patient {
 					return errors.New("a request on the parent is patient")
 				}
 				if _, err := Recv(c, make([]byte, 1), c.Rank(), 99); err != nil {

@@ -24,15 +24,18 @@
 // pairs (verbs.go). As in MPI libraries, a goroutine waiting for a request drives the progress
 // of the shared-memory and TCP transports itself, polling for a bounded time before it sleeps.
 //
-// Layers, bottom up (docs/comm.md has the details and the folder list): the bootstrap
-// protocol (comm/internal/boot: identity from the environment, the authenticated handshake,
-// the rendezvous) gives every rank the table of all ranks; the TCP mesh links every pair and
-// is every peer's liveness channel (its socket layer is comm/internal/tcp); the data
-// transports (shared memory; RDMA verbs, with comm/internal/verbs and comm/internal/ibv) are
-// set up over it for the peers each reaches, and a route table fixed at Init says which
-// transport carries each peer's messages; liveness reports a lost peer once to every
-// transport; the engine matches messages with receives for all of them; Comm is the API
-// above. Beside it, for launchers, and linking no transport: comm/bootstrap serves the
-// rendezvous, comm/jobenv defines the environment contract and the transports' names
-// (jobenv.Transports), comm/rdmadev lists RDMA devices.
+// Layers, bottom up (docs/comm.md has the details and the folder list): the bootstrap protocol
+// (comm/internal/boot: identity from the environment, the authenticated handshake, the
+// rendezvous) gives every rank the table of all ranks; the TCP mesh links every pair and is
+// every peer's liveness channel (its socket layer is comm/internal/tcp); the data transports
+// (shared memory, whose device layer of segments and rings is comm/internal/shm; RDMA verbs,
+// with comm/internal/verbs and comm/internal/ibv) are set up over it for the peers each
+// reaches, and a route table fixed at Init says which transport carries each peer's messages;
+// liveness reports a lost peer once to every transport; the engine (comm/internal/core, with
+// the requests, which this package re-exports as Request, Status, PeerError and TruncateError)
+// matches messages with receives for all of them; Comm is the API above. The network
+// transports' protocols are still files of this package; the in-process transport of Run is
+// comm/internal/inproc. Beside it, for launchers, and linking no transport: comm/bootstrap
+// serves the rendezvous, comm/jobenv defines the environment contract and the transports'
+// names (jobenv.Transports), comm/rdmadev lists RDMA devices.
 package comm

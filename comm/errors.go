@@ -4,29 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/gorun-hpc/gorun/comm/internal/core"
 )
 
 // PeerError reports an operation that failed because a peer rank died, closed its connection,
 // went silent for longer than the peer timeout, or finalized while a message from it was still
-// awaited. Rank is the peer's rank in the world communicator.
-type PeerError struct {
-	Rank int
-	Err  error
-}
-
-func (e *PeerError) Error() string { return fmt.Sprintf("rank %d: %v", e.Rank, e.Err) }
-func (e *PeerError) Unwrap() error { return e.Err }
+// awaited. Rank is the peer's rank in the world communicator; Err is the cause.
+type PeerError = core.PeerError
 
 // TruncateError is MPI_ERR_TRUNCATE: a message longer than the receive buffer. The buffer holds
-// the first Have bytes of the message; the rest was discarded.
-type TruncateError struct {
-	Source, Tag int
-	Size, Have  int // message bytes, buffer bytes
-}
-
-func (e *TruncateError) Error() string {
-	return fmt.Sprintf("message truncated: %d bytes from rank %d (tag %d) into a %d-byte buffer", e.Size, e.Source, e.Tag, e.Have)
-}
+// the first Have bytes of the message (Size is the message's); the rest was discarded. Source
+// and Tag are the message's.
+type TruncateError = core.TruncateError
 
 // AbortError is returned by Run when a rank called Abort.
 type AbortError struct {

@@ -16,9 +16,9 @@ func (w *world) lose(rank int, cause error) {
 		return
 	}
 	for _, tr := range w.transports() {
-		tr.peerLost(rank, cause)
+		tr.PeerLost(rank, cause)
 	}
-	w.eng.peerFailed(rank, cause)
+	w.eng.PeerFailed(rank, cause)
 }
 
 // liveness decides when a silent peer is lost, for every transport: one that has sent nothing

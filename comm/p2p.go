@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/gorun-hpc/gorun/comm/internal/core"
 )
 
 // Send sends buf to rank dst of c with the given tag and returns once buf may be reused
@@ -32,7 +34,7 @@ func Recv[T Elem](c *Comm, buf []T, src, tag int) (Status, error) {
 	if ok, st, err := c.recvDirect(AsBytes(buf), src, tag); ok {
 		return st, err
 	}
-	return c.irecv(AsBytes(buf), src, tag, false).req.Wait()
+	return c.irecv(AsBytes(buf), src, tag, false).Req.Wait()
 }
 
 // Irecv starts a receive into buf; buf must not be read until the request completes.
@@ -41,9 +43,9 @@ func Recv[T Elem](c *Comm, buf []T, src, tag int) (Status, error) {
 // (and that no earlier receive or queued message comes before) completes at once.
 func Irecv[T Elem](c *Comm, buf []T, src, tag int) *Request {
 	if ok, st, err := c.recvNow(AsBytes(buf), src, tag); ok {
-		return completedRequest(st, err)
+		return core.CompletedRequest(st, err)
 	}
-	return &c.irecv(AsBytes(buf), src, tag, false).req
+	return &c.irecv(AsBytes(buf), src, tag, false).Req
 }
 
 // Sendrecv sends sendbuf to dst and receives into recvbuf from src at the same time, without
@@ -60,7 +62,7 @@ func Sendrecv[T Elem](c *Comm, sendbuf []T, dst, sendtag int, recvbuf []T, src, 
 			return Recv(c, recvbuf, src, recvtag)
 		}
 	}
-	rr := &c.irecv(AsBytes(recvbuf), src, recvtag, false).req
+	rr := &c.irecv(AsBytes(recvbuf), src, recvtag, false).Req
 	sr := c.isend(AsBytes(sendbuf), dst, sendtag)
 	st, rerr := rr.Wait()
 	_, serr := sr.Wait()
@@ -77,7 +79,7 @@ func (c *Comm) Probe(src, tag int) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	st, _, err := c.w.eng.probe(c, ws, c.ctx, tag, true)
+	st, _, err := c.w.eng.Probe(c.index, ws, c.ctx, tag, true)
 	return st, err
 }
 
@@ -87,7 +89,7 @@ func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
 	if err != nil {
 		return Status{}, false, err
 	}
-	return c.w.eng.probe(c, ws, c.ctx, tag, false)
+	return c.w.eng.Probe(c.index, ws, c.ctx, tag, false)
 }
 
 // SendValue sends any Go value (encoded with msgpack) to dst: the path for control messages
@@ -103,11 +105,11 @@ func (c *Comm) SendValue(v any, dst, tag int) error {
 // RecvValue receives a value sent with SendValue and decodes it into v (a pointer).
 func (c *Comm) RecvValue(v any, src, tag int) (Status, error) {
 	op := c.irecv(nil, src, tag, true)
-	st, err := op.req.Wait()
+	st, err := op.Req.Wait()
 	if err != nil {
 		return st, err
 	}
-	if err := msgpack.Unmarshal(op.buf, v); err != nil {
+	if err := msgpack.Unmarshal(op.Buf, v); err != nil {
 		return st, fmt.Errorf("comm: RecvValue from rank %d: decode: %w", st.Source, err)
 	}
 	return st, nil
@@ -138,48 +140,48 @@ func (c *Comm) checkRecvArgs(src, tag int) (int, error) {
 
 func (c *Comm) isend(b []byte, dst, tag int) *Request {
 	if c.w.closed.Load() {
-		return completedRequest(Status{}, ErrClosed)
+		return core.CompletedRequest(Status{}, ErrClosed)
 	}
 	if err := c.checkTag(tag, false); err != nil {
-		return completedRequest(Status{}, err)
+		return core.CompletedRequest(Status{}, err)
 	}
 	if dst < 0 || dst >= c.Size() {
-		return completedRequest(Status{}, rankError("destination", dst, c.Size()))
+		return core.CompletedRequest(Status{}, rankError("destination", dst, c.Size()))
 	}
 	if c.bufferedDirect(len(b), dst) {
 		// Buffered at once (the general path would do the same, with a Request of its own).
 		if ok, err := c.sendDirect(b, dst, tag); ok {
 			if err != nil {
-				return completedRequest(Status{}, err)
+				return core.CompletedRequest(Status{}, err)
 			}
 			return sentRequest
 		}
 	}
-	req := newRequest()
-	req.prog, req.patient = c.w.prog, c.patient
+	req := core.NewRequest()
+	req.Prog, req.Patient = c.w.prog, c.patient
 	w := c.WorldRank(dst)
 	if w == c.w.rank {
-		deliverLocal(c.w.eng, w, c.ctx, tag, b, req)
+		core.DeliverLocal(c.w.eng, w, c.ctx, tag, b, req)
 		return req
 	}
-	if err := c.w.eng.isDead(w); err != nil {
-		req.complete(Status{}, err)
+	if err := c.w.eng.IsDead(w); err != nil {
+		req.Complete(Status{}, err)
 		return req
 	}
-	c.w.routes[w].tr.send(w, c.ctx, tag, b, req)
+	c.w.routes[w].tr.Send(w, c.ctx, tag, b, req)
 	return req
 }
 
-func (c *Comm) irecv(b []byte, src, tag int, alloc bool) *recvOp {
-	r := &recvOp{ctx: c.ctx, tag: tag, buf: b, alloc: alloc, comm: c}
-	r.req.prog, r.req.patient = c.w.prog, c.patient
+func (c *Comm) irecv(b []byte, src, tag int, alloc bool) *core.RecvOp {
+	r := &core.RecvOp{Ctx: c.ctx, Tag: tag, Buf: b, Alloc: alloc, Index: c.index}
+	r.Req.Prog, r.Req.Patient = c.w.prog, c.patient
 	ws, err := c.checkRecvArgs(src, tag)
 	if err != nil {
-		r.req.complete(Status{}, err)
+		r.Req.Complete(Status{}, err)
 		return r
 	}
-	r.src = ws
-	c.w.eng.post(r)
+	r.Src = ws
+	c.w.eng.Post(r)
 	return r
 }
 
@@ -187,7 +189,7 @@ func (c *Comm) irecv(b []byte, src, tag int, alloc bool) *recvOp {
 // and the arguments are valid: it reports false, having done nothing, where the general path
 // (which also produces every error) must take the message.
 func (c *Comm) sendDirect(b []byte, dst, tag int) (bool, error) {
-	if dst < 0 || dst >= c.Size() || tag < 0 || tag >= MaxTag || c.w.closed.Load() || c.w.eng.ndead.Load() != 0 {
+	if dst < 0 || dst >= c.Size() || tag < 0 || tag >= MaxTag || c.w.closed.Load() || c.w.eng.NDead.Load() != 0 {
 		return false, nil
 	}
 	d := c.w.routes[c.WorldRank(dst)].direct
@@ -232,34 +234,4 @@ func (c *Comm) recvNow(b []byte, src, tag int) (bool, Status, error) {
 		return false, Status{}, nil
 	}
 	return d.recvNow(c, b, ws, tag)
-}
-
-// localEagerLimit: messages within one process up to this size are copied into a queue
-// when no receive is posted yet; larger ones wait for the receive and are copied once.
-const localEagerLimit = 64 << 10
-
-// deliverLocal hands a message from world rank src to an engine in this process (the same rank,
-// or another goroutine rank of the inproc transport).
-func deliverLocal(dst *engine, src int, ctx uint64, tag int, payload []byte, req *Request) {
-	eager := len(payload) <= localEagerLimit
-	r, _ := dst.arrive(src, ctx, tag, len(payload), func(m *inMsg) {
-		if eager {
-			m.data = append(make([]byte, 0, len(payload)), payload...)
-			m.ready = true
-			return
-		}
-		m.fetch = func(r *recvOp) {
-			r.deliver(src, tag, payload)
-			req.complete(Status{}, nil)
-		}
-		m.abort = func(err error) { req.complete(Status{}, err) }
-	})
-	if r != nil {
-		r.deliver(src, tag, payload)
-		req.complete(Status{}, nil)
-		return
-	}
-	if eager {
-		req.complete(Status{}, nil)
-	}
 }

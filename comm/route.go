@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -19,10 +20,10 @@ import (
 //   - the route table (world.routes): which transport carries the messages to each peer, fixed
 //     once at bootstrap, and the progress mode (which transports a waiter polls);
 //   - liveness (liveness.go): a lost peer is reported once, to every transport and the engine;
-//   - the engine (engine.go): matching of messages and receives, common to all transports;
+//   - the engine (comm/internal/core): matching of messages and receives, common to all transports;
 //   - Comm (comm.go, p2p.go): ranks, tags, communicators.
 //
-// Goroutine ranks of Run use the in-process transport (inproc.go) alone instead.
+// Goroutine ranks of Run (run.go) use the in-process transport (comm/internal/inproc) alone instead.
 
 // A transportKind is a data transport the bootstrap can set up beside the TCP mesh. Adding a
 // transport is its files, its name in jobenv, and one line in dataTransports.
@@ -74,10 +75,10 @@ type directLink interface {
 	eagerMax() int
 }
 
-// progressSource is a transport whose waiters drive its progress: progressor's contract, plus
+// progressSource is a transport whose waiters drive its progress: core.Progressor's contract, plus
 // pollOnce, one non-blocking pass, so that a waiter can poll it beside the TCP links.
 type progressSource interface {
-	progressor
+	core.Progressor
 	pollOnce() bool
 }
 
@@ -126,7 +127,7 @@ func useTransports(b *meshBootstrap) error {
 		tr, reach, err := k.setup(b)
 		if err != nil {
 			for i := len(trs) - 1; i >= 1; i-- {
-				trs[i].abandon(err)
+				trs[i].Abandon(err)
 			}
 			return err
 		}
@@ -156,7 +157,7 @@ func useTransports(b *meshBootstrap) error {
 	prog, err := progressFor(used, b.mesh, len(meshData) > 0)
 	if err != nil {
 		for i := len(trs) - 1; i >= 1; i-- {
-			trs[i].abandon(err)
+			trs[i].Abandon(err)
 		}
 		return err
 	}
@@ -178,7 +179,7 @@ func useTransports(b *meshBootstrap) error {
 
 // progressFor is the progress mode of a rank whose data goes through the transports used
 // and, where meshData, the TCP mesh: a waiter polls what carries data.
-func progressFor(used []transport, mesh *tcpTransport, meshData bool) (progressor, error) {
+func progressFor(used []transport, mesh *tcpTransport, meshData bool) (core.Progressor, error) {
 	switch {
 	case len(used) == 0:
 		return mesh, nil
@@ -186,7 +187,7 @@ func progressFor(used []transport, mesh *tcpTransport, meshData bool) (progresso
 		return nil, errors.New("comm: more than one data transport besides TCP carries messages: no progress mode for that")
 	}
 	if !meshData {
-		if p, ok := used[0].(progressor); ok {
+		if p, ok := used[0].(core.Progressor); ok {
 			return p, nil
 		}
 		return nil, nil // completions come from the transport's own goroutines
@@ -203,7 +204,7 @@ func (w *world) finalizeTransports() error {
 	var first error
 	trs := w.transports()
 	for i := len(trs) - 1; i >= 0; i-- {
-		if err := trs[i].finalize(); first == nil {
+		if err := trs[i].Finalize(); first == nil {
 			first = err
 		}
 	}
@@ -214,6 +215,6 @@ func (w *world) finalizeTransports() error {
 func (w *world) abandonTransports(cause error) {
 	trs := w.transports()
 	for i := len(trs) - 1; i >= 0; i-- {
-		trs[i].abandon(cause)
+		trs[i].Abandon(cause)
 	}
 }

@@ -17,16 +17,16 @@ type countingTransport struct {
 	lost map[int][]error
 }
 
-func (t *countingTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
-	req.complete(Status{}, errors.New("not a data path"))
+func (t *countingTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+	req.Complete(Status{}, errors.New("not a data path"))
 }
-func (t *countingTransport) peerLost(rank int, cause error) {
+func (t *countingTransport) PeerLost(rank int, cause error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lost[rank] = append(t.lost[rank], cause)
 }
-func (t *countingTransport) finalize() error     { return nil }
-func (t *countingTransport) abandon(cause error) {}
+func (t *countingTransport) Finalize() error     { return nil }
+func (t *countingTransport) Abandon(cause error) {}
 
 // TestLoseReportsOnce: a lost peer is reported to every transport and the engine exactly once,
 // with the first cause, however many times it is found.
@@ -51,7 +51,7 @@ func TestLoseReportsOnce(t *testing.T) {
 	// A receive from the lost rank posted later fails at once; one from a live rank does not.
 	_, err = Recv(c, make([]byte, 8), 1, 7)
 	assert.ErrorIs(t, err, first)
-	assert.False(t, Irecv(c, make([]byte, 8), 2, 7).finished())
+	assert.False(t, Irecv(c, make([]byte, 8), 2, 7).Finished())
 }
 
 // TestRouteTable: the routes Init builds carry each peer through the transport

@@ -82,5 +82,5 @@ func runNet(n int, transport string, fn func(c *Comm) error) error {
 // closeLinks breaks every link of a failed goroutine rank, as its process's exit would.
 func closeLinks(c *Comm, cause error) {
 	c.w.abandonTransports(fmt.Errorf("rank %d failed: %w", c.w.rank, cause))
-	c.w.eng.shutdown(cause)
+	c.w.eng.Shutdown(cause)
 }

@@ -14,11 +14,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/shm"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
 // The shared-memory transport carries messages between ranks on one host through rings in
-// shared segments (see shm_seg.go). Small messages are copied into the receiver's ring and out
+// shared segments (comm/internal/shm). Small messages are copied into the receiver's ring and out
 // again (eager). Large ones are copied once: the receiver reads the sender's buffer directly
 // with process_vm_readv (Linux CMA) and tells the sender it is done; where the kernel forbids
 // that (ptrace policy, macOS), the sender streams the data through the ring in chunks after the
@@ -32,9 +34,9 @@ import (
 // goroutine takes short naps between polls for the traffic nobody waits for.
 
 const (
-	shmEagerLimit = 16 << 10
+	shmEagerLimit = shm.EagerLimit
 	shmRingCap    = 1 << 20
-	// Eager messages up to shmFastMax bytes go through the fastbox (shm_seg.go) while the
+	// Eager messages up to shmFastMax bytes go through the fastbox (comm/internal/shm) while the
 	// ring is drained: a fastbox of shmFastCap bytes is a few hundred cache lines, which the
 	// producer and the consumer keep in their caches, where each record of the ring's 1 MiB
 	// lap comes from memory or a far cache.
@@ -57,7 +59,7 @@ const (
 	shmIdleNapMax = 10 * time.Millisecond
 	shmYieldEvery = 16
 	// shmBellTimeout: the longest sleep of the background goroutine on the doorbell
-	// (shm_bell.go), a safety net only (every record rings it).
+	// (shm.Bell), a safety net only (every record rings it).
 	shmBellTimeout = 50 * time.Millisecond
 	// A patient waiter (Comm.Patient) leaves progress to the background goroutine asleep on
 	// the doorbell, and blocks on its request's channel. Where there is no doorbell it naps
@@ -72,7 +74,7 @@ const (
 
 type shmTransport struct {
 	w        *world
-	seg      *segment // this rank's segment (the rings it consumes)
+	seg      *shm.Segment // this rank's segment (the rings it consumes)
 	peers    []*shmPeer
 	active   []*shmPeer   // the peers that use shared memory
 	pollMu   sync.Mutex   // one consumer of the incoming rings at a time
@@ -98,38 +100,38 @@ type shmTransport struct {
 	patientCame chan struct{}
 	bgNapping   atomic.Bool
 	// bell: the doorbell the background goroutine sleeps on (nil: none; it naps).
-	bell *shmBell
+	bell *shm.Bell
 	// oversubscribed: ranks outnumber cores here, so a waiter spins briefly and yields (the
 	// core may be the one its peer needs); else it spins for shmSpinTime without yielding.
 	oversubscribed bool
-	closed         atomic.Bool            // mappings gone; set under pollMu
-	probe          *uint64                // a word peers read to test CMA
-	freeRecv       atomic.Pointer[recvOp] // a receive operation for the next blocking Recv (shm_fast.go)
-	fast           fastRecv               // the blocking receive served without a Request (shm_fast.go); under pollMu
+	closed         atomic.Bool                 // mappings gone; set under pollMu
+	probe          *uint64                     // a word peers read to test CMA
+	freeRecv       atomic.Pointer[core.RecvOp] // a receive operation for the next blocking Recv (shm_fast.go)
+	fast           fastRecv                    // the blocking receive served without a Request (shm_fast.go); under pollMu
 }
 
 type shmPeer struct {
 	t    *shmTransport
 	rank int
 	pid  int
-	seg  *segment // the peer's segment: we produce into out
+	seg  *shm.Segment // the peer's segment: we produce into out
 	// bellFD: the write end of the peer's doorbell, -1 when it has none.
 	bellFD int
-	out    *ring
-	in     *ring
+	out    *shm.Ring
+	in     *shm.Ring
 	// fout and fin: the fastboxes we produce into and consume. A small eager message goes
 	// into fout only while everything we put into out has been consumed (ringIdle, under
-	// out.mu), and the consumer takes fin's records before each of in's: so records of the
+	// out.Mu), and the consumer takes fin's records before each of in's: so records of the
 	// two reach the consumer in the order they were written.
-	fout, fin *ring
+	fout, fin *shm.Ring
 	ringIdle  bool
 	cma       bool
 
-	rendezvous                     // large messages in flight; its mu also guards ctrl and pushes
-	ctrl       []wire.Header       // control records waiting for room in out
-	splits     map[uint64]shmSplit // receives copied half by each side, by receive id (under mu)
-	pushes     []*shmPush          // fallback data streams waiting for room in out
-	backlog    atomic.Bool         // ctrl or pushes may be non-empty: the pollers' cue to flush
+	core.Rendezvous                     // large messages in flight; its Mu also guards ctrl and pushes
+	ctrl            []wire.Header       // control records waiting for room in out
+	splits          map[uint64]shmSplit // receives copied half by each side, by receive id (under mu)
+	pushes          []*shmPush          // fallback data streams waiting for room in out
+	backlog         atomic.Bool         // ctrl or pushes may be non-empty: the pollers' cue to flush
 }
 
 // Split copies. When the sender of a large message waits for it (a blocking Send: it polls
@@ -147,8 +149,8 @@ const (
 	shmSplitMin = 256 << 10
 )
 
-// shmCMAWrite is cmaWrite; tests replace it to take the path where it fails.
-var shmCMAWrite = cmaWrite
+// shmCMAWrite is shm.CMAWrite; tests replace it to take the path where it fails.
+var shmCMAWrite = shm.CMAWrite
 
 // shmSplit is a split receive's state at the receiver.
 type shmSplit struct {
@@ -157,19 +159,19 @@ type shmSplit struct {
 
 // shmPush streams one large message's data through the ring (the fallback without CMA).
 type shmPush struct {
-	send *pendingSend
+	send *core.PendingSend
 	recv uint64
 	sent int
 }
 
-func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+func (t *shmTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
 	if t.stopping.Load() {
-		req.complete(Status{}, ErrClosed)
+		req.Complete(Status{}, ErrClosed)
 		return
 	}
 	p := t.peers[dst]
 	if len(payload) <= shmEagerLimit {
-		req.complete(Status{}, p.writeBlocking(&wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: ctx, Length: uint64(len(payload))}, payload))
+		req.Complete(Status{}, p.writeBlocking(&wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: ctx, Length: uint64(len(payload))}, payload))
 		return
 	}
 	p.sendRTS(ctx, tag, payload, req, 0)
@@ -177,16 +179,16 @@ func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *R
 
 // sendRTS starts a large send: registers it and tells the receiver where the data is.
 func (p *shmPeer) sendRTS(ctx uint64, tag int, payload []byte, req *Request, flags uint8) {
-	id, err := p.addSend(payload, req)
+	id, err := p.AddSend(payload, req)
 	if err != nil {
-		req.complete(Status{}, err)
+		req.Complete(Status{}, err)
 		return
 	}
 	// The RTS carries the buffer's address for a receiver that reads it directly.
 	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(payload))))
 	if err := p.writeBlocking(&wire.Header{Type: wire.RTS, Flags: flags, Tag: int32(tag), Ctx: ctx, Length: uint64(len(payload)), ID: id, Offset: addr}, nil); err != nil {
-		p.takeSend(id)
-		req.complete(Status{}, err)
+		p.TakeSend(id)
+		req.Complete(Status{}, err)
 	}
 }
 
@@ -194,9 +196,9 @@ func (p *shmPeer) sendRTS(ctx uint64, tag int, payload []byte, req *Request, fla
 // full; the peer's consumer always drains, so the wait ends unless the peer dies.
 func (p *shmPeer) writeBlocking(h *wire.Header, payload []byte) error {
 	for spins := 0; ; spins++ {
-		p.out.mu.Lock()
+		p.out.Mu.Lock()
 		ok := p.put(h, payload)
-		p.out.mu.Unlock()
+		p.out.Mu.Unlock()
 		if ok {
 			p.wakePeer()
 			return nil
@@ -212,23 +214,23 @@ func (p *shmPeer) writeBlocking(h *wire.Header, payload []byte) error {
 }
 
 // put appends a record to the fastbox or the ring, or reports false when it fits neither.
-// The caller holds out.mu.
+// The caller holds out.Mu.
 func (p *shmPeer) put(h *wire.Header, payload []byte) bool {
 	if h.Type == wire.Eager && len(payload) <= shmFastMax {
 		if !p.ringIdle {
 			// One load of the consumer's head (its line moves here) while the ring is busy.
-			p.ringIdle = atomic.LoadUint64(p.out.head) == p.out.prodTail
+			p.ringIdle = p.out.Drained()
 		}
-		if p.ringIdle && p.fout.tryWrite(h, payload) {
+		if p.ringIdle && p.fout.TryWrite(h, payload) {
 			return true
 		}
 	}
 	return p.ringWrite(h, payload)
 }
 
-// ringWrite appends a record to the ring (not the fastbox); the caller holds out.mu.
+// ringWrite appends a record to the ring (not the fastbox); the caller holds out.Mu.
 func (p *shmPeer) ringWrite(h *wire.Header, payload []byte) bool {
-	if !p.out.tryWrite(h, payload) {
+	if !p.out.TryWrite(h, payload) {
 		return false
 	}
 	p.ringIdle = false
@@ -238,17 +240,17 @@ func (p *shmPeer) ringWrite(h *wire.Header, payload []byte) bool {
 // next returns the next incoming record from the peer and the ring or fastbox it is in: the
 // fastbox's first. A record in the ring waits while the fastbox holds any: those were
 // written before it (see fout). The caller holds pollMu.
-func (p *shmPeer) next() (r *ring, h wire.Header, payload []byte, ok bool, err error) {
-	if p.fin.ready() {
-		h, payload, ok, err = p.fin.peek()
+func (p *shmPeer) next() (r *shm.Ring, h wire.Header, payload []byte, ok bool, err error) {
+	if p.fin.Ready() {
+		h, payload, ok, err = p.fin.Peek()
 		if ok || err != nil {
 			return p.fin, h, payload, ok, err
 		}
 	}
-	h, payload, ok, err = p.in.peek()
-	if ok && p.fin.ready() {
+	h, payload, ok, err = p.in.Peek()
+	if ok && p.fin.Ready() {
 		// A fastbox record stamped before this one became visible after the first look.
-		h, payload, ok, err = p.fin.peek()
+		h, payload, ok, err = p.fin.Peek()
 		return p.fin, h, payload, ok, err
 	}
 	return p.in, h, payload, ok, err
@@ -269,19 +271,19 @@ func backoff(spins int) {
 // are read, and a sleeper counts itself (arms the bell) before it last looks at its rings:
 // either it sees the record or we see it.
 func (p *shmPeer) wakePeer() {
-	if atomic.LoadUint32(p.seg.sleep) != 0 {
-		atomic.AddUint32(p.seg.wake, 1)
-		futexWake(p.seg.wake)
+	if atomic.LoadUint32(p.seg.Sleep) != 0 {
+		atomic.AddUint32(p.seg.Wake, 1)
+		shm.FutexWake(p.seg.Wake)
 	}
-	if p.bellFD >= 0 && atomic.LoadUint32(p.seg.bell) != 0 && atomic.CompareAndSwapUint32(p.seg.bell, 1, 0) {
-		ringFD(p.bellFD)
+	if p.bellFD >= 0 && atomic.LoadUint32(p.seg.Bell) != 0 && atomic.CompareAndSwapUint32(p.seg.Bell, 1, 0) {
+		shm.RingFD(p.bellFD)
 	}
 }
 
 func (p *shmPeer) failure() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.rendezvous.linkError()
+	p.Mu.Lock()
+	defer p.Mu.Unlock()
+	return p.Rendezvous.LinkError()
 }
 
 // flush writes pending control records and fallback data chunks as far as the ring has room.
@@ -290,23 +292,23 @@ func (p *shmPeer) flush() bool {
 	if !p.backlog.Load() {
 		return false
 	}
-	p.mu.Lock()
+	p.Mu.Lock()
 	if len(p.ctrl) == 0 && len(p.pushes) == 0 {
 		p.backlog.Store(false)
-		p.mu.Unlock()
+		p.Mu.Unlock()
 		return false
 	}
 	did := false
-	p.out.mu.Lock()
+	p.out.Mu.Lock()
 	for len(p.ctrl) > 0 && p.ringWrite(&p.ctrl[0], nil) {
 		p.ctrl = p.ctrl[1:]
 		did = true
 	}
 	var finished []*shmPush
-	chunk := p.out.maxRecord() - recordHeader
+	chunk := p.out.MaxRecord() - shm.RecordHeader
 	for len(p.ctrl) == 0 && len(p.pushes) > 0 {
 		s := p.pushes[0]
-		data := s.send.payload
+		data := s.send.Payload
 		end := min(s.sent+chunk, len(data))
 		if !p.ringWrite(&wire.Header{Type: wire.Data, Length: uint64(end - s.sent), ID: s.recv, Offset: uint64(s.sent)}, data[s.sent:end]) {
 			break
@@ -318,25 +320,25 @@ func (p *shmPeer) flush() bool {
 			p.pushes = p.pushes[1:]
 		}
 	}
-	p.out.mu.Unlock()
+	p.out.Mu.Unlock()
 	if len(p.ctrl) == 0 && len(p.pushes) == 0 {
 		p.backlog.Store(false)
 	}
-	p.mu.Unlock()
+	p.Mu.Unlock()
 	if did {
 		p.wakePeer()
 	}
 	for _, s := range finished {
-		s.send.req.complete(Status{}, nil)
+		s.send.Req.Complete(Status{}, nil)
 	}
 	return did
 }
 
 func (p *shmPeer) queueCtrl(h wire.Header) {
-	p.mu.Lock()
+	p.Mu.Lock()
 	p.ctrl = append(p.ctrl, h)
 	p.backlog.Store(true)
-	p.mu.Unlock()
+	p.Mu.Unlock()
 	p.flush()
 }
 
@@ -378,9 +380,9 @@ func (t *shmTransport) pollLocked(r *Request) bool {
 				break
 			}
 			p.handle(h, payload)
-			rg.advance(h)
+			rg.Advance(h)
 			did = true
-			if t.fast.done || (r != nil && r.finished()) {
+			if t.fast.done || (r != nil && r.Finished()) {
 				// The waiting receive is served: the rest can wait for its next call.
 				return true
 			}
@@ -406,71 +408,71 @@ func (p *shmPeer) handle(h wire.Header, payload []byte) {
 		}
 		sendID, tag, size, addr := h.ID, int(h.Tag), h.Length, h.Offset
 		waits := h.Flags&wire.FlagSenderWaits != 0
-		r, _ := eng.arrive(p.rank, h.Ctx, tag, int(size), func(m *inMsg) {
-			m.fetch = func(r *recvOp) { p.acceptRTS(sendID, addr, r, tag, size, waits) }
+		r, _ := eng.Arrive(p.rank, h.Ctx, tag, int(size), func(m *core.InMsg) {
+			m.Fetch = func(r *core.RecvOp) { p.acceptRTS(sendID, addr, r, tag, size, waits) }
 		})
 		if r != nil {
 			p.acceptRTS(sendID, addr, r, tag, size, waits)
 		}
 	case wire.Split:
-		p.mu.Lock()
-		s := p.sends[h.ID]
-		p.mu.Unlock()
-		if s == nil || h.Length == 0 || h.Length >= uint64(len(s.payload)) {
+		p.Mu.Lock()
+		s := p.Sends[h.ID]
+		p.Mu.Unlock()
+		if s == nil || h.Length == 0 || h.Length >= uint64(len(s.Payload)) {
 			p.protocolError(fmt.Errorf("split copy of unknown message %d (from byte %d)", h.ID, h.Length))
 			return
 		}
-		part := s.payload[h.Length:]
+		part := s.Payload[h.Length:]
 		w := wire.Header{Type: wire.Written, ID: h.Ctx, Length: uint64(len(part))}
 		if shmCMAWrite(p.pid, h.Offset+h.Length, part) != nil {
 			w.Flags = wire.FlagSplitFailed
 		}
 		p.queueCtrl(w)
 	case wire.Written:
-		p.mu.Lock()
+		p.Mu.Lock()
 		sp, ok := p.splits[h.ID]
-		pr := p.recvs[h.ID]
-		p.mu.Unlock()
-		if !ok || pr == nil || h.Length != pr.size-sp.part {
+		pr := p.Recvs[h.ID]
+		p.Mu.Unlock()
+		if !ok || pr == nil || h.Length != pr.Size-sp.part {
 			p.protocolError(fmt.Errorf("split copy for unknown receive %d", h.ID))
 			return
 		}
 		if h.Flags&wire.FlagSplitFailed != 0 {
 			// The sender's buffer stays put until our wire.Fin: read its part ourselves.
-			if err := cmaRead(p.pid, sp.addr+sp.part, pr.buf[sp.part:pr.size]); err != nil {
+			if err := shm.CMARead(p.pid, sp.addr+sp.part, pr.Buf[sp.part:pr.Size]); err != nil {
 				p.broken(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
 				return
 			}
 		}
 		p.splitDone(h.ID, h.Length)
 	case wire.CTS:
-		s := p.takeSend(h.ID)
+		s := p.TakeSend(h.ID)
 		if s != nil && h.Flags&wire.FlagDiscard == 0 {
-			p.mu.Lock()
+			p.Mu.Lock()
 			p.pushes = append(p.pushes, &shmPush{send: s, recv: h.Offset})
 			p.backlog.Store(true)
-			p.mu.Unlock()
+			p.Mu.Unlock()
 		}
 		if s == nil {
 			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.ID))
 		} else if h.Flags&wire.FlagDiscard != 0 {
-			s.req.complete(Status{}, nil)
+			s.Req.Complete(Status{}, nil)
 		}
 	case wire.Fin:
-		s := p.takeSend(h.ID)
+		s := p.TakeSend(h.ID)
 		if s == nil {
 			p.protocolError(fmt.Errorf("completion for unknown message %d", h.ID))
 			return
 		}
-		s.req.complete(Status{}, nil)
+		s.Req.Complete(Status{}, nil)
 	case wire.Data:
-		pr := p.recv(h.ID)
-		if pr == nil || h.Offset != pr.got || h.Offset+h.Length > pr.size {
+		pr := p.Recv(h.ID)
+		if pr == nil || h.Offset != pr.Got || h.Offset+h.Length > pr.Size {
 			p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.ID, h.Offset))
 			return
 		}
-		copy(pr.buf[h.Offset:], payload)
-		p.gotData(h.ID, pr, h.Length)
+		copy(pr.Buf[h.Offset:], payload)
+		p.GotData(h.ID, pr, h.Length)
 	default:
 		p.protocolError(fmt.Errorf("record type %d", h.Type))
 	}
@@ -478,11 +480,11 @@ func (p *shmPeer) handle(h wire.Header, payload []byte) {
 
 // acceptRTS runs when a receive matches a large message: read it straight from the sender's
 // memory where the kernel allows, else ask the sender to stream it.
-func (p *shmPeer) acceptRTS(sendID, addr uint64, r *recvOp, tag int, size uint64, senderWaits bool) {
-	dst, terr := r.target(p.rank, tag, int(size))
+func (p *shmPeer) acceptRTS(sendID, addr uint64, r *core.RecvOp, tag int, size uint64, senderWaits bool) {
+	dst, terr := r.Target(p.rank, tag, int(size))
 	if terr != nil {
 		p.queueCtrl(wire.Header{Type: wire.CTS, Flags: wire.FlagDiscard, ID: sendID})
-		r.req.complete(r.status(p.rank, tag, int(size)), terr)
+		r.Req.Complete(r.Status(p.rank, tag, int(size)), terr)
 		return
 	}
 	// With more ranks than cores the sender may not be running to copy its part (nor is
@@ -492,34 +494,34 @@ func (p *shmPeer) acceptRTS(sendID, addr uint64, r *recvOp, tag int, size uint64
 		return
 	}
 	if p.cma {
-		if err := cmaRead(p.pid, addr, dst); err == nil {
+		if err := shm.CMARead(p.pid, addr, dst); err == nil {
 			p.queueCtrl(wire.Header{Type: wire.Fin, ID: sendID})
-			r.req.complete(r.status(p.rank, tag, int(size)), nil)
+			r.Req.Complete(r.Status(p.rank, tag, int(size)), nil)
 			return
 		}
 		p.cma = false // e.g. the policy changed: stream from now on
 	}
-	rid, err := p.addRecv(&pendingRecv{op: r, buf: dst, size: size, src: p.rank, tag: tag})
+	rid, err := p.AddRecv(&core.PendingRecv{Op: r, Buf: dst, Size: size, Src: p.rank, Tag: tag})
 	if err != nil {
-		r.req.complete(Status{}, err)
+		r.Req.Complete(Status{}, err)
 		return
 	}
 	p.queueCtrl(wire.Header{Type: wire.CTS, ID: sendID, Offset: rid})
 }
 
 // acceptSplit takes a large message from a waiting sender by a split copy (see wire.Split).
-func (p *shmPeer) acceptSplit(sendID, addr uint64, r *recvOp, tag int, size uint64, dst []byte) {
+func (p *shmPeer) acceptSplit(sendID, addr uint64, r *core.RecvOp, tag int, size uint64, dst []byte) {
 	part := size / 2 &^ 4095 // the sender's part starts on a page
-	rid, err := p.addRecv(&pendingRecv{op: r, buf: dst, size: size, src: p.rank, tag: tag})
+	rid, err := p.AddRecv(&core.PendingRecv{Op: r, Buf: dst, Size: size, Src: p.rank, Tag: tag})
 	if err != nil {
-		r.req.complete(Status{}, err)
+		r.Req.Complete(Status{}, err)
 		return
 	}
-	p.mu.Lock()
+	p.Mu.Lock()
 	p.splits[rid] = shmSplit{sendID: sendID, addr: addr, part: part}
-	p.mu.Unlock()
+	p.Mu.Unlock()
 	p.queueCtrl(wire.Header{Type: wire.Split, ID: sendID, Ctx: rid, Offset: uint64(uintptr(unsafe.Pointer(&dst[0]))), Length: part})
-	if err := cmaRead(p.pid, addr, dst[:part]); err != nil {
+	if err := shm.CMARead(p.pid, addr, dst[:part]); err != nil {
 		p.broken(fmt.Errorf("reading rank %d's message: %w", p.rank, err))
 		return
 	}
@@ -529,23 +531,23 @@ func (p *shmPeer) acceptSplit(sendID, addr uint64, r *recvOp, tag int, size uint
 // splitDone counts n more bytes of split receive rid in; once all are, the receive completes
 // and the sender hears that its buffer is free.
 func (p *shmPeer) splitDone(rid, n uint64) {
-	p.mu.Lock()
-	pr := p.recvs[rid]
+	p.Mu.Lock()
+	pr := p.Recvs[rid]
 	if pr == nil { // the link failed meanwhile, and the receive with it
-		p.mu.Unlock()
+		p.Mu.Unlock()
 		return
 	}
-	pr.got += n
-	if pr.got < pr.size {
-		p.mu.Unlock()
+	pr.Got += n
+	if pr.Got < pr.Size {
+		p.Mu.Unlock()
 		return
 	}
 	sp := p.splits[rid]
-	delete(p.recvs, rid)
+	delete(p.Recvs, rid)
 	delete(p.splits, rid)
-	p.mu.Unlock()
+	p.Mu.Unlock()
 	p.queueCtrl(wire.Header{Type: wire.Fin, ID: sp.sendID})
-	pr.op.req.complete(pr.op.status(p.rank, pr.tag, int(pr.size)), nil)
+	pr.Op.Req.Complete(pr.Op.Status(p.rank, pr.Tag, int(pr.Size)), nil)
 }
 
 func (p *shmPeer) protocolError(err error) {
@@ -569,32 +571,32 @@ func (p *shmPeer) fail(cause error) {
 // (drain would take it again) or on a posted receive's fetch, and after them the ring's
 // remaining records cannot be trusted anyway.
 func (p *shmPeer) broken(cause error) {
-	p.mu.Lock()
-	sends, recvs, first := p.markFailed(cause)
+	p.Mu.Lock()
+	sends, recvs, first := p.MarkFailed(cause)
 	if !first {
-		p.mu.Unlock()
+		p.Mu.Unlock()
 		return
 	}
 	pushes := p.pushes
 	p.pushes, p.ctrl = nil, nil
-	p.mu.Unlock()
-	p.failPending(cause, sends, recvs)
+	p.Mu.Unlock()
+	p.FailPending(cause, sends, recvs)
 	for _, s := range pushes {
-		s.send.req.complete(Status{}, &PeerError{Rank: p.rank, Err: cause})
+		s.send.Req.Complete(Status{}, &PeerError{Rank: p.rank, Err: cause})
 	}
 	p.t.w.lose(p.rank, cause)
 }
 
-// peerLost ends the link to a peer the world found lost (liveness.go).
-func (t *shmTransport) peerLost(rank int, cause error) {
+// PeerLost ends the link to a peer the world found lost (liveness.go).
+func (t *shmTransport) PeerLost(rank int, cause error) {
 	if p := t.peers[rank]; p != nil {
 		p.fail(cause)
 	}
 }
 
-// finalize and abandon unmap the segments; what peers wrote before is drained as they fail.
-func (t *shmTransport) finalize() error { t.shutdown(); return nil }
-func (t *shmTransport) abandon(error)   { t.shutdown() }
+// Finalize and Abandon unmap the segments; what peers wrote before is drained as they fail.
+func (t *shmTransport) Finalize() error { t.shutdown(); return nil }
+func (t *shmTransport) Abandon(error)   { t.shutdown() }
 
 // directTo is the link to rank for blocking messages without a Request (shm_fast.go).
 func (t *shmTransport) directTo(rank int) directLink {
@@ -613,16 +615,16 @@ func (p *shmPeer) drain() {
 	if t.closed.Load() {
 		return
 	}
-	p.mu.Lock()
-	failed := p.failed != nil
-	p.mu.Unlock()
+	p.Mu.Lock()
+	failed := p.Failed != nil
+	p.Mu.Unlock()
 	for !failed {
 		r, h, payload, ok, err := p.next()
 		if err != nil || !ok {
 			return
 		}
 		p.handle(h, payload)
-		r.advance(h)
+		r.Advance(h)
 	}
 }
 
@@ -691,7 +693,7 @@ func (t *shmTransport) progressLoop() {
 // its).
 func (t *shmTransport) pending() (ready, backlog bool) {
 	for _, p := range t.active {
-		ready = ready || p.in.ready() || p.fin.ready()
+		ready = ready || p.in.Ready() || p.fin.Ready()
 		backlog = backlog || p.backlog.Load()
 	}
 	return ready, backlog
@@ -713,28 +715,28 @@ func (t *shmTransport) sleep(r *Request, timeout time.Duration) {
 	if t.closed.Load() {
 		return
 	}
-	seq := atomic.LoadUint32(t.seg.wake)
-	atomic.AddUint32(t.seg.sleep, 1)
+	seq := atomic.LoadUint32(t.seg.Wake)
+	atomic.AddUint32(t.seg.Sleep, 1)
 	t.sleepers.Add(1)
 	// Another goroutine polling now will complete what it finds; look again later.
 	if t.pollMu.TryLock() {
 		quiet := t.quiet()
 		t.pollMu.Unlock()
-		if quiet && (r == nil || !r.finished()) {
-			futexWait(t.seg.wake, seq, timeout)
+		if quiet && (r == nil || !r.Finished()) {
+			shm.FutexWait(t.seg.Wake, seq, timeout)
 		}
 	}
 	t.sleepers.Add(-1)
-	atomic.AddUint32(t.seg.sleep, ^uint32(0))
+	atomic.AddUint32(t.seg.Sleep, ^uint32(0))
 }
 
-// poll drives progress while the caller waits for r: it drains the rings itself (no hand-off
+// Poll drives progress while the caller waits for r: it drains the rings itself (no hand-off
 // to another goroutine on the fast path), yields the core now and then (the peer may need it),
 // and after a while sleeps on the wake word, so a long wait costs no CPU. A patient request
 // leaves progress to the background goroutine instead, or naps between polls where there is
 // no doorbell (see shmPatientNapMax).
-func (t *shmTransport) poll(r *Request) {
-	if r.patient && t.bell != nil {
+func (t *shmTransport) Poll(r *Request) {
+	if r.Patient && t.bell != nil {
 		// Not counted as a waiter: the background goroutine keeps the rings.
 		if t.patients.Add(1) == 1 && t.bgNapping.Load() {
 			select {
@@ -743,7 +745,7 @@ func (t *shmTransport) poll(r *Request) {
 			}
 		}
 		t.pollOnce()
-		if !r.finished() {
+		if !r.Finished() {
 			<-r.Done()
 		}
 		t.patients.Add(-1)
@@ -753,25 +755,25 @@ func (t *shmTransport) poll(r *Request) {
 	t.waits.Add(1)
 	defer t.leave()
 	idle := 0 // polls in a row that found nothing
-	if r.spun && t.oversubscribed {
+	if r.Spun && t.oversubscribed {
 		idle = shmSharedSpinPolls - 1 // its spin is spent: one more look, then sleep
 	}
 	var idleSince time.Time
 	nap := shmPatientNapMin
-	for !r.finished() && !t.stopping.Load() {
+	for !r.Finished() && !t.stopping.Load() {
 		if t.pollFor(r) {
 			idle, nap = 0, shmPatientNapMin
 			continue
 		}
 		idle++
 		switch {
-		case r.patient:
+		case r.Patient:
 			time.Sleep(nap)
 			nap = min(2*nap, shmPatientNapMax)
 			continue
 		case t.oversubscribed:
 			if idle%shmYieldEvery == 0 {
-				osYield()
+				shm.Yield()
 			}
 			if idle < shmSharedSpinPolls {
 				continue
@@ -823,7 +825,7 @@ func (t *shmTransport) bellSleep() bool {
 		t.segMu.RUnlock()
 		return false
 	}
-	atomic.StoreUint32(t.seg.bell, 1)
+	atomic.StoreUint32(t.seg.Bell, 1)
 	polled, ready, backlog := t.pollMu.TryLock(), false, false
 	if polled {
 		ready, backlog = t.pending()
@@ -833,18 +835,18 @@ func (t *shmTransport) bellSleep() bool {
 	t.segMu.RUnlock()
 	again := ready || t.stopping.Load()
 	if polled && !ready && !backlog && !t.stopping.Load() {
-		again = t.bell.wait(shmBellTimeout)
+		again = t.bell.Wait(shmBellTimeout)
 	}
 	t.segMu.RLock()
 	if !t.closed.Load() {
-		atomic.StoreUint32(t.seg.bell, 0)
+		atomic.StoreUint32(t.seg.Bell, 0)
 	}
 	t.segMu.RUnlock()
 	return again
 }
 
-// kick wakes this process's waiters sleeping on its segment's wake word.
-func (t *shmTransport) kick() {
+// Kick wakes this process's waiters sleeping on its segment's wake word.
+func (t *shmTransport) Kick() {
 	if t.sleepers.Load() == 0 {
 		return
 	}
@@ -853,9 +855,9 @@ func (t *shmTransport) kick() {
 	if t.closed.Load() {
 		return
 	}
-	atomic.AddUint32(t.seg.wake, 1)
-	if atomic.LoadUint32(t.seg.sleep) != 0 {
-		futexWake(t.seg.wake)
+	atomic.AddUint32(t.seg.Wake, 1)
+	if atomic.LoadUint32(t.seg.Sleep) != 0 {
+		shm.FutexWake(t.seg.Wake)
 	}
 }
 
@@ -864,10 +866,10 @@ func (t *shmTransport) shutdown() {
 		return
 	}
 	close(t.stop)
-	atomic.AddUint32(t.seg.wake, 1)
-	futexWake(t.seg.wake)
+	atomic.AddUint32(t.seg.Wake, 1)
+	shm.FutexWake(t.seg.Wake)
 	if t.bell != nil {
-		ringFD(t.bell.self)
+		t.bell.Ring()
 	}
 	<-t.done
 	// Peers may still be reading what we wrote into their segments: only the mappings go.
@@ -877,15 +879,15 @@ func (t *shmTransport) shutdown() {
 	defer t.segMu.Unlock()
 	t.closed.Store(true)
 	for _, p := range t.active {
-		p.seg.close()
+		p.seg.Close()
 		if p.bellFD >= 0 {
 			unix.Close(p.bellFD)
 		}
 	}
-	t.seg.close()
+	t.seg.Close()
 	t.pollMu.Unlock()
 	if t.bell != nil {
-		t.bell.close() // its sleeper, the background goroutine, has returned
+		t.bell.Close() // its sleeper, the background goroutine, has returned
 	}
 }
 
@@ -912,13 +914,13 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		}
 		return nil, errNoShm
 	}
-	allowCMA()
-	seg, err := createSegment(id.JobID, w.rank, local, shmRingCap, shmFastCap, jobHash)
+	shm.AllowCMA()
+	seg, err := shm.CreateSegment(id.JobID, w.rank, local, shmRingCap, shmFastCap, jobHash)
 	if err != nil {
 		return nil, err
 	}
 	t := &shmTransport{w: w, seg: seg, peers: make([]*shmPeer, w.size), stop: make(chan struct{}), done: make(chan struct{}),
-		waitersGone: make(chan struct{}, 1), patientCame: make(chan struct{}, 1), bell: createBell(seg.path)}
+		waitersGone: make(chan struct{}, 1), patientCame: make(chan struct{}, 1), bell: shm.CreateBell(seg.Path)}
 	t.oversubscribed = id.Oversubscribed || len(local)+1 > runtime.NumCPU()
 	probe := new(uint64)
 	*probe = 0x676f72756e636d61 ^ uint64(os.Getpid())
@@ -932,28 +934,28 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		Bell  string `msgpack:"bell"` // the doorbell's path; empty: none
 	}
 	removeNames := func() {
-		os.Remove(seg.path)
+		os.Remove(seg.Path)
 		if t.bell != nil {
-			os.Remove(t.bell.path)
+			os.Remove(t.bell.Path)
 		}
 	}
 	fail := func(err error) (*shmTransport, error) {
 		removeNames()
 		for _, p := range t.active {
-			p.seg.close()
+			p.seg.Close()
 			if p.bellFD >= 0 {
 				unix.Close(p.bellFD)
 			}
 		}
-		seg.close()
+		seg.Close()
 		if t.bell != nil {
-			t.bell.close()
+			t.bell.Close()
 		}
 		return nil, err
 	}
-	mine := shmInfo{Path: seg.path, PID: os.Getpid(), Probe: uint64(uintptr(unsafe.Pointer(probe))), Want: *probe}
+	mine := shmInfo{Path: seg.Path, PID: os.Getpid(), Probe: uint64(uintptr(unsafe.Pointer(probe))), Want: *probe}
 	if t.bell != nil {
-		mine.Bell = t.bell.path
+		mine.Bell = t.bell.Path
 	}
 	ringsAll := int64(1) // whether we can ring every local peer that has a bell
 	var reqs []*Request
@@ -965,30 +967,30 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		if _, err := setup.RecvValue(&info, r, 1); err != nil {
 			return fail(fmt.Errorf("comm: rank %d: shared-memory setup with rank %d: %w", w.rank, r, err))
 		}
-		pseg, err := openSegment(info.Path, info.PID, jobHash)
+		pseg, err := shm.OpenSegment(info.Path, info.PID, jobHash)
 		if err != nil {
 			return fail(fmt.Errorf("comm: rank %d: rank %d's segment: %w", w.rank, r, err))
 		}
-		out, fout, err := pseg.ringFrom(w.rank)
+		out, fout, err := pseg.RingFrom(w.rank)
 		if err != nil {
-			pseg.close()
+			pseg.Close()
 			return fail(err)
 		}
-		in, fin, err := seg.ringFrom(r)
+		in, fin, err := seg.RingFrom(r)
 		if err != nil {
-			pseg.close()
+			pseg.Close()
 			return fail(err)
 		}
-		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in, fout: fout, fin: fin, rendezvous: newRendezvous(r), splits: map[uint64]shmSplit{}, bellFD: -1}
+		p := &shmPeer{t: t, rank: r, pid: info.PID, seg: pseg, out: out, in: in, fout: fout, fin: fin, Rendezvous: core.NewRendezvous(r), splits: map[uint64]shmSplit{}, bellFD: -1}
 		if info.Bell != "" {
-			if fd, err := openPeerBell(info.Bell, pseg.path); err == nil {
+			if fd, err := shm.OpenPeerBell(info.Bell, pseg.Path); err == nil {
 				p.bellFD = fd
 			} else {
 				ringsAll = 0
 			}
 		}
 		var word [8]byte
-		p.cma = cmaRead(info.PID, info.Probe, word[:]) == nil && *(*uint64)(unsafe.Pointer(&word[0])) == info.Want
+		p.cma = shm.CMARead(info.PID, info.Probe, word[:]) == nil && *(*uint64)(unsafe.Pointer(&word[0])) == info.Want
 		t.peers[r] = p
 		t.active = append(t.active, p)
 	}
@@ -1005,7 +1007,7 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 	removeNames()
 	for _, r := range local {
 		if all[2*r] == 0 && t.bell != nil {
-			t.bell.close()
+			t.bell.Close()
 			t.bell = nil
 		}
 	}

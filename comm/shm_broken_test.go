@@ -31,9 +31,9 @@ func TestShmBrokenRingFailsLink(t *testing.T) {
 				return errors.New("no shared-memory link to rank 1")
 			}
 			h := wire.Header{Type: 0x7e, Tag: 1}
-			p.out.mu.Lock()
+			p.out.Mu.Lock()
 			ok := p.ringWrite(&h, nil)
-			p.out.mu.Unlock()
+			p.out.Mu.Unlock()
 			if !ok {
 				return errors.New("the ring had no room for one record")
 			}

@@ -2,11 +2,15 @@
 
 package comm
 
-import "github.com/gorun-hpc/gorun/comm/internal/wire"
+import (
+	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/shm"
+	"github.com/gorun-hpc/gorun/comm/internal/wire"
+)
 
 // Blocking Send and Recv of small messages to and from a shared-memory peer allocate nothing:
 // the send writes its record at once (it never needed a Request), and the receive reuses one
-// recvOp per world. Allocations per round trip would make the heap grow into fresh pages,
+// receive operation (core.RecvOp) per world. Allocations per round trip would make the heap grow into fresh pages,
 // each one a page fault, and a longer run pay the same in GC cycles, whose workers take a
 // core from a spinning rank.
 
@@ -24,8 +28,8 @@ func (p *shmPeer) sendDirect(c *Comm, b []byte, tag int) (bool, error) {
 		return false, nil
 	}
 	if len(b) > shmEagerLimit {
-		req := newRequest()
-		req.prog, req.patient = p.t, c.patient
+		req := core.NewRequest()
+		req.Prog, req.Patient = p.t, c.patient
 		flags := uint8(wire.FlagSenderWaits)
 		if c.patient {
 			flags = 0
@@ -60,7 +64,7 @@ func (f *fastRecv) takes(src int, ctx uint64, tag int) bool {
 	return src == f.src && ctx == f.ctx && (f.tag == AnyTag || f.tag == tag)
 }
 
-// deliver copies an eager message into the receive and ends it (as recvOp.target and deliver).
+// deliver copies an eager message into the receive and ends it (as core.RecvOp.Target and Deliver).
 func (f *fastRecv) deliver(tag int, payload []byte) {
 	n := copy(f.buf, payload)
 	f.st = Status{Source: f.rank, Tag: tag, Count: len(payload)}
@@ -87,7 +91,7 @@ func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (ok, spun bool, 
 		return false, false, Status{}, nil
 	}
 	e := c.w.eng
-	if t.closed.Load() || e.ndead.Load() != 0 || !e.firstFor(ws, c.ctx, tag) {
+	if t.closed.Load() || e.NDead.Load() != 0 || !e.FirstFor(ws, c.ctx, tag) {
 		t.pollMu.Unlock()
 		return false, false, Status{}, nil
 	}
@@ -100,14 +104,14 @@ func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (ok, spun bool, 
 			idle = 0
 			continue
 		}
-		if e.ndead.Load() != 0 || t.stopping.Load() {
+		if e.NDead.Load() != 0 || t.stopping.Load() {
 			break
 		}
 		idle++
 		if t.oversubscribed && idle%shmYieldEvery == 0 {
 			// Still holding pollMu: no other goroutine of ours needs the rings meanwhile
 			// (the background one keeps off them while we wait).
-			osYield()
+			shm.Yield()
 		}
 		if idle == shmFastPolls || (t.oversubscribed && idle == shmSharedSpinPolls) {
 			spun = true
@@ -132,16 +136,16 @@ func (p *shmPeer) recvNow(c *Comm, b []byte, ws, tag int) (bool, Status, error) 
 	}
 	defer t.pollMu.Unlock()
 	e := c.w.eng
-	if t.closed.Load() || e.ndead.Load() != 0 || !(p.fin.ready() || p.in.ready()) {
+	if t.closed.Load() || e.NDead.Load() != 0 || !(p.fin.Ready() || p.in.Ready()) {
 		return false, Status{}, nil
 	}
 	f := fastRecv{on: true, src: ws, ctx: c.ctx, tag: tag, buf: b, rank: c.commRank(ws)}
 	rg, h, payload, ok, err := p.next()
-	if err != nil || !ok || h.Type != wire.Eager || !f.takes(ws, h.Ctx, int(h.Tag)) || !e.firstFor(ws, c.ctx, tag) {
+	if err != nil || !ok || h.Type != wire.Eager || !f.takes(ws, h.Ctx, int(h.Tag)) || !e.FirstFor(ws, c.ctx, tag) {
 		return false, Status{}, nil // a corrupt ring is the next poll's to report
 	}
 	f.deliver(int(h.Tag), payload)
-	rg.advance(h)
+	rg.Advance(h)
 	return true, f.st, f.err
 }
 
@@ -161,17 +165,17 @@ func (p *shmPeer) recvDirect(c *Comm, b []byte, ws, tag int) (bool, Status, erro
 	t := p.t
 	r := t.freeRecv.Swap(nil)
 	if r == nil {
-		r = &recvOp{}
+		r = &core.RecvOp{}
 	}
-	*r = recvOp{src: ws, ctx: c.ctx, tag: tag, buf: b, comm: c}
-	r.req.prog, r.req.patient, r.req.spun = t, c.patient, spun
-	c.w.eng.post(r)
-	st, err = r.req.Wait()
+	*r = core.RecvOp{Src: ws, Ctx: c.ctx, Tag: tag, Buf: b, Index: c.index}
+	r.Req.Prog, r.Req.Patient, r.Req.Spun = t, c.patient, spun
+	c.w.eng.Post(r)
+	st, err = r.Req.Wait()
 	if err == nil {
 		t.pollMu.Lock()
 		//lint:ignore SA2001 an empty critical section: waits out a poller still completing r
 		t.pollMu.Unlock()
-		r.buf, r.comm = nil, nil // keep no user memory alive
+		r.Buf, r.Index = nil, nil // keep no user memory alive
 		t.freeRecv.Store(r)
 	}
 	return true, st, err

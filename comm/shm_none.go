@@ -13,7 +13,7 @@ var errNoShm = errors.New("shared memory transport not supported on this system"
 func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTransport, error) {
 	return nil, errNoShm
 }
-func (t *shmTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {}
-func (t *shmTransport) peerLost(rank int, cause error)                                  {}
-func (t *shmTransport) finalize() error                                                 { return nil }
-func (t *shmTransport) abandon(cause error)                                             {}
+func (t *shmTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *Request) {}
+func (t *shmTransport) PeerLost(rank int, cause error)                                  {}
+func (t *shmTransport) Finalize() error                                                 { return nil }
+func (t *shmTransport) Abandon(cause error)                                             {}

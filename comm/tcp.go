@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/shm"
 	"github.com/gorun-hpc/gorun/comm/internal/tcp"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
@@ -88,9 +90,9 @@ type tcpPeer struct {
 	queued  []outFrame
 	pending atomic.Bool // out or queued is not empty: the pollers' cue
 
-	rendezvous // large messages in flight; its mu also guards bye
-	bye        bool
-	done       chan struct{} // closed when the link is gone
+	core.Rendezvous // large messages in flight; its Mu also guards bye
+	bye             bool
+	done            chan struct{} // closed when the link is gone
 }
 
 // outFrame is a queued frame: a CTS, or one chunk of a large message's data (send is set on
@@ -98,7 +100,7 @@ type tcpPeer struct {
 type outFrame struct {
 	hdr  [wire.HeaderSize]byte
 	data []byte
-	send *pendingSend
+	send *core.PendingSend
 }
 
 const (
@@ -125,7 +127,7 @@ func newTCPPeer(t *tcpTransport, rank int, addr string, conn *net.TCPConn) (*tcp
 	p := &tcpPeer{
 		t: t, rank: rank, addr: addr, fd: fd,
 		rbuf:       make([]byte, tcpReadBuf),
-		rendezvous: newRendezvous(rank),
+		Rendezvous: core.NewRendezvous(rank),
 		done:       make(chan struct{}),
 	}
 	now := int64(t.clock())
@@ -138,17 +140,17 @@ func (p *tcpPeer) start() {
 	go p.heartbeatLoop()
 }
 
-func (t *tcpTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+func (t *tcpTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
 	p := t.peers[dst]
 	n := uint64(len(payload))
 	if n <= eagerLimit {
 		err := p.write(&wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: ctx, Length: n}, payload)
-		req.complete(Status{}, err)
+		req.Complete(Status{}, err)
 		return
 	}
-	id, err := p.addSend(payload, req)
+	id, err := p.AddSend(payload, req)
 	if err != nil {
-		req.complete(Status{}, err)
+		req.Complete(Status{}, err)
 		return
 	}
 	// A failed write fails the link, and with it every pending send, this one included.
@@ -176,7 +178,7 @@ func (p *tcpPeer) write(h *wire.Header, payload []byte) error {
 	}
 	if err == nil && p.pending.Load() {
 		// Frames queued while we wrote: push what the socket takes.
-		var more []*pendingSend
+		var more []*core.PendingSend
 		more, _, err = p.pushOut(false, false)
 		done = append(done, more...)
 	}
@@ -240,9 +242,9 @@ func (p *tcpPeer) waitFD(events int16, wait time.Duration) error {
 }
 
 func (p *tcpPeer) linkError() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.rendezvous.linkError(); err != nil {
+	p.Mu.Lock()
+	defer p.Mu.Unlock()
+	if err := p.Rendezvous.LinkError(); err != nil {
 		return err
 	}
 	return &PeerError{Rank: p.rank, Err: errors.New("link closed")}
@@ -258,7 +260,7 @@ func (p *tcpPeer) queue(frames ...outFrame) {
 		err := p.linkError()
 		for _, f := range frames {
 			if f.send != nil {
-				f.send.req.complete(Status{}, err)
+				f.send.Req.Complete(Status{}, err)
 			}
 		}
 		return
@@ -284,16 +286,16 @@ func (p *tcpPeer) flush() bool {
 	return wrote > 0 || err != nil
 }
 
-func completeSends(done []*pendingSend) {
+func completeSends(done []*core.PendingSend) {
 	for _, s := range done {
-		s.req.complete(Status{}, nil)
+		s.Req.Complete(Status{}, nil)
 	}
 }
 
 // pushOut writes queued frames: with block it waits for room in the socket; with one it stops
 // at the end of the frame in progress. It returns the sends whose last byte went out (the
 // caller completes them after releasing wmu) and how many bytes it wrote. The caller holds wmu.
-func (p *tcpPeer) pushOut(block, one bool) (done []*pendingSend, wrote int, err error) {
+func (p *tcpPeer) pushOut(block, one bool) (done []*core.PendingSend, wrote int, err error) {
 	if !one {
 		p.qmu.Lock()
 		p.out = append(p.out, p.queued...)
@@ -366,8 +368,8 @@ func (p *tcpPeer) pushOut(block, one bool) (done []*pendingSend, wrote int, err 
 
 // dataFrames splits a large message's payload into the frames that carry it into the
 // receiver's buffer id.
-func dataFrames(s *pendingSend, id uint64) []outFrame {
-	data := s.payload
+func dataFrames(s *core.PendingSend, id uint64) []outFrame {
+	data := s.Payload
 	frames := make([]outFrame, 0, (len(data)+dataChunk-1)/dataChunk)
 	for off := 0; off < len(data); off += dataChunk {
 		end := min(off+dataChunk, len(data))
@@ -426,18 +428,18 @@ func (p *tcpPeer) handleFrame() bool {
 	switch h.Type {
 	case wire.Eager:
 		tag, size := int(h.Tag), int(h.Length)
-		r, m := eng.arrive(p.rank, h.Ctx, tag, size, func(m *inMsg) { m.data = make([]byte, m.size) })
+		r, m := eng.Arrive(p.rank, h.Ctx, tag, size, func(m *core.InMsg) { m.Data = make([]byte, m.Size) })
 		if r == nil {
-			if err := p.readFull(m.data); err != nil {
+			if err := p.readFull(m.Data); err != nil {
 				p.readFailed(err)
 				return false
 			}
-			eng.ready(m)
+			eng.Ready(m)
 			return true
 		}
-		dst, terr := r.target(p.rank, tag, size)
+		dst, terr := r.Target(p.rank, tag, size)
 		if err := p.readFull(dst); err != nil {
-			r.req.complete(Status{}, &PeerError{Rank: p.rank, Err: err})
+			r.Req.Complete(Status{}, &PeerError{Rank: p.rank, Err: err})
 			p.readFailed(err)
 			return false
 		}
@@ -447,62 +449,62 @@ func (p *tcpPeer) handleFrame() bool {
 				return false
 			}
 		}
-		r.req.complete(r.status(p.rank, tag, size), terr)
+		r.Req.Complete(r.Status(p.rank, tag, size), terr)
 	case wire.RTS:
 		sendID, tag, size := h.ID, int(h.Tag), h.Length
-		r, _ := eng.arrive(p.rank, h.Ctx, tag, int(size), func(m *inMsg) {
-			m.fetch = func(r *recvOp) { p.acceptRTS(sendID, r, tag, size) }
+		r, _ := eng.Arrive(p.rank, h.Ctx, tag, int(size), func(m *core.InMsg) {
+			m.Fetch = func(r *core.RecvOp) { p.acceptRTS(sendID, r, tag, size) }
 		})
 		if r != nil {
 			p.acceptRTS(sendID, r, tag, size)
 		}
 	case wire.CTS:
-		s := p.takeSend(h.ID)
+		s := p.TakeSend(h.ID)
 		if s == nil {
 			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.ID))
 			return false
 		}
 		if h.Flags&wire.FlagDiscard != 0 {
-			s.req.complete(Status{}, nil)
+			s.Req.Complete(Status{}, nil)
 			return true
 		}
-		if len(s.payload) == 0 {
-			s.req.complete(Status{}, nil)
+		if len(s.Payload) == 0 {
+			s.Req.Complete(Status{}, nil)
 			return true
 		}
 		p.queue(dataFrames(s, h.Offset)...)
 	case wire.Data:
-		pr := p.recv(h.ID)
-		if pr == nil || h.Offset != pr.got || h.Offset+h.Length > pr.size {
+		pr := p.Recv(h.ID)
+		if pr == nil || h.Offset != pr.Got || h.Offset+h.Length > pr.Size {
 			p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.ID, h.Offset))
 			return false
 		}
-		if err := p.readFull(pr.buf[h.Offset : h.Offset+h.Length]); err != nil {
+		if err := p.readFull(pr.Buf[h.Offset : h.Offset+h.Length]); err != nil {
 			p.readFailed(err)
 			return false
 		}
-		p.gotData(h.ID, pr, h.Length)
+		p.GotData(h.ID, pr, h.Length)
 	case wire.Ping:
 	case wire.Bye:
-		p.mu.Lock()
+		p.Mu.Lock()
 		p.bye = true
-		p.mu.Unlock()
+		p.Mu.Unlock()
 	}
 	return true
 }
 
 // acceptRTS runs when a receive matches a large message: it registers where the data goes and
 // asks the sender for it. A receive too small for the message takes none of it.
-func (p *tcpPeer) acceptRTS(sendID uint64, r *recvOp, tag int, size uint64) {
-	dst, terr := r.target(p.rank, tag, int(size))
+func (p *tcpPeer) acceptRTS(sendID uint64, r *core.RecvOp, tag int, size uint64) {
+	dst, terr := r.Target(p.rank, tag, int(size))
 	if terr != nil {
 		p.queue(ctsFrame(wire.Header{Type: wire.CTS, Flags: wire.FlagDiscard, ID: sendID}))
-		r.req.complete(r.status(p.rank, tag, int(size)), terr)
+		r.Req.Complete(r.Status(p.rank, tag, int(size)), terr)
 		return
 	}
-	rid, err := p.addRecv(&pendingRecv{op: r, buf: dst, size: size, src: p.rank, tag: tag})
+	rid, err := p.AddRecv(&core.PendingRecv{Op: r, Buf: dst, Size: size, Src: p.rank, Tag: tag})
 	if err != nil {
-		r.req.complete(Status{}, err)
+		r.Req.Complete(Status{}, err)
 		return
 	}
 	p.queue(ctsFrame(wire.Header{Type: wire.CTS, ID: sendID, Offset: rid}))
@@ -602,7 +604,7 @@ func (p *tcpPeer) readSome(b []byte, block bool) (int, error) {
 			spinStart = time.Now()
 		}
 		if p.t.oversubscribed {
-			osYield()
+			shm.Yield()
 		}
 		if time.Since(spinStart) < tcpSpinTime {
 			continue
@@ -642,9 +644,9 @@ func (t *tcpTransport) anyPending() bool {
 }
 
 func (p *tcpPeer) readFailed(err error) {
-	p.mu.Lock()
+	p.Mu.Lock()
 	bye := p.bye
-	p.mu.Unlock()
+	p.Mu.Unlock()
 	switch {
 	case bye && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)):
 		p.fail(ErrFinalized)
@@ -665,16 +667,16 @@ func (p *tcpPeer) protocolError(err error) {
 // fail breaks the link once: every pending operation with this peer ends with the cause, and
 // the peer is reported lost to the world (liveness.go), which tells the other transports.
 func (p *tcpPeer) fail(cause error) {
-	p.mu.Lock()
-	sends, recvs, first := p.markFailed(cause)
+	p.Mu.Lock()
+	sends, recvs, first := p.MarkFailed(cause)
 	if !first {
-		p.mu.Unlock()
+		p.Mu.Unlock()
 		return
 	}
 	close(p.done)
-	p.mu.Unlock()
+	p.Mu.Unlock()
 	p.shutdownFD()
-	p.failPending(cause, sends, recvs)
+	p.FailPending(cause, sends, recvs)
 	// Sends whose data was queued fail too. (No caller of fail holds wmu; a writer holding it
 	// returns at once now that the socket is shut down.)
 	p.wmu.Lock()
@@ -686,22 +688,22 @@ func (p *tcpPeer) fail(cause error) {
 	p.wmu.Unlock()
 	for _, f := range out {
 		if f.send != nil {
-			f.send.req.complete(Status{}, &PeerError{Rank: p.rank, Err: cause})
+			f.send.Req.Complete(Status{}, &PeerError{Rank: p.rank, Err: cause})
 		}
 	}
 	p.t.w.lose(p.rank, cause)
 }
 
-// peerLost ends the link to a peer the world found lost (liveness.go); the link that found the
+// PeerLost ends the link to a peer the world found lost (liveness.go); the link that found the
 // loss itself has failed already.
-func (t *tcpTransport) peerLost(rank int, cause error) {
+func (t *tcpTransport) PeerLost(rank int, cause error) {
 	if p := t.peers[rank]; p != nil {
 		p.fail(cause)
 	}
 }
 
-// abandon breaks every link, as the process's exit would.
-func (t *tcpTransport) abandon(cause error) {
+// Abandon breaks every link, as the process's exit would.
+func (t *tcpTransport) Abandon(cause error) {
 	for _, p := range t.peers {
 		if p != nil {
 			p.fail(cause)
@@ -712,7 +714,7 @@ func (t *tcpTransport) abandon(cause error) {
 // closeAll fails every link with cause, stops the background goroutine and closes the sockets:
 // the end of a mesh whose set-up failed.
 func (t *tcpTransport) closeAll(cause error) {
-	t.abandon(cause)
+	t.Abandon(cause)
 	t.stopPolling()
 	for _, p := range t.peers {
 		if p != nil {
@@ -740,10 +742,10 @@ func (p *tcpPeer) closeFD() {
 	p.fdMu.Unlock()
 }
 
-// finalize tells every peer nothing more will come, then waits (bounded) for each peer to say
+// Finalize tells every peer nothing more will come, then waits (bounded) for each peer to say
 // the same, so that no message still in flight is cut off by a reset. The data transports
 // finalized first (route.go): their peers' links end here.
-func (t *tcpTransport) finalize() error {
+func (t *tcpTransport) Finalize() error {
 	for _, p := range t.peers {
 		if p == nil {
 			continue

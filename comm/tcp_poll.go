@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gorun-hpc/gorun/comm/internal/shm"
 	"github.com/gorun-hpc/gorun/comm/internal/tcp"
 )
 
@@ -221,23 +222,23 @@ func (t *tcpTransport) progressUnwatched() {
 	}
 }
 
-// poll drives progress while the caller waits for r: it reads the links itself (no hand-off
+// Poll drives progress while the caller waits for r: it reads the links itself (no hand-off
 // to another goroutine or thread on the fast path), yields the core between empty polls on
 // an oversubscribed host, and gives up after a while, leaving r to the background goroutine
 // (Wait then blocks on r's channel), so that a long wait costs no CPU.
-func (t *tcpTransport) poll(r *Request) {
+func (t *tcpTransport) Poll(r *Request) {
 	t.waiters.Add(1)
 	t.waits.Add(1)
 	defer t.waiters.Add(-1)
 	idle := 0 // polls in a row that found nothing
 	var idleSince time.Time
-	for !r.finished() {
+	for !r.Finished() {
 		if t.progressAll(false, true) {
 			idle = 0
 			continue
 		}
 		idle++
-		if r.patient || t.spunOut(idle, &idleSince) {
+		if r.Patient || t.spunOut(idle, &idleSince) {
 			return
 		}
 	}
@@ -248,7 +249,7 @@ func (t *tcpTransport) poll(r *Request) {
 // tcpSharedSpinPolls of them; else it stops after tcpSpinTime.
 func (t *tcpTransport) spunOut(idle int, idleSince *time.Time) bool {
 	if t.oversubscribed {
-		osYield()
+		shm.Yield()
 		return idle >= tcpSharedSpinPolls
 	}
 	// The clock is read only now and then, and not in the first polls at all (most waits end
@@ -272,29 +273,29 @@ type mixedProgress struct {
 	tcp  *tcpTransport
 }
 
-func (m mixedProgress) poll(r *Request) {
+func (m mixedProgress) Poll(r *Request) {
 	t := m.tcp
 	t.waiters.Add(1)
 	t.waits.Add(1)
 	idle := 0
 	var idleSince time.Time
-	for !r.finished() {
+	for !r.Finished() {
 		if m.data.pollOnce() || t.progressAll(false, true) {
 			idle = 0
 			continue
 		}
 		idle++
-		if r.patient || t.spunOut(idle, &idleSince) {
+		if r.Patient || t.spunOut(idle, &idleSince) {
 			break
 		}
 	}
 	t.waiters.Add(-1)
-	if !r.finished() {
-		m.data.poll(r)
+	if !r.Finished() {
+		m.data.Poll(r)
 	}
 }
 
-func (m mixedProgress) kick() { m.data.kick() }
+func (m mixedProgress) Kick() { m.data.Kick() }
 
-// kick: a waiter that stopped polling blocks on its request's channel, which completion closes.
-func (t *tcpTransport) kick() {}
+// Kick: a waiter that stopped polling blocks on its request's channel, which completion closes.
+func (t *tcpTransport) Kick() {}

@@ -9,7 +9,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/internal/ibv"
+	"github.com/gorun-hpc/gorun/comm/internal/shm"
 
 	"github.com/gorun-hpc/gorun/comm/internal/verbs"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
@@ -111,7 +113,7 @@ type verbsPeer struct {
 	d    *verbsDev
 	rank int
 	qp   ibv.QP
-	rendezvous
+	core.Rendezvous
 
 	outq []*verbsOut // guarded by t.qmu
 
@@ -145,7 +147,7 @@ type verbsOut struct {
 
 // verbsPush streams a large message through staging buffers.
 type verbsPush struct {
-	send *pendingSend
+	send *core.PendingSend
 	recv uint64
 	sent int
 }
@@ -153,7 +155,7 @@ type verbsPush struct {
 // verbsZC writes a large message straight into the receiver's registered buffer (RC only).
 type verbsZC struct {
 	id       uint32
-	send     *pendingSend
+	send     *core.PendingSend
 	reg      *verbs.RegEntry
 	recv     uint64
 	raddr    uint64
@@ -166,7 +168,7 @@ type verbsZC struct {
 type verbsAccept struct {
 	p      *verbsPeer
 	sendID uint64
-	r      *recvOp
+	r      *core.RecvOp
 	tag    int
 	size   uint64
 }
@@ -176,14 +178,14 @@ func (t *verbsTransport) slot(buf []byte, peer int, idx uint32) []byte {
 	return buf[base : base+verbsSlot]
 }
 
-func (t *verbsTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+func (t *verbsTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
 	if t.stopping.Load() {
-		req.complete(Status{}, ErrClosed)
+		req.Complete(Status{}, ErrClosed)
 		return
 	}
 	p := t.peers[dst]
 	if err := p.failure(); err != nil {
-		req.complete(Status{}, err)
+		req.Complete(Status{}, err)
 		return
 	}
 	n := uint64(len(payload))
@@ -191,18 +193,18 @@ func (t *verbsTransport) send(dst int, ctx uint64, tag int, payload []byte, req 
 		t.enqueue(p, &verbsOut{h: wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: ctx, Length: n}, extra: payload, req: req})
 		return
 	}
-	id, err := p.addSend(payload, req)
+	id, err := p.AddSend(payload, req)
 	if err != nil {
-		req.complete(Status{}, err)
+		req.Complete(Status{}, err)
 		return
 	}
 	t.enqueue(p, &verbsOut{h: wire.Header{Type: wire.RTS, Tag: int32(tag), Ctx: ctx, Length: n, ID: id}})
 }
 
 func (p *verbsPeer) failure() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.linkError()
+	p.Mu.Lock()
+	defer p.Mu.Unlock()
+	return p.LinkError()
 }
 
 // enqueue queues a message for the peer and makes progress now if no one else is.
@@ -313,7 +315,7 @@ func (t *verbsTransport) complete(wc *ibv.WC) {
 				if z.final && z.inflight == 0 {
 					p.zcs = append(p.zcs[:i], p.zcs[i+1:]...)
 					p.d.cache.Release(z.reg)
-					z.send.req.complete(Status{}, nil)
+					z.send.Req.Complete(Status{}, nil)
 				}
 				break
 			}
@@ -333,7 +335,7 @@ func (p *verbsPeer) received(idx uint32, wc *ibv.WC) {
 		// The last chunk of a zero-copy message: the data is in place.
 		p.seqIn++
 		rid, ok := p.zcRecvs[wc.Imm]
-		pr := p.recv(rid)
+		pr := p.Recv(rid)
 		if !ok || pr == nil {
 			p.protocolError(fmt.Errorf("RDMA write completion for unknown receive %d", wc.Imm))
 			return
@@ -341,7 +343,7 @@ func (p *verbsPeer) received(idx uint32, wc *ibv.WC) {
 		delete(p.zcRecvs, wc.Imm)
 		p.d.cache.Release(p.zcRegs[rid])
 		delete(p.zcRegs, rid)
-		p.gotData(rid, pr, pr.size-pr.got)
+		p.GotData(rid, pr, pr.Size-pr.Got)
 	} else if !p.handle(buf[:wc.ByteLen]) {
 		return
 	}
@@ -379,37 +381,37 @@ func (p *verbsPeer) handle(b []byte) bool {
 	case wire.RTS:
 		sendID, tag, size := h.ID, int(h.Tag), h.Length
 		// A receive matched now or later (by a user goroutine) is answered by the poller.
-		fetch := func(r *recvOp) {
+		fetch := func(r *core.RecvOp) {
 			p.t.qmu.Lock()
 			p.t.accepts = append(p.t.accepts, verbsAccept{p: p, sendID: sendID, r: r, tag: tag, size: size})
 			p.t.qmu.Unlock()
 			p.t.nudge()
 		}
-		if r, _ := eng.arrive(p.rank, h.Ctx, tag, int(size), func(m *inMsg) { m.fetch = fetch }); r != nil {
+		if r, _ := eng.Arrive(p.rank, h.Ctx, tag, int(size), func(m *core.InMsg) { m.Fetch = fetch }); r != nil {
 			fetch(r)
 		}
 	case wire.CTS:
-		s := p.takeSend(h.ID)
+		s := p.TakeSend(h.ID)
 		if s == nil {
 			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.ID))
 			return false
 		}
 		switch {
 		case h.Flags&wire.FlagDiscard != 0:
-			s.req.complete(Status{}, nil)
+			s.Req.Complete(Status{}, nil)
 		case len(payload) == verbsCtsZCLen:
 			p.startZC(s, h.Offset, binary.LittleEndian.Uint64(payload), binary.LittleEndian.Uint32(payload[8:]))
 		default:
 			p.pushes = append(p.pushes, &verbsPush{send: s, recv: h.Offset})
 		}
 	case wire.Data:
-		pr := p.recv(h.ID)
-		if pr == nil || h.Offset != pr.got || h.Offset+h.Length > pr.size || uint64(len(payload)) != h.Length {
+		pr := p.Recv(h.ID)
+		if pr == nil || h.Offset != pr.Got || h.Offset+h.Length > pr.Size || uint64(len(payload)) != h.Length {
 			p.protocolError(fmt.Errorf("unexpected data for receive %d at offset %d", h.ID, h.Offset))
 			return false
 		}
-		copy(pr.buf[h.Offset:], payload)
-		p.gotData(h.ID, pr, h.Length)
+		copy(pr.Buf[h.Offset:], payload)
+		p.GotData(h.ID, pr, h.Length)
 	default:
 		p.protocolError(fmt.Errorf("message type %d", h.Type))
 		return false
@@ -419,13 +421,13 @@ func (p *verbsPeer) handle(b []byte) bool {
 
 // arriveEager hands the engine a whole message whose payload aliases a transport buffer that
 // is reused afterwards: a posted receive gets it copied in, else it is queued as a copy.
-func arriveEager(eng *engine, src int, h wire.Header, payload []byte) {
-	r, _ := eng.arrive(src, h.Ctx, int(h.Tag), len(payload), func(m *inMsg) {
-		m.data = append(make([]byte, 0, len(payload)), payload...)
-		m.ready = true
+func arriveEager(eng *core.Engine, src int, h wire.Header, payload []byte) {
+	r, _ := eng.Arrive(src, h.Ctx, int(h.Tag), len(payload), func(m *core.InMsg) {
+		m.Data = append(make([]byte, 0, len(payload)), payload...)
+		m.Ready = true
 	})
 	if r != nil {
-		r.deliver(src, int(h.Tag), payload)
+		r.Deliver(src, int(h.Tag), payload)
 	}
 }
 
@@ -433,13 +435,13 @@ func arriveEager(eng *engine, src int, h wire.Header, payload []byte) {
 // write (RC) or ask for the data through the staging buffers.
 func (p *verbsPeer) accept(a verbsAccept) {
 	r := a.r
-	dst, terr := r.target(p.rank, a.tag, int(a.size))
+	dst, terr := r.Target(p.rank, a.tag, int(a.size))
 	if terr != nil {
 		p.pend = append(p.pend, &verbsOut{h: wire.Header{Type: wire.CTS, Flags: wire.FlagDiscard, ID: a.sendID}})
-		r.req.complete(r.status(p.rank, a.tag, int(a.size)), terr)
+		r.Req.Complete(r.Status(p.rank, a.tag, int(a.size)), terr)
 		return
 	}
-	pr := &pendingRecv{op: r, buf: dst, size: a.size, src: p.rank, tag: a.tag}
+	pr := &core.PendingRecv{Op: r, Buf: dst, Size: a.size, Src: p.rank, Tag: a.tag}
 	var extra []byte
 	var reg *verbs.RegEntry
 	if p.t.typ == ibv.RC && a.size >= verbsZCMin {
@@ -451,10 +453,10 @@ func (p *verbsPeer) accept(a verbsAccept) {
 		}
 		// Registration failing (limits on pinned memory) falls back to staging.
 	}
-	rid, err := p.addRecv(pr)
+	rid, err := p.AddRecv(pr)
 	if err != nil {
 		p.d.cache.Release(reg)
-		r.req.complete(Status{}, err)
+		r.Req.Complete(Status{}, err)
 		return
 	}
 	if extra != nil {
@@ -463,10 +465,10 @@ func (p *verbsPeer) accept(a verbsAccept) {
 	p.pend = append(p.pend, &verbsOut{h: wire.Header{Type: wire.CTS, ID: a.sendID, Offset: rid}, extra: extra})
 }
 
-func (p *verbsPeer) startZC(s *pendingSend, recv, raddr uint64, rkey uint32) {
-	reg, err := p.d.cache.Acquire(s.payload, ibv.AccessLocalWrite)
+func (p *verbsPeer) startZC(s *core.PendingSend, recv, raddr uint64, rkey uint32) {
+	reg, err := p.d.cache.Acquire(s.Payload, ibv.AccessLocalWrite)
 	if err != nil {
-		s.req.complete(Status{}, &PeerError{Rank: p.rank, Err: fmt.Errorf("registering a %d-byte send buffer: %w", len(s.payload), err)})
+		s.Req.Complete(Status{}, &PeerError{Rank: p.rank, Err: fmt.Errorf("registering a %d-byte send buffer: %w", len(s.Payload), err)})
 		return
 	}
 	p.t.nextZC++
@@ -537,13 +539,13 @@ func (p *verbsPeer) flush() bool {
 		p.pend[0] = nil
 		p.pend = p.pend[1:]
 		if o.req != nil {
-			o.req.complete(Status{}, nil)
+			o.req.Complete(Status{}, nil)
 		}
 		did = true
 	}
 	for len(p.pend) == 0 && len(p.pushes) > 0 {
 		s := p.pushes[0]
-		data := s.send.payload
+		data := s.send.Payload
 		end := min(s.sent+verbsEagerMax, len(data))
 		h := wire.Header{Type: wire.Data, Length: uint64(end - s.sent), ID: s.recv, Offset: uint64(s.sent)}
 		if !p.postMessage(&h, data[s.sent:end]) {
@@ -553,15 +555,15 @@ func (p *verbsPeer) flush() bool {
 		s.sent = end
 		if s.sent == len(data) {
 			p.pushes = p.pushes[1:]
-			s.send.req.complete(Status{}, nil)
+			s.send.Req.Complete(Status{}, nil)
 		}
 	}
 	for _, z := range p.zcs {
 		for !z.final && z.inflight < verbsMaxWrites && p.sqUsed < verbsSendDepth {
-			n := min(p.d.writeChunk, len(z.send.payload)-z.posted)
-			last := z.posted+n == len(z.send.payload)
+			n := min(p.d.writeChunk, len(z.send.Payload)-z.posted)
+			last := z.posted+n == len(z.send.Payload)
 			wr := ibv.SendWR{WRID: wrID(wrWrite, p.rank, z.id), Op: ibv.OpWrite, Signaled: true,
-				SGE:        ibv.SGE{Addr: z.reg.AddrOf(z.send.payload) + uint64(z.posted), Length: uint32(n), LKey: z.reg.LKey()},
+				SGE:        ibv.SGE{Addr: z.reg.AddrOf(z.send.Payload) + uint64(z.posted), Length: uint32(n), LKey: z.reg.LKey()},
 				RemoteAddr: z.raddr + uint64(z.posted), RKey: z.rkey}
 			if last {
 				if p.credits() <= 0 || len(p.pend) > 0 {
@@ -647,13 +649,13 @@ func (p *verbsPeer) linkFailed(cause error) {
 // lost to the world (liveness.go), which closes the TCP link so the peer learns too. It takes no transport lock (the TCP side calls it when the peer dies);
 // the poller then abandons what was queued.
 func (p *verbsPeer) fail(cause error) {
-	p.mu.Lock()
-	sends, recvs, first := p.markFailed(cause)
-	p.mu.Unlock()
+	p.Mu.Lock()
+	sends, recvs, first := p.MarkFailed(cause)
+	p.Mu.Unlock()
 	if !first {
 		return
 	}
-	p.failPending(cause, sends, recvs)
+	p.FailPending(cause, sends, recvs)
 	p.t.w.lose(p.rank, cause)
 	p.t.nudge()
 }
@@ -674,15 +676,15 @@ func (p *verbsPeer) abandon(cause error) {
 	p.t.qmu.Unlock()
 	for _, o := range queued {
 		if o.req != nil {
-			o.req.complete(Status{}, perr)
+			o.req.Complete(Status{}, perr)
 		}
 	}
 	for _, s := range p.pushes {
-		s.send.req.complete(Status{}, perr)
+		s.send.Req.Complete(Status{}, perr)
 	}
 	for _, z := range p.zcs {
 		p.d.cache.Release(z.reg)
-		z.send.req.complete(Status{}, perr)
+		z.send.Req.Complete(Status{}, perr)
 	}
 	for _, reg := range p.zcRegs {
 		p.d.cache.Release(reg)
@@ -692,9 +694,9 @@ func (p *verbsPeer) abandon(cause error) {
 	clear(p.zcRegs)
 }
 
-// peerLost is the world reporting the peer gone (liveness.go). What the peer sent before it
+// PeerLost is the world reporting the peer gone (liveness.go). What the peer sent before it
 // went is taken first (it may sit in the completion queue), as the other transports do.
-func (t *verbsTransport) peerLost(rank int, cause error) {
+func (t *verbsTransport) PeerLost(rank int, cause error) {
 	p := t.peers[rank]
 	if p == nil || p.failure() != nil {
 		return // this side failed the link first (and closed the TCP link itself)
@@ -705,13 +707,13 @@ func (t *verbsTransport) peerLost(rank int, cause error) {
 	p.fail(cause)
 }
 
-// poll drives progress while the caller waits for r: polling first, then naps that grow to a
+// Poll drives progress while the caller waits for r: polling first, then naps that grow to a
 // millisecond, so a long wait costs little CPU.
-func (t *verbsTransport) poll(r *Request) {
+func (t *verbsTransport) Poll(r *Request) {
 	nap := 10 * time.Microsecond
 	var timer *time.Timer
 	var done <-chan struct{}
-	for spins := 0; !r.finished() && !t.stopping.Load(); spins++ {
+	for spins := 0; !r.Finished() && !t.stopping.Load(); spins++ {
 		if t.mu.TryLock() {
 			did := t.progressLocked()
 			t.mu.Unlock()
@@ -720,10 +722,10 @@ func (t *verbsTransport) poll(r *Request) {
 				continue
 			}
 		}
-		if spins < 100 && !r.patient {
+		if spins < 100 && !r.Patient {
 			if t.tcp.oversubscribed {
 				// The core may be the one a peer on this host needs.
-				osYield()
+				shm.Yield()
 			} else {
 				runtime.Gosched()
 			}
@@ -745,8 +747,8 @@ func (t *verbsTransport) poll(r *Request) {
 	}
 }
 
-// kick: waiters sleep on their request's channel, which completion closes.
-func (t *verbsTransport) kick() {}
+// Kick: waiters sleep on their request's channel, which completion closes.
+func (t *verbsTransport) Kick() {}
 
 // loop makes progress nobody waits for and runs the timers.
 func (t *verbsTransport) loop() {
@@ -800,9 +802,9 @@ func (t *verbsTransport) idle() bool {
 	return true
 }
 
-// finalize closes the transport once what was posted completed; abandon at once.
-func (t *verbsTransport) finalize() error { t.shutdown(true); return nil }
-func (t *verbsTransport) abandon(error)   { t.shutdown(false) }
+// Finalize closes the transport once what was posted completed; Abandon at once.
+func (t *verbsTransport) Finalize() error { t.shutdown(true); return nil }
+func (t *verbsTransport) Abandon(error)   { t.shutdown(false) }
 
 // shutdown closes the transport. Graceful (Finalize): first everything posted completes (on RC
 // the peer's adapter has it), within the peer timeout.

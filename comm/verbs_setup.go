@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/internal/ibv"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 
@@ -102,7 +103,7 @@ func setupVerbs(w *world, t *tcpTransport, id identity) (_ *verbsTransport, err 
 			continue
 		}
 		d := devOf[r]
-		p := &verbsPeer{t: vt, d: d, rank: r, rendezvous: newRendezvous(r), zcRecvs: map[uint32]uint64{}, zcRegs: map[uint64]*verbs.RegEntry{}}
+		p := &verbsPeer{t: vt, d: d, rank: r, Rendezvous: core.NewRendezvous(r), zcRecvs: map[uint32]uint64{}, zcRegs: map[uint64]*verbs.RegEntry{}}
 		if p.qp, err = d.pd.CreateQP(typ, d.cq, verbsSendDepth+4, verbsCredits); err != nil {
 			if errors.Is(err, syscall.EBUSY) {
 				// Seen on Thunderbolt RDMA: about ten queue pairs per device (ml-explore/mlx #4209).

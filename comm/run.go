@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/inproc"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -23,22 +25,6 @@ func runNetTransports() []string {
 	}
 	return names
 }
-
-// inprocTransport connects goroutine ranks of one process: a send goes straight to the
-// destination's engine.
-type inprocTransport struct {
-	self    int
-	engines []*engine
-}
-
-func (t *inprocTransport) send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
-	deliverLocal(t.engines[dst], t.self, ctx, tag, payload, req)
-}
-
-// Goroutine ranks fail and end together under Run, which reports their losses itself.
-func (t *inprocTransport) peerLost(rank int, cause error) {}
-func (t *inprocTransport) finalize() error                { return nil }
-func (t *inprocTransport) abandon(cause error)            {}
 
 // errReturned is the cause other ranks see when a goroutine rank's function returned.
 var errReturned = errors.New("rank's function returned")
@@ -70,7 +56,7 @@ func Run(n int, fn func(c *Comm) error) error {
 		hostIDs[r] = hostID()
 	}
 	worlds := make([]*world, n)
-	engines := make([]*engine, n)
+	engines := make([]*core.Engine, n)
 	for r := range worlds {
 		worlds[r] = newWorld(r, n, host, hostIDs)
 		engines[r] = worlds[r].eng
@@ -90,7 +76,7 @@ func Run(n int, fn func(c *Comm) error) error {
 	var wg sync.WaitGroup
 	for r := 0; r < n; r++ {
 		w := worlds[r]
-		w.useOnly(&inprocTransport{self: r, engines: engines})
+		w.useOnly(&inproc.Transport{Self: r, Engines: engines})
 		w.abort = func(rank, code int) {
 			mu.Lock()
 			aborted[rank] = true
@@ -126,7 +112,7 @@ func Run(n int, fn func(c *Comm) error) error {
 						w.lose(r, cause)
 					}
 				}
-				engines[r].shutdown(fmt.Errorf("rank %d: %w", r, cause))
+				engines[r].Shutdown(fmt.Errorf("rank %d: %w", r, cause))
 			}()
 			err = fn(newComm(w, worldCtx, nil))
 		}()

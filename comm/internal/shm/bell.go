@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package comm
+package shm
 
 import (
 	"errors"
@@ -19,16 +19,16 @@ import (
 // it armed after writing a record disarms it and writes one byte into the pipe. Patient
 // waiters (Comm.Patient) leave their progress to that goroutine. Naps, the alternative, wake
 // up to a thousand times a second, and on a host whose cores all compute each wake preempts a
-// computing thread; a futex sleep holds a processor (see shmPatientNapMin in shm.go).
-type shmBell struct {
-	path   string
+// computing thread; a futex sleep holds a processor (see shmPatientNapMin in comm/shm.go).
+type Bell struct {
+	Path   string
 	reader *os.File // in the network poller: a read parks the goroutine
 	self   int      // a write end of our own: shutdown rings it, and it keeps EOF away
 	broken atomic.Bool
 }
 
-// createBell makes the owner's pipe; nil (naps instead) where the directory cannot hold one.
-func createBell(segPath string) *shmBell {
+// CreateBell makes the owner's pipe; nil (naps instead) where the directory cannot hold one.
+func CreateBell(segPath string) *Bell {
 	path := segPath + ".bell"
 	if err := unix.Mkfifo(path, 0o600); err != nil {
 		return nil
@@ -53,7 +53,7 @@ func createBell(segPath string) *shmBell {
 		os.Remove(path)
 		return nil
 	}
-	return &shmBell{path: path, reader: reader, self: wfd}
+	return &Bell{Path: path, reader: reader, self: wfd}
 }
 
 // openBellWriter opens a write end of a peer's (or our own) bell pipe.
@@ -61,9 +61,9 @@ func openBellWriter(path string) (int, error) {
 	return unix.Open(path, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 }
 
-// openPeerBell opens the write end of a peer's doorbell, given the path the peer sent: only its
+// OpenPeerBell opens the write end of a peer's doorbell, given the path the peer sent: only its
 // segment's name with the bell's suffix, and only a named pipe (never a file to write into).
-func openPeerBell(path, segPath string) (int, error) {
+func OpenPeerBell(path, segPath string) (int, error) {
 	if path != segPath+".bell" {
 		return -1, fmt.Errorf("doorbell %q is not beside segment %q", path, segPath)
 	}
@@ -79,16 +79,19 @@ func openPeerBell(path, segPath string) (int, error) {
 	return fd, nil
 }
 
-// ringFD writes the byte that wakes the bell's sleeper. A full pipe already holds a wake.
-func ringFD(fd int) {
+// RingFD writes the byte that wakes the bell's sleeper. A full pipe already holds a wake.
+func RingFD(fd int) {
 	var b = [1]byte{1}
 	unix.Write(fd, b[:])
 }
 
+// Ring wakes the bell's own sleeper (shutdown: the owner stops waiting).
+func (b *Bell) Ring() { RingFD(b.self) }
+
 // wait sleeps until a byte comes or the timeout passes, and consumes what came (a stale byte
 // only costs one more look at the rings). It reports false once the pipe failed, after which
 // the caller naps instead.
-func (b *shmBell) wait(timeout time.Duration) bool {
+func (b *Bell) Wait(timeout time.Duration) bool {
 	if b.broken.Load() {
 		return false
 	}
@@ -102,7 +105,7 @@ func (b *shmBell) wait(timeout time.Duration) bool {
 }
 
 // close releases the pipe; its name went with the segment's.
-func (b *shmBell) close() {
+func (b *Bell) Close() {
 	b.reader.Close()
 	unix.Close(b.self)
 }

@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package comm
+package shm
 
 import (
 	"encoding/binary"
@@ -20,7 +20,7 @@ import (
 // A shared-memory segment belongs to one rank (its owner, the consumer): it holds, per peer rank
 // on the same host that sends to it, one single-producer single-consumer ring and one fastbox
 // (a small ring of the same format for small messages, whose few cache lines stay in the two
-// cores' caches where the large ring's laps would not; shm.go says when each is used), and the
+// cores' caches where the large ring's laps would not; comm/shm.go says when each is used), and the
 // owner's wake-up word. The owner creates it; peers map it, write into their own ring, and the
 // owner unlinks the file as soon as every peer has mapped it, so a crash leaves nothing behind.
 //
@@ -34,10 +34,15 @@ import (
 //	40   fastbox capacity u64 (a power of two)
 //	64   wake sequence u32 (futex word: bumped by producers after each record)
 //	128  owner's sleeping threads u32 (producers issue a futex wake when it is not 0)
-//	136  owner's doorbell armed u32 (a producer that swaps it from 1 to 0 rings the bell; shm_bell.go)
+//	136  owner's doorbell armed u32 (a producer that swaps it from 1 to 0 rings the bell; bell.go)
 //	192  producer world rank of ring i, u32 each
 //	...  per producer: its ring, ringHeader bytes (consumer head at +0, producer tail at +64) then
 //	     capacity bytes of records (see tryWrite); then its fastbox, laid out the same
+//
+// EagerLimit is the largest eager message a ring record carries: larger messages go by
+// request-to-send, and a record claiming more is malformed.
+const EagerLimit = 16 << 10
+
 const (
 	segMagic      = "GRSHM001"
 	segVersion    = 4
@@ -55,31 +60,33 @@ const (
 	segRingsAlign = 4096
 )
 
-type segment struct {
-	path   string
+// Segment is a mapped shared-memory segment (see the layout above): Wake, Sleep and Bell
+// point at its owner's wake-up words.
+type Segment struct {
+	Path   string
 	mem    []byte
 	nrings int
 	cap    uint64
 	fcap   uint64 // fastbox capacity
 	pid    int
-	wake   *uint32
-	sleep  *uint32
-	bell   *uint32
-	rings  []*ring
-	fast   []*ring // fast[i]: the fastbox of the producer of rings[i]
+	Wake   *uint32
+	Sleep  *uint32
+	Bell   *uint32
+	rings  []*Ring
+	fast   []*Ring // fast[i]: the fastbox of the producer of rings[i]
 }
 
 // ring is one SPSC queue of variable-size records inside a segment.
-type ring struct {
+type Ring struct {
 	head *uint64 // consumer position (bytes consumed, ever)
 	tail *uint64 // producer position (bytes produced, ever)
 	data []byte
 	cap  uint64
-	mu   sync.Mutex // serializes this process's producers (several goroutines may send)
+	Mu   sync.Mutex // serializes this process's producers (several goroutines may send)
 	// fast: a fastbox, which holds eager records only.
 	fast bool
 
-	// Process-local copies: the producer's (under mu) and the consumer's (under the
+	// Process-local copies: the producer's (under Mu) and the consumer's (under the
 	// transport's pollMu) own positions, and the head as the producer last read it.
 	prodTail, headCache uint64
 	consHead            uint64
@@ -107,7 +114,9 @@ func segSize(nrings int, capacity, fastCap uint64) int {
 
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
 
-func createSegment(jobID string, rank int, producers []int, capacity, fastCap uint64, jobHash uint64) (*segment, error) {
+// CreateSegment creates, sizes and maps this rank's segment, with one ring and one fastbox per
+// producer rank; the caller unlinks its file once every producer has mapped it.
+func CreateSegment(jobID string, rank int, producers []int, capacity, fastCap uint64, jobHash uint64) (*Segment, error) {
 	path := filepath.Join(jobenv.SegmentDir(), fmt.Sprintf("%s%d", jobenv.SegmentPrefix(jobID), rank))
 	size := segSize(len(producers), capacity, fastCap)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
@@ -143,8 +152,8 @@ func createSegment(jobID string, rank int, producers []int, capacity, fastCap ui
 	return s, nil
 }
 
-// openSegment maps a peer's segment and validates its header before touching anything else.
-func openSegment(path string, ownerPID int, jobHash uint64) (*segment, error) {
+// OpenSegment maps a peer's segment and validates its header before touching anything else.
+func OpenSegment(path string, ownerPID int, jobHash uint64) (*Segment, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening peer segment: %w", err)
@@ -171,7 +180,7 @@ func openSegment(path string, ownerPID int, jobHash uint64) (*segment, error) {
 
 // parseSegment checks a mapped segment's header against its length (a corrupt or truncated
 // header is an error, never a wild read) and builds its rings.
-func parseSegment(path string, mem []byte, ownerPID int, jobHash uint64) (*segment, error) {
+func parseSegment(path string, mem []byte, ownerPID int, jobHash uint64) (*Segment, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("shared-memory segment %s: %s", path, fmt.Sprintf(format, args...))
 	}
@@ -202,10 +211,10 @@ func parseSegment(path string, mem []byte, ownerPID int, jobHash uint64) (*segme
 	if jh := binary.LittleEndian.Uint64(mem[32:]); jh != jobHash {
 		return nil, bad("belongs to another job")
 	}
-	s := &segment{path: path, mem: mem, nrings: n, cap: capacity, fcap: fcap, pid: ownerPID,
-		wake:  (*uint32)(unsafe.Pointer(&mem[segWakeOff])),
-		sleep: (*uint32)(unsafe.Pointer(&mem[segSleepOff])),
-		bell:  (*uint32)(unsafe.Pointer(&mem[segBellOff])),
+	s := &Segment{Path: path, mem: mem, nrings: n, cap: capacity, fcap: fcap, pid: ownerPID,
+		Wake:  (*uint32)(unsafe.Pointer(&mem[segWakeOff])),
+		Sleep: (*uint32)(unsafe.Pointer(&mem[segSleepOff])),
+		Bell:  (*uint32)(unsafe.Pointer(&mem[segBellOff])),
 	}
 	off := alignUp(segTableOff+4*n, segRingsAlign)
 	for i := 0; i < n; i++ {
@@ -219,8 +228,8 @@ func parseSegment(path string, mem []byte, ownerPID int, jobHash uint64) (*segme
 }
 
 // mapRing is the ring of the given capacity whose header starts at mem[base].
-func mapRing(mem []byte, base int, capacity uint64) *ring {
-	rg := &ring{
+func mapRing(mem []byte, base int, capacity uint64) *Ring {
+	rg := &Ring{
 		head: (*uint64)(unsafe.Pointer(&mem[base])),
 		tail: (*uint64)(unsafe.Pointer(&mem[base+64])),
 		data: mem[base+ringHeader : base+ringHeader+int(capacity) : base+ringHeader+int(capacity)],
@@ -235,25 +244,30 @@ func mapRing(mem []byte, base int, capacity uint64) *ring {
 }
 
 // ringFrom returns the ring and the fastbox in s that world rank producer writes into.
-func (s *segment) ringFrom(producer int) (*ring, *ring, error) {
+func (s *Segment) RingFrom(producer int) (*Ring, *Ring, error) {
 	for i := 0; i < s.nrings; i++ {
 		if int(binary.LittleEndian.Uint32(s.mem[segTableOff+4*i:])) == producer {
 			return s.rings[i], s.fast[i], nil
 		}
 	}
-	return nil, nil, fmt.Errorf("shared-memory segment %s has no ring for rank %d", s.path, producer)
+	return nil, nil, fmt.Errorf("shared-memory segment %s has no ring for rank %d", s.Path, producer)
 }
 
-func (s *segment) close() {
+// Close unmaps the segment.
+func (s *Segment) Close() {
 	if s.mem != nil {
 		unix.Munmap(s.mem)
 		s.mem = nil
 	}
 }
 
+// Drained reports whether the consumer has taken every record this process produced (one
+// load of the consumer's head). The caller holds r.Mu.
+func (r *Ring) Drained() bool { return atomic.LoadUint64(r.head) == r.prodTail }
+
 // maxRecord is the largest record (stamp, header and payload) a ring of this capacity takes: a
 // quarter of it, so that a full-size record always fits once the consumer has caught up.
-func (r *ring) maxRecord() int { return int(r.cap / 4) }
+func (r *Ring) MaxRecord() int { return int(r.cap / 4) }
 
 // A record is a stamp word, a frame header and the payload, padded to recordAlign. The producer
 // writes the stamp last: it is the record's position in the ring plus one, so the consumer polls
@@ -267,21 +281,21 @@ func (r *ring) maxRecord() int { return int(r.cap / 4) }
 // line with its stamp: the consumer that sees the stamp has the message.
 const (
 	recordStamp  = 8
-	recordHeader = recordStamp + wire.HeaderSize
+	RecordHeader = recordStamp + wire.HeaderSize
 	fastHeader   = 24
 	fastRecord   = recordStamp + fastHeader
 )
 
 // hdrLen is how many bytes precede a record's payload in r (stamp and header).
-func (r *ring) hdrLen() uint64 {
+func (r *Ring) hdrLen() uint64 {
 	if r.fast {
 		return fastRecord
 	}
-	return recordHeader
+	return RecordHeader
 }
 
 // size is the ring space a record of n payload bytes takes in r.
-func (r *ring) size(n uint64) uint64 { return (r.hdrLen() + n + recordAlign - 1) &^ (recordAlign - 1) }
+func (r *Ring) size(n uint64) uint64 { return (r.hdrLen() + n + recordAlign - 1) &^ (recordAlign - 1) }
 
 // putFast writes an eager or pad record's header in a fastbox's format.
 func putFast(b []byte, h *wire.Header) {
@@ -293,14 +307,14 @@ func putFast(b []byte, h *wire.Header) {
 
 // parseFast validates a fastbox record's header: an eager message within the fastbox's
 // largest record, or a pad within the fastbox.
-func parseFast(b []byte, r *ring) (wire.Header, error) {
+func parseFast(b []byte, r *Ring) (wire.Header, error) {
 	h := wire.Header{Type: b[0], Flags: b[1], Tag: int32(binary.LittleEndian.Uint32(b[4:])),
 		Ctx: binary.LittleEndian.Uint64(b[8:]), Length: binary.LittleEndian.Uint64(b[16:])}
 	switch {
 	case h.Flags != 0 || b[2] != 0 || b[3] != 0:
 		return h, fmt.Errorf("fastbox record with flags or reserved bytes %#x %#x %#x", b[1], b[2], b[3])
 	case h.Type == wire.Eager:
-		if h.Tag < 0 || int(h.Tag) >= MaxTag || h.Length > uint64(r.maxRecord()-fastRecord) {
+		if h.Tag < 0 || int(h.Tag) >= wire.MaxTag || h.Length > uint64(r.MaxRecord()-fastRecord) {
 			return h, fmt.Errorf("fastbox message of %d bytes (tag %d) out of range", h.Length, h.Tag)
 		}
 	case h.Type == wire.Pad:
@@ -314,8 +328,8 @@ func parseFast(b []byte, r *ring) (wire.Header, error) {
 }
 
 // tryWrite appends one record (header and payload), or reports false when the ring lacks
-// room. The caller holds r.mu.
-func (r *ring) tryWrite(h *wire.Header, payload []byte) bool {
+// room. The caller holds r.Mu.
+func (r *Ring) TryWrite(h *wire.Header, payload []byte) bool {
 	need, hl := r.size(uint64(len(payload))), r.hdrLen()
 	tail := r.prodTail
 	idx := tail % r.cap
@@ -348,32 +362,32 @@ func (r *ring) tryWrite(h *wire.Header, payload []byte) bool {
 }
 
 // putHeader writes the header of the record at idx.
-func (r *ring) putHeader(idx uint64, h *wire.Header) {
+func (r *Ring) putHeader(idx uint64, h *wire.Header) {
 	if r.fast {
 		putFast(r.data[idx+recordStamp:idx+fastRecord], h)
 		return
 	}
-	h.Put(r.data[idx+recordStamp : idx+recordHeader])
+	h.Put(r.data[idx+recordStamp : idx+RecordHeader])
 }
 
 // stamp publishes the record at idx, produced at position pos (after its contents: the atomic
 // store orders them before it).
-func (r *ring) stamp(idx, pos uint64) {
+func (r *Ring) stamp(idx, pos uint64) {
 	atomic.StoreUint64((*uint64)(unsafe.Pointer(&r.data[idx])), pos+1)
 }
 
 // ready reports whether a record waits at the consumer's position (one load of the line the
 // next record starts in).
-func (r *ring) ready() bool {
+func (r *Ring) Ready() bool {
 	head := r.consHead
 	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.data[head%r.cap]))) == head+1
 }
 
 // peek returns the next record, or ok=false when the ring is empty. The record's bytes stay
 // valid until advance. A record that does not fit the ring's bounds is an error.
-func (r *ring) peek() (h wire.Header, payload []byte, ok bool, err error) {
+func (r *Ring) Peek() (h wire.Header, payload []byte, ok bool, err error) {
 	for {
-		if !r.ready() {
+		if !r.Ready() {
 			return h, nil, false, nil
 		}
 		head := r.consHead
@@ -405,16 +419,16 @@ func (r *ring) peek() (h wire.Header, payload []byte, ok bool, err error) {
 }
 
 // advance consumes the record peek returned.
-func (r *ring) advance(h wire.Header) {
+func (r *Ring) Advance(h wire.Header) {
 	r.consHead += r.size(recordPayload(h))
 	r.publish()
 }
 
 // publish stores the consumer's position for the producer. A ring's producer reads it to learn
-// that the ring is drained (see shmPeer.put), so every move is stored; a fastbox's reads it only
+// that the ring is drained (see comm's shmPeer.put), so every move is stored; a fastbox's reads it only
 // when it seems full, so a quarter of it at a time is enough (it then sees at most that much
 // less room), and the consumer saves a locked store per record.
-func (r *ring) publish() {
+func (r *Ring) publish() {
 	if r.fast && r.consHead-r.pubHead < r.cap/4 {
 		return
 	}
@@ -432,11 +446,11 @@ func recordPayload(h wire.Header) uint64 {
 	return 0
 }
 
-func (r *ring) empty() bool { return !r.ready() }
+func (r *Ring) empty() bool { return !r.Ready() }
 
 // parseShmHeader validates a ring record's header: the types the shared-memory protocol uses,
 // and lengths within what the ring can hold.
-func parseShmHeader(b []byte, r *ring) (wire.Header, error) {
+func parseShmHeader(b []byte, r *Ring) (wire.Header, error) {
 	switch b[0] {
 	case wire.Split, wire.Written:
 		h := wire.Header{Type: b[0], Flags: b[1], Ctx: binary.LittleEndian.Uint64(b[8:]), Length: binary.LittleEndian.Uint64(b[16:]),
@@ -450,7 +464,7 @@ func parseShmHeader(b []byte, r *ring) (wire.Header, error) {
 			var c [wire.HeaderSize]byte
 			copy(c[:], b)
 			c[1] = 0
-			h, err := wire.Parse(c[:], shmEagerLimit, uint64(r.maxRecord()-recordHeader))
+			h, err := wire.Parse(c[:], EagerLimit, uint64(r.MaxRecord()-RecordHeader))
 			h.Flags = wire.FlagSenderWaits
 			return h, err
 		}
@@ -461,5 +475,5 @@ func parseShmHeader(b []byte, r *ring) (wire.Header, error) {
 		}
 		return h, nil
 	}
-	return wire.Parse(b, shmEagerLimit, uint64(r.maxRecord()-recordHeader))
+	return wire.Parse(b, EagerLimit, uint64(r.MaxRecord()-RecordHeader))
 }

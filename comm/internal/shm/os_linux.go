@@ -1,4 +1,4 @@
-package comm
+package shm
 
 import (
 	"time"
@@ -7,9 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cmaRead copies len(dst) bytes at addr in process pid into dst (Linux cross-memory attach: one
+// CMARead copies len(dst) bytes at addr in process pid into dst (Linux cross-memory attach: one
 // copy, no intermediate buffer).
-func cmaRead(pid int, addr uint64, dst []byte) error {
+func CMARead(pid int, addr uint64, dst []byte) error {
 	for len(dst) > 0 {
 		local := []unix.Iovec{{Base: &dst[0]}}
 		local[0].SetLen(len(dst))
@@ -27,8 +27,8 @@ func cmaRead(pid int, addr uint64, dst []byte) error {
 	return nil
 }
 
-// cmaWrite copies src into process pid's memory at addr (the other direction of cmaRead).
-func cmaWrite(pid int, addr uint64, src []byte) error {
+// CMAWrite copies src into process pid's memory at addr (the other direction of CMARead).
+func CMAWrite(pid int, addr uint64, src []byte) error {
 	for len(src) > 0 {
 		local := []unix.Iovec{{Base: &src[0]}}
 		local[0].SetLen(len(src))
@@ -46,29 +46,31 @@ func cmaWrite(pid int, addr uint64, src []byte) error {
 	return nil
 }
 
-// allowCMA lets sibling ranks read this process's memory where the Yama LSM would otherwise
+// AllowCMA lets sibling ranks read this process's memory where the Yama LSM would otherwise
 // restrict ptrace-class access to descendants (ptrace_scope=1).
-func allowCMA() { unix.Prctl(unix.PR_SET_PTRACER, ^uintptr(0), 0, 0, 0) }
+func AllowCMA() { unix.Prctl(unix.PR_SET_PTRACER, ^uintptr(0), 0, 0, 0) }
 
 const (
 	futexWaitOp = 0 // FUTEX_WAIT, not the private variant: the word is shared between processes
 	futexWakeOp = 1
 )
 
-func futexWait(addr *uint32, val uint32, timeout time.Duration) {
+// FutexWait sleeps while *addr is val, at most timeout (a futex shared between processes).
+func FutexWait(addr *uint32, val uint32, timeout time.Duration) {
 	ts := unix.NsecToTimespec(timeout.Nanoseconds())
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
-func futexWake(addr *uint32) {
+// FutexWake wakes every thread sleeping in FutexWait on addr.
+func FutexWake(addr *uint32) {
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1<<30, 0, 0, 0)
 }
 
-// osYield gives the core to another thread of the machine: on an oversubscribed host the peer
+// Yield gives the core to another thread of the machine: on an oversubscribed host the peer
 // a waiter polls for may be waiting for this very core. It is a raw call: through the runtime's
 // syscall path, a yield that lasts the other task's whole turn lets sysmon take the processor
 // away, and getting it back costs more than the yield.
-func osYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+func Yield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // mapPopulate allocates and maps a segment's pages when it is mapped (see segPopulateMax).
 const mapPopulate = unix.MAP_POPULATE
