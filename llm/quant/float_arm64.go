@@ -11,10 +11,11 @@ import (
 )
 
 // The float paths on arm64: NEON kernels (float_arm64.s) for the F32/F16 weight rows, the F16
-// KV-cache attention and the F16 conversions, with Go tails for lengths that are not a
-// multiple of the kernels' step. The tails are plain `s += x*y`, which the Go compiler
-// fuses into FMADDS on arm64 (as FMLA does); TestFloatKernelsMatchTwins checks every length
-// 1..70 against twins written with an exactly rounded float32 fused multiply-add.
+// KV-cache attention and the F16 conversions. They and the Go tails here (lengths that are
+// not a multiple of a kernel's step) do the float operations of amd64's AVX2 kernels and
+// tails in the same order, so both give the same bits. The tails' products are wrapped in
+// float32(...) so that the compiler does not fuse them into the sums (it would on arm64; amd64
+// rounds each product); TestFloatKernelsMatchTwins checks every length 1..70.
 
 //go:noescape
 func dotF16NEON(a, b *byte, n int) float32
@@ -51,68 +52,109 @@ func gemmAsm(m *Matrix, xs []Vec, ys [][]float32, g0, g1 int) bool { return fals
 
 func quantizeQ8_0(src []float32, dst []byte) { quantizeQ8_0Generic(src, dst) }
 
-// dotF32 is the F32 weight row's dot product: 16 lanes by NEON, then the tail in order.
+// dotF32 is the F32 weight row's dot product: 32 lanes by NEON, then dotF32Tail.
 func dotF32(row []byte, x []float32) float32 {
 	n := len(x)
-	m := n &^ 15
+	m := n &^ 31
 	row = row[:4*n]
-	var s float32
-	if m > 0 {
-		s = dotF32NEON(&row[0], &x[0], m)
+	if m == 0 {
+		return dotF32Tail(row, x)
 	}
-	for i := m; i < n; i++ {
-		s += math.Float32frombits(binary.LittleEndian.Uint32(row[4*i:])) * x[i]
+	s := dotF32NEON(&row[0], &x[0], m)
+	if m < n {
+		s += dotF32Tail(row[4*m:], x[m:])
 	}
 	return s
 }
 
-// dotF16 is the F16 weight row's dot product with the activations as halves (DotF16's order).
+// dotF32Tail is dotF32Generic with every product rounded before it is added.
+func dotF32Tail(row []byte, x []float32) float32 {
+	var s0, s1, s2, s3 float32
+	n := len(x)
+	row = row[:4*n]
+	w := func(i int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(row[4*i:])) }
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		s0 += float32(w(i) * x[i])
+		s1 += float32(w(i+1) * x[i+1])
+		s2 += float32(w(i+2) * x[i+2])
+		s3 += float32(w(i+3) * x[i+3])
+	}
+	for ; i < n; i++ {
+		s0 += float32(w(i) * x[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// dotF16 is the F16 weight row's dot product with the activations as halves: 16 lanes by
+// NEON, then dotF16Tail.
 func dotF16(row []byte, x []uint16) float32 {
 	n := len(x)
+	m := n &^ 15
 	row = row[:2*n]
-	if n == 0 {
-		return 0
+	if m == 0 {
+		return dotF16Tail(row, x)
 	}
-	return dotHalves(&row[0], x)
+	s := dotF16NEON(&row[0], (*byte)(unsafe.Pointer(&x[0])), m)
+	if m < n {
+		s += dotF16Tail(row[2*m:], x[m:])
+	}
+	return s
+}
+
+// dotF16Tail is dotF16Generic with every product rounded before it is added.
+func dotF16Tail(row []byte, x []uint16) float32 {
+	var s0, s1 float32
+	n := len(x)
+	row = row[:2*n]
+	w := func(i int) float32 { return F16ToF32(binary.LittleEndian.Uint16(row[2*i:])) }
+	i := 0
+	for ; i+2 <= n; i += 2 {
+		s0 += float32(w(i) * F16ToF32(x[i]))
+		s1 += float32(w(i+1) * F16ToF32(x[i+1]))
+	}
+	for ; i < n; i++ {
+		s0 += float32(w(i) * F16ToF32(x[i]))
+	}
+	return s0 + s1
 }
 
 // DotF16 returns the dot product of two F16 vectors, accumulated in float32.
 func DotF16(a, b []uint16) float32 {
 	n := len(a)
-	b = b[:n]
-	if n == 0 {
-		return 0
-	}
-	return dotHalves((*byte)(unsafe.Pointer(&b[0])), a)
-}
-
-// dotHalves is the dot product of len(a) halves at p with a.
-func dotHalves(p *byte, a []uint16) float32 {
-	n := len(a)
 	m := n &^ 15
-	var s float32
-	if m > 0 {
-		s = dotF16NEON((*byte)(unsafe.Pointer(&a[0])), p, m)
+	b = b[:n]
+	if m == 0 {
+		return dotU16Tail(a, b)
 	}
+	s := dotF16NEON((*byte)(unsafe.Pointer(&a[0])), (*byte)(unsafe.Pointer(&b[0])), m)
 	if m < n {
-		b := unsafe.Slice((*uint16)(unsafe.Pointer(p)), n)
-		for i := m; i < n; i++ {
-			s += F16ToF32(a[i]) * F16ToF32(b[i])
-		}
+		s += dotU16Tail(a[m:], b[m:])
 	}
 	return s
 }
 
-// AxpyF16 adds a times the F16 vector v to out.
+// dotU16Tail is dotU16Generic with every product rounded before it is added.
+func dotU16Tail(a, b []uint16) float32 {
+	var s float32
+	b = b[:len(a)]
+	for i, x := range a {
+		s += float32(F16ToF32(x) * F16ToF32(b[i]))
+	}
+	return s
+}
+
+// AxpyF16 adds a times the F16 vector v to out: fused by NEON in steps of 8, the rest
+// rounded product then sum.
 func AxpyF16(out []float32, a float32, v []uint16) {
 	n := len(out)
-	m := n &^ 15
+	m := n &^ 7
 	v = v[:n]
 	if m > 0 {
 		axpyF16NEON(&out[0], a, (*byte)(unsafe.Pointer(&v[0])), m)
 	}
 	for i := m; i < n; i++ {
-		out[i] += a * F16ToF32(v[i])
+		out[i] += float32(a * F16ToF32(v[i]))
 	}
 }
 

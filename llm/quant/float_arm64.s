@@ -6,10 +6,11 @@
 // (dot products of a query with the cached keys, accumulation of the cached values) and the
 // F16 <-> F32 slice conversions. Halves are widened with FCVTL/FCVTL2 and narrowed with
 // FCVTN/FCVTN2 (ARMv8.0 NEON, no FP16 arithmetic); every product is accumulated with a fused
-// multiply-add (FMLA). The dot products keep 16 partial sums: element i of each block of 16
-// goes to lane i%4 of accumulator i/4 (V16..V19); DOTFOLD then adds them as
-// ((V16+V17)+(V18+V19)) lane by lane and the four lanes as (l0+l1)+(l2+l3). float_arm64.go
-// has the Go twins of these orders.
+// multiply-add (FMLA). The float operations and their order are those of the AVX2 kernels in
+// dot_amd64.s and attn_amd64.s, a ymm register being a pair of NEON registers: the F16 dot
+// products keep 16 partial sums (element i of a block of 16 in lane i%4 of accumulator
+// V16+i/4), the F32 one 32 (V16..V23), folded as the AVX2 kernels fold them (DOTFOLD,
+// DOTFOLD32). float_arm64_test.go has the Go twins.
 
 // Instructions the Go assembler has no mnemonic for, encoded by register number.
 #define FCVTL_4S(n, d) WORD $(0x0E217800 | (n<<5) | d)
@@ -47,11 +48,25 @@
 	FMLA_4S(22, 6, 18) \
 	FMLA_4S(23, 7, 19)
 
-// DOTFOLD: F0 = ((V16+V17)+(V18+V19)) summed over lanes as (l0+l1)+(l2+l3).
+// DOTFOLD: u = (V16+V18)+(V17+V19) (AVX2: the two 8-lane sums added, then the halves), F0 =
+// (u0+u1)+(u2+u3) (two horizontal adds).
 #define DOTFOLD \
-	FADD_4S(17, 16, 16) \
-	FADD_4S(19, 18, 18) \
 	FADD_4S(18, 16, 16) \
+	FADD_4S(19, 17, 17) \
+	FADD_4S(17, 16, 16) \
+	FADDP_4S(16, 16, 16) \
+	FADDP_S(16, 0)
+
+// DOTFOLD32: u = ((V16+V18)+(V20+V22)) + ((V17+V19)+(V21+V23)) (AVX2: (Y0+Y1)+(Y2+Y3), then
+// the halves), F0 = (u0+u1)+(u2+u3).
+#define DOTFOLD32 \
+	FADD_4S(18, 16, 16) \
+	FADD_4S(19, 17, 17) \
+	FADD_4S(22, 20, 20) \
+	FADD_4S(23, 21, 21) \
+	FADD_4S(20, 16, 16) \
+	FADD_4S(21, 17, 17) \
+	FADD_4S(17, 16, 16) \
 	FADDP_4S(16, 16, 16) \
 	FADDP_S(16, 0)
 
@@ -72,23 +87,33 @@ f16loop:
 	RET
 
 // func dotF32NEON(w *byte, x *float32, n int) float32
-// n is a positive multiple of 16.
+// n is a positive multiple of 32.
 TEXT ·dotF32NEON(SB), NOSPLIT, $0-28
 	MOVD w+0(FP), R0
 	MOVD x+8(FP), R1
 	MOVD n+16(FP), R2
 	ZERO4
+	ZERO(20)
+	ZERO(21)
+	ZERO(22)
+	ZERO(23)
 
 f32loop:
 	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VLD1.P 64(R1), [V4.S4, V5.S4, V6.S4, V7.S4]
-	FMLA_4S(4, 0, 16)
-	FMLA_4S(5, 1, 17)
-	FMLA_4S(6, 2, 18)
-	FMLA_4S(7, 3, 19)
-	SUBS $16, R2, R2
+	VLD1.P 64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD1.P 64(R1), [V24.S4, V25.S4, V26.S4, V27.S4]
+	VLD1.P 64(R1), [V28.S4, V29.S4, V30.S4, V31.S4]
+	FMLA_4S(24, 0, 16)
+	FMLA_4S(25, 1, 17)
+	FMLA_4S(26, 2, 18)
+	FMLA_4S(27, 3, 19)
+	FMLA_4S(28, 4, 20)
+	FMLA_4S(29, 5, 21)
+	FMLA_4S(30, 6, 22)
+	FMLA_4S(31, 7, 23)
+	SUBS $32, R2, R2
 	BNE f32loop
-	DOTFOLD
+	DOTFOLD32
 	FMOVS F0, ret+24(FP)
 	RET
 
@@ -105,19 +130,34 @@ f32loop:
 	FMLA_4S_S0(31, 7, 11)
 
 // func axpyF16NEON(out *float32, a float32, v *byte, n int)
-// out[i] += a*v[i] (fused) for i < n, n a positive multiple of 16.
+// out[i] += a*v[i] (fused) for i < n, n a positive multiple of 8.
 TEXT ·axpyF16NEON(SB), NOSPLIT, $0-32
 	MOVD out+0(FP), R0
 	FMOVS a+8(FP), F31
 	MOVD v+16(FP), R1
 	MOVD n+24(FP), R2
+	CMP $16, R2
+	BLT ax8
 
 axloop:
 	VLD1 (R0), [V8.S4, V9.S4, V10.S4, V11.S4]
 	AXPY16(R1)
 	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R0)
-	SUBS $16, R2, R2
-	BNE axloop
+	SUB $16, R2, R2
+	CMP $16, R2
+	BGE axloop
+
+ax8:
+	CBZ R2, axdone
+	VLD1 (R0), [V8.S4, V9.S4]
+	VLD1 (R1), [V0.H8]
+	FCVTL_4S(0, 4)
+	FCVTL2_4S(0, 5)
+	FMLA_4S_S0(31, 4, 8)
+	FMLA_4S_S0(31, 5, 9)
+	VST1 [V8.S4, V9.S4], (R0)
+
+axdone:
 	RET
 
 // func dotF16RowsNEON(q, k *uint16, stride, n, hd int, scale float32, out *float32) float32

@@ -30,29 +30,85 @@ func fma32(a, b, c float32) float32 {
 	return float32(s)
 }
 
-// The twins of float_arm64.s: 16 lanes (element i of a block of 16 in lane i%16), folded as
-// the kernels do, then the tail in order, every step one fused multiply-add.
-func twinDot(a, b []float32) float32 {
-	var l [16]float32
-	n := len(a)
-	m := n &^ 15
+// mul32 is a*b rounded once to float32 (the float64 product of two float32s is exact).
+func mul32(a, b float32) float32 { return float32(float64(a) * float64(b)) }
+
+// The twins of float_arm64.s and its Go tails, written from the AVX2 kernels' operations:
+// lanes partial sums (element i in lane i%lanes, one fused multiply-add each) over the first
+// m = len(a) rounded down to a multiple of lanes, folded as eight-lane registers are
+// ((y0+y1) or ((y0+y1)+(y2+y3)), then the two halves, then two horizontal adds).
+func twinLanes(a, b []float32, lanes int) (float32, int) {
+	m := len(a) &^ (lanes - 1)
+	if m == 0 {
+		return 0, 0
+	}
+	l := make([]float32, lanes)
 	for i := 0; i < m; i++ {
-		l[i%16] = fma32(a[i], b[i], l[i%16])
+		l[i%lanes] = fma32(a[i], b[i], l[i%lanes])
 	}
-	var v [4]float32
-	for j := range v {
-		v[j] = (l[j] + l[4+j]) + (l[8+j] + l[12+j])
+	var v8 [8]float32
+	for j := range v8 {
+		if lanes == 16 {
+			v8[j] = l[j] + l[8+j]
+		} else {
+			v8[j] = (l[j] + l[8+j]) + (l[16+j] + l[24+j])
+		}
 	}
-	s := (v[0] + v[1]) + (v[2] + v[3])
-	for i := m; i < n; i++ {
-		s = fma32(a[i], b[i], s)
+	var u [4]float32
+	for j := range u {
+		u[j] = v8[j] + v8[4+j]
+	}
+	return (u[0] + u[1]) + (u[2] + u[3]), m
+}
+
+// twinTail sums rounded products in k lanes (dotU16Generic: 1, dotF16Generic: 2,
+// dotF32Generic: 4), lanes added as those functions add them.
+func twinTail(a, b []float32, k int) float32 {
+	var l [4]float32
+	i := 0
+	for ; i+k <= len(a); i += k {
+		for j := 0; j < k; j++ {
+			l[j] += mul32(a[i+j], b[i+j])
+		}
+	}
+	for ; i < len(a); i++ {
+		l[0] += mul32(a[i], b[i])
+	}
+	switch k {
+	case 1:
+		return l[0]
+	case 2:
+		return l[0] + l[1]
+	}
+	return (l[0] + l[1]) + (l[2] + l[3])
+}
+
+func twinDot(a, b []float32, lanes, k int) float32 {
+	s, m := twinLanes(a, b, lanes)
+	if m == 0 {
+		return twinTail(a, b, k)
+	}
+	if m < len(a) {
+		s += twinTail(a[m:], b[m:], k)
 	}
 	return s
 }
 
+// The three dot products: DotF16, the F16 weight row, the F32 weight row.
+func twinDotF16(a, b []float32) float32    { return twinDot(a, b, 16, 1) }
+func twinDotF16Row(a, b []float32) float32 { return twinDot(a, b, 16, 2) }
+func twinDotF32(a, b []float32) float32    { return twinDot(a, b, 32, 4) }
+
+// twinAxpy: fused in the first len(out) rounded down to a multiple of 8, then rounded product
+// plus out.
 func twinAxpy(out []float32, a float32, v []float32) {
+	m := len(out) &^ 7
 	for i := range out {
-		out[i] = fma32(a, v[i], out[i])
+		if i < m {
+			out[i] = fma32(a, v[i], out[i])
+		} else {
+			out[i] += mul32(a, v[i])
+		}
 	}
 }
 
@@ -152,8 +208,8 @@ func TestFMA32Exact(t *testing.T) {
 	}
 }
 
-// Every NEON float kernel bit for bit with its twin: lengths 1..70 (tails of every size),
-// random and extreme values.
+// Every NEON float kernel bit for bit with its twin: lengths 1..70 (tails of every size, the
+// kernels' steps being 8, 16 and 32), random and extreme values.
 func TestFloatKernelsMatchTwins(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	for n := 1; n <= 70; n++ {
@@ -161,14 +217,14 @@ func TestFloatKernelsMatchTwins(t *testing.T) {
 			ext := trial >= 3
 			a, b := randHalves(r, n, ext), randHalves(r, n, ext)
 			fa, fb := widen(a), widen(b)
-			if got, want := DotF16(a, b), twinDot(fa, fb); !sameFloat(got, want) {
+			if got, want := DotF16(a, b), twinDotF16(fa, fb); !sameFloat(got, want) {
 				t.Fatalf("DotF16 n=%d trial %d: %v, twin %v", n, trial, got, want)
 			}
 			row := make([]byte, 2*n)
 			for i, h := range a {
 				binary.LittleEndian.PutUint16(row[2*i:], h)
 			}
-			if got, want := dotF16(row, b), twinDot(fa, fb); !sameFloat(got, want) {
+			if got, want := dotF16(row, b), twinDotF16Row(fa, fb); !sameFloat(got, want) {
 				t.Fatalf("dotF16 n=%d trial %d: %v, twin %v", n, trial, got, want)
 			}
 
@@ -188,7 +244,7 @@ func TestFloatKernelsMatchTwins(t *testing.T) {
 			for i, f := range w {
 				binary.LittleEndian.PutUint32(wb[4*i:], math.Float32bits(f))
 			}
-			if got, want := dotF32(wb, x), twinDot(w, x); !sameFloat(got, want) {
+			if got, want := dotF32(wb, x), twinDotF32(w, x); !sameFloat(got, want) {
 				t.Fatalf("dotF32 n=%d trial %d: %v, twin %v", n, trial, got, want)
 			}
 
@@ -239,7 +295,7 @@ func TestF16RowsMatchTwins(t *testing.T) {
 				AxpyF16Rows(acc, w, cache, stride, off)
 				for p := 0; p < n; p++ {
 					kv := widen(cache[p*stride+off : p*stride+off+hd])
-					d := twinDot(fq, kv) * scale
+					d := twinDotF16(fq, kv) * scale
 					if !sameFloat(got[p], d) {
 						t.Fatalf("hd=%d n=%d trial %d: DotF16Rows[%d] = %v, twin %v", hd, n, trial, p, got[p], d)
 					}
@@ -263,7 +319,7 @@ func TestF16RowsMatchTwins(t *testing.T) {
 func TestFloatMatVecMatchesTwin(t *testing.T) {
 	r := rand.New(rand.NewPCG(27, 28))
 	for _, typ := range []gguf.Type{gguf.F32, gguf.F16} {
-		for _, cols := range []int{16, 33, 64, 100} {
+		for _, cols := range []int{16, 33, 64, 100, 130} {
 			rows := 9
 			src := randF32s(r, rows*cols, false)
 			data := make([]byte, rows*cols*typ.TypeSize())
@@ -280,11 +336,11 @@ func TestFloatMatVecMatchesTwin(t *testing.T) {
 			for i := 0; i < rows; i++ {
 				var want float32
 				if typ == gguf.F32 {
-					want = twinDot(src[i*cols:(i+1)*cols], xf)
+					want = twinDotF32(src[i*cols:(i+1)*cols], xf)
 				} else {
 					w := make([]float32, cols)
 					Dequantize(typ, m.Row(i), w)
-					want = twinDot(w, widen(x.U16))
+					want = twinDotF16Row(w, widen(x.U16))
 				}
 				if y[i] != want {
 					t.Fatalf("%s cols=%d row %d: MatVec %v, twin %v", typ, cols, i, y[i], want)
