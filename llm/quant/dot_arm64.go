@@ -22,6 +22,8 @@ func kernelISA(t gguf.Type) string {
 			return "NEON dotprod"
 		}
 		return "NEON"
+	case gguf.F32, gguf.F16:
+		return "NEON"
 	}
 	return ""
 }

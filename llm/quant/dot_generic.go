@@ -1,11 +1,11 @@
-//go:build !amd64 || noasm
+//go:build (!amd64 && !arm64) || noasm
 
 package quant
 
 import "github.com/gorun-hpc/gorun/llm/gguf"
 
-// The kernels that have no assembly outside amd64 (arm64's NEON ones are row kernels, in
-// dot_arm64.go and kquant_arm64.go).
+// The pure-Go kernels where there is no assembly (amd64's are wired in dot_amd64.go,
+// arm64's in dot_arm64.go, kquant_arm64.go, legacy_arm64.go and float_arm64.go).
 
 func dotQ8_0(w, x []byte) float32            { return dotQ8_0Generic(w, x) }
 func dotQ4_0(w, x []byte) float32            { return dotQ4_0Generic(w, x) }
