@@ -15,6 +15,7 @@ func init() {
 		dequant: func(src []byte, dst []float32) { blocks(src, dst, BlockQ4_1, 32, dequantQ4_1) },
 		quant:   func(src []float32, dst []byte) { qblocks(src, dst, 32, BlockQ4_1, quantizeQ4_1Block) },
 		dot:     dotQ4_1,
+		rows:    rowsQ4_1,
 	})
 }
 

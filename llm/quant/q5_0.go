@@ -16,6 +16,7 @@ func init() {
 		dequant: func(src []byte, dst []float32) { blocks(src, dst, BlockQ5_0, 32, dequantQ5_0) },
 		quant:   func(src []float32, dst []byte) { qblocks(src, dst, 32, BlockQ5_0, quantizeQ5_0Block) },
 		dot:     dotQ5_0,
+		rows:    rowsQ5_0,
 	})
 }
 

@@ -14,6 +14,7 @@ func init() {
 		dequant: func(src []byte, dst []float32) { blocks(src, dst, BlockQ5_1, 32, dequantQ5_1) },
 		quant:   func(src []float32, dst []byte) { qblocks(src, dst, 32, BlockQ5_1, quantizeQ5_1Block) },
 		dot:     dotQ5_1,
+		rows:    rowsQ5_1,
 	})
 }
 
