@@ -90,9 +90,108 @@
 	VMOVD (R10), X6 \
 	VCVTPH2PS X6, X6
 
+// NIB8(OFF, Y): NIBS by a 128-bit broadcast and per-lane shifts (0 in the low lane, 4 in the
+// high one: Y10), without a lane-crossing shuffle.
+#define NIB8(OFF, Y) \
+	VBROADCASTI128 OFF(R10), Y \
+	VPSRLVQ Y10, Y, Y \
+	VPAND Y15, Y, Y
+
+// The kernels take eight blocks at a time: eight integer totals (the block dot products
+// widened by VPMADDWD and reduced by a VPHADDD tree to one vector of eight), their float terms
+// in eight lanes (each lane the Go twin's operations on one block), then the lanes added to
+// the row's sum one after the other from the stack, as the twins add block after block. A
+// tail of fewer than eight blocks goes one block at a time. The F16 scales (and minima) of
+// the eight blocks are gathered through the stack: 0(SP) the eight float terms, 32(SP) the
+// scales d, 48(SP) the minima m.
+//
+// BLK50(K, Y), BLK51(K, Y), BLK41(K, Y): block K of the group at R10 against the Q8_0 block
+// K at R11: the int32 pair sums in Y, its F16 d (and m) copied to the stack. Clobbers Y5, R13.
+#define BLK50(K, Y) \
+	MOVWLZX ((K)*22)(R10), R13 \
+	MOVW R13, (32+2*(K))(SP) \
+	NIB8(((K)*22+6), Y) \
+	HIBITS(((K)*22+2), R10, Y, Y5) \
+	VPMADDUBSW ((K)*34+2)(R11), Y, Y \
+	VPMADDWD Y14, Y, Y
+
+#define BLK51(K, Y) \
+	MOVWLZX ((K)*24)(R10), R13 \
+	MOVW R13, (32+2*(K))(SP) \
+	MOVWLZX ((K)*24+2)(R10), R13 \
+	MOVW R13, (48+2*(K))(SP) \
+	NIB8(((K)*24+8), Y) \
+	HIBITS(((K)*24+4), R10, Y, Y5) \
+	VPMADDUBSW ((K)*34+2)(R11), Y, Y \
+	VPMADDWD Y14, Y, Y
+
+#define BLK41(K, Y) \
+	MOVWLZX ((K)*20)(R10), R13 \
+	MOVW R13, (32+2*(K))(SP) \
+	MOVWLZX ((K)*20+2)(R10), R13 \
+	MOVW R13, (48+2*(K))(SP) \
+	NIB8(((K)*20+4), Y) \
+	VPMADDUBSW ((K)*34+2)(R11), Y, Y \
+	VPMADDWD Y14, Y, Y
+
+// PAIR(BLK, K, YA, YB): blocks K and K+1, their pair sums added pairwise into YA (VPHADDD).
+#define PAIR(BLK, K, YA, YB) \
+	BLK(K, YA) \
+	BLK((K+1), YB) \
+	VPHADDD YB, YA, YA
+
+// GROUP8(BLK): the exact integer totals of blocks 0..7 in the int32 lanes 0..7 of Y3.
+// Clobbers Y1..Y5.
+#define GROUP8(BLK) \
+	PAIR(BLK, 0, Y1, Y2) \
+	PAIR(BLK, 2, Y2, Y3) \
+	VPHADDD Y2, Y1, Y1 \
+	PAIR(BLK, 4, Y2, Y3) \
+	PAIR(BLK, 6, Y3, Y4) \
+	VPHADDD Y3, Y2, Y2 \
+	VPERM2I128 $0x20, Y2, Y1, Y3 \
+	VPERM2I128 $0x31, Y2, Y1, Y4 \
+	VPADDD Y4, Y3, Y3
+
+// ADD8: X0 += the eight float32 at 0(SP), in order.
+#define ADD8 \
+	VMOVUPS Y4, (SP) \
+	VADDSS 0(SP), X0, X0 \
+	VADDSS 4(SP), X0, X0 \
+	VADDSS 8(SP), X0, X0 \
+	VADDSS 12(SP), X0, X0 \
+	VADDSS 16(SP), X0, X0 \
+	VADDSS 20(SP), X0, X0 \
+	VADDSS 24(SP), X0, X0 \
+	VADDSS 28(SP), X0, X0
+
+// FLOAT50: the eight terms float32(t - 16*sum) * (d_w*d_x) of dotQ5_0, t the totals in Y3
+// (2*Q8Sum8 is 16 x the activation sum), added to X0.
+#define FLOAT50 \
+	VMOVDQU (R14)(R12*1), Y4 \
+	VPADDD Y4, Y4, Y4 \
+	VPSUBD Y4, Y3, Y3 \
+	VCVTDQ2PS Y3, Y3 \
+	VCVTPH2PS 32(SP), Y4 \
+	VMULPS (R8)(R12*1), Y4, Y4 \
+	VMULPS Y4, Y3, Y4 \
+	ADD8
+
+// FLOAT1: the eight terms d_w*d_x*float32(t) + m_w*s_x of dotQ4_1 and dotQ5_1, added to X0.
+#define FLOAT1 \
+	VCVTDQ2PS Y3, Y3 \
+	VCVTPH2PS 32(SP), Y4 \
+	VMULPS (R8)(R12*1), Y4, Y4 \
+	VMULPS Y3, Y4, Y4 \
+	VCVTPH2PS 48(SP), Y5 \
+	VMULPS (R14)(R12*1), Y5, Y5 \
+	VADDPS Y5, Y4, Y4 \
+	ADD8
+
 // Registers of the one-vector kernels: SI row, AX stride, DI x (Q8_0 blocks), R8 xd, R14 xs
 // (Q8Sum8 for Q5_0, S for Q8_1), CX nb, DX rows, R9 out; per row R10 block, R11 Q8_0 block,
-// R12 its scale, R13 its sum, BX blocks left; X0 the row's float sum.
+// R12 the block's offset in xd and xs (4 per block), BX blocks left; X0 the row's float sum.
+// Y10: the NIB8 shift counts.
 #define ARGS1 \
 	MOVQ w+0(FP), SI \
 	MOVQ stride+8(FP), AX \
@@ -101,102 +200,101 @@
 	MOVQ xs+32(FP), R14 \
 	MOVQ nb+40(FP), CX \
 	MOVQ rows+48(FP), DX \
-	MOVQ out+56(FP), R9
+	MOVQ out+56(FP), R9 \
+	VMOVDQU legshift<>(SB), Y10
 
 #define ROWSTART \
 	MOVQ SI, R10 \
 	MOVQ DI, R11 \
-	MOVQ R8, R12 \
-	MOVQ R14, R13 \
+	XORQ R12, R12 \
 	MOVQ CX, BX \
 	VXORPS X0, X0, X0
 
-#define ROWEND(BS, BLK, ROW) \
+// ROWS(BLK, BS, FLOAT, ONE, labels...): the row loop: groups of eight blocks, then one at a
+// time (ONE: the block at R10 into X0).
+#define ROWS(BLK, BS, FLOAT, ONE, ROW, GRP, TAIL, ROWEND, END) \
+	TESTQ DX, DX \
+	JZ END \
+	TESTQ CX, CX \
+	JZ END \
+ROW: \
+	ROWSTART \
+GRP: \
+	CMPQ BX, $8 \
+	JLT TAIL \
+	GROUP8(BLK) \
+	FLOAT \
+	ADDQ $(8*BS), R10 \
+	ADDQ $(8*34), R11 \
+	ADDQ $32, R12 \
+	SUBQ $8, BX \
+	JMP GRP \
+TAIL: \
+	TESTQ BX, BX \
+	JZ ROWEND \
+	ONE \
 	ADDQ $BS, R10 \
 	ADDQ $34, R11 \
 	ADDQ $4, R12 \
-	ADDQ $4, R13 \
 	DECQ BX \
-	JNZ BLK \
+	JMP TAIL \
+ROWEND: \
 	MOVSS X0, (R9) \
 	ADDQ $4, R9 \
 	ADDQ AX, SI \
 	DECQ DX \
-	JNZ ROW
+	JNZ ROW \
+END: \
+	VZEROUPPER \
+	RET
+
+#define ONE50 \
+	NIBS(6, R10, Y4, X4, Y5, X5) \
+	HIBITS(2, R10, Y4, Y5) \
+	ISUM(Y4, 2(R11), Y4, X4, Y5, X5) \
+	SUBSUM8((R14)(R12*1), X4, X5) \
+	FIN0(X4, (R8)(R12*1), X0, X6)
+
+#define ONE51 \
+	NIBS(8, R10, Y4, X4, Y5, X5) \
+	HIBITS(4, R10, Y4, Y5) \
+	ISUM(Y4, 2(R11), Y4, X4, Y5, X5) \
+	LOADDM \
+	FIN1(X4, (R8)(R12*1), (R14)(R12*1), X0, X7, X8)
+
+#define ONE41 \
+	NIBS(4, R10, Y4, X4, Y5, X5) \
+	ISUM(Y4, 2(R11), Y4, X4, Y5, X5) \
+	LOADDM \
+	FIN1(X4, (R8)(R12*1), (R14)(R12*1), X0, X7, X8)
 
 // func rowsQ5_0AVX2(w *byte, stride int, x *byte, xd *float32, sum8 *int32, nb, rows int, out *float32)
 // Q5_0 blocks: f16 d, qh[4], qs[16].
-TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $0-64
+TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $64-64
 	ARGS1
 	LEGCONSTS
-	TESTQ DX, DX
-	JZ done50
-	TESTQ CX, CX
-	JZ done50
-
-row50:
-	ROWSTART
-
-blk50:
-	NIBS(6, R10, Y4, X4, Y5, X5)
-	HIBITS(2, R10, Y4, Y5)
-	ISUM(Y4, 2(R11), Y4, X4, Y5, X5)
-	SUBSUM8((R13), X4, X5)
-	FIN0(X4, (R12), X0, X6)
-	ROWEND(22, blk50, row50)
-
-done50:
-	VZEROUPPER
-	RET
+	ROWS(BLK50, 22, FLOAT50, ONE50, row50, grp50, tail50, rowend50, done50)
 
 // func rowsQ5_1AVX2(w *byte, stride int, x *byte, xd *float32, s *float32, nb, rows int, out *float32)
 // Q5_1 blocks: f16 d, f16 m, qh[4], qs[16].
-TEXT ·rowsQ5_1AVX2(SB), NOSPLIT, $0-64
+TEXT ·rowsQ5_1AVX2(SB), NOSPLIT, $64-64
 	ARGS1
 	LEGCONSTS
-	TESTQ DX, DX
-	JZ done51
-	TESTQ CX, CX
-	JZ done51
-
-row51:
-	ROWSTART
-
-blk51:
-	NIBS(8, R10, Y4, X4, Y5, X5)
-	HIBITS(4, R10, Y4, Y5)
-	ISUM(Y4, 2(R11), Y4, X4, Y5, X5)
-	LOADDM
-	FIN1(X4, (R12), (R13), X0, X7, X8)
-	ROWEND(24, blk51, row51)
-
-done51:
-	VZEROUPPER
-	RET
+	ROWS(BLK51, 24, FLOAT1, ONE51, row51, grp51, tail51, rowend51, done51)
 
 // func rowsQ4_1AVX2(w *byte, stride int, x *byte, xd *float32, s *float32, nb, rows int, out *float32)
 // Q4_1 blocks: f16 d, f16 m, qs[16].
-TEXT ·rowsQ4_1AVX2(SB), NOSPLIT, $0-64
+TEXT ·rowsQ4_1AVX2(SB), NOSPLIT, $64-64
 	ARGS1
 	LEGCONSTS
-	TESTQ DX, DX
-	JZ done41
-	TESTQ CX, CX
-	JZ done41
+	ROWS(BLK41, 20, FLOAT1, ONE41, row41, grp41, tail41, rowend41, done41)
 
-row41:
-	ROWSTART
-
-blk41:
-	NIBS(4, R10, Y4, X4, Y5, X5)
-	ISUM(Y4, 2(R11), Y4, X4, Y5, X5)
-	LOADDM
-	FIN1(X4, (R12), (R13), X0, X7, X8)
-	ROWEND(20, blk41, row41)
-
-done41:
-	VZEROUPPER
-	RET
+// NIB8's shift counts: 0 for the low lane's quadwords, 4 for the high lane's.
+DATA legshift<>+0(SB)/8, $0
+DATA legshift<>+8(SB)/8, $0
+DATA legshift<>+16(SB)/8, $4
+DATA legshift<>+24(SB)/8, $4
+GLOBL legshift<>(SB), RODATA|NOPTR, $32
 
 // VPSHUFB indices spreading a broadcast qh word: byte i of the low lane takes qh byte i/8,
 // byte i of the high lane qh byte 2+i/8.
