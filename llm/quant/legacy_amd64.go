@@ -2,14 +2,16 @@
 
 package quant
 
-//go:noescape
-func rowsQ5_0AVX2(w *byte, stride int, x *byte, xd *float32, sum8 *int32, nb, rows int, out *float32)
+import "github.com/gorun-hpc/gorun/llm/gguf"
 
 //go:noescape
-func rowsQ5_1AVX2(w *byte, stride int, x *byte, xd *float32, s *float32, nb, rows int, out *float32)
+func rowsQ5_0AVX2(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, rows int, out *float32)
 
 //go:noescape
-func rowsQ4_1AVX2(w *byte, stride int, x *byte, xd *float32, s *float32, nb, rows int, out *float32)
+func rowsQ5_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, rows int, out *float32)
+
+//go:noescape
+func rowsQ4_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, rows int, out *float32)
 
 // legacyRowsOK reports whether the legacy row kernels can run y[lo:hi] of m against v: AVX2, a
 // vector of m.Cols elements in whole blocks with its scales (and sums) converted, rows of nb
@@ -51,5 +53,57 @@ func rowsQ4_1(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes]
 	_ = y[lo:hi]
 	rowsQ4_1AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], v.N/QK8_0, hi-lo, &y[lo])
+	return true
+}
+
+// useLegacy2 selects the two-vector kernels in MatMul (off: the one-vector kernel per vector;
+// benchmarks compare the two).
+var useLegacy2 = true
+
+//go:noescape
+func rows2Q5_0AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *int32, nb, rows int, out *float32)
+
+//go:noescape
+func rows2Q5_1AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
+
+//go:noescape
+func rows2Q4_1AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
+
+// legacyRows2 computes ya[lo:hi] and yb[lo:hi] for m's Q4_1, Q5_0 or Q5_1 rows against two
+// vectors in one pass over the weights (each result the one-vector kernel's, bit for bit), or
+// reports false where it cannot.
+func legacyRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {
+	if !useLegacy2 {
+		return false
+	}
+	bs := m.Type.TypeSize()
+	nb := a.N / QK8_0
+	if !legacyRowsOK(m, a, lo, hi, bs) || !legacyRowsOK(m, b, lo, hi, bs) {
+		return false
+	}
+	if m.Type == gguf.Q5_0 {
+		if len(a.Q8Sum8) < nb || len(b.Q8Sum8) < nb {
+			return false
+		}
+	} else if len(a.S) < nb || len(b.S) < nb {
+		return false
+	}
+	_, _ = ya[lo:hi], yb[lo:hi]
+	var out [2 * 16]float32 // on the stack: the kernels are called directly (noescape)
+	for r0 := lo; r0 < hi; r0 += 16 {
+		n := min(16, hi-r0)
+		w := &m.Data[r0*m.RowBytes : (r0+n)*m.RowBytes][0]
+		switch m.Type {
+		case gguf.Q5_0:
+			rows2Q5_0AVX2(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &a.D[0], &b.D[0], &a.Q8Sum8[0], &b.Q8Sum8[0], nb, n, &out[0])
+		case gguf.Q5_1:
+			rows2Q5_1AVX2(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &a.D[0], &b.D[0], &a.S[0], &b.S[0], nb, n, &out[0])
+		default:
+			rows2Q4_1AVX2(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &a.D[0], &b.D[0], &a.S[0], &b.S[0], nb, n, &out[0])
+		}
+		for i := 0; i < n; i++ {
+			ya[r0+i], yb[r0+i] = out[2*i], out[2*i+1]
+		}
+	}
 	return true
 }

@@ -268,26 +268,260 @@ END: \
 	LOADDM \
 	FIN1(X4, (R8)(R12*1), (R14)(R12*1), X0, X7, X8)
 
-// func rowsQ5_0AVX2(w *byte, stride int, x *byte, xd *float32, sum8 *int32, nb, rows int, out *float32)
+// The two-vector kernels (prefill: rows against two activation vectors in one pass, the
+// weights decoded once per block): each vector's float operations are the one-vector
+// kernels', so both results equal the Go twins'. Registers: SI row, AX stride, DX rows, R9
+// out (pairs: vector 0's, vector 1's), DI x0, CX x1, R8 xd0, R14 xs0, vector 1's xd1 and xs1
+// read into R13 from the arguments when used; per row R10 block, R11 the Q8_0 block's offset
+// in x0 and x1, R12 the offset in the scales and sums, BX blocks left; X0 vector 0's sum,
+// 64(SP) vector 1's. Totals: vector 0's in Y3, vector 1's in Y8.
+
+// BLK2_50(K, YA, YB), BLK2_51, BLK2_41: BLK50 and co. against both vectors (YA x0, YB x1).
+#define BLK2_50(K, YA, YB) \
+	MOVWLZX ((K)*22)(R10), R13 \
+	MOVW R13, (32+2*(K))(SP) \
+	NIB8(((K)*22+6), YA) \
+	HIBITS(((K)*22+2), R10, YA, Y5) \
+	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
+	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
+	VPMADDWD Y14, YA, YA \
+	VPMADDWD Y14, YB, YB
+
+#define BLK2_51(K, YA, YB) \
+	MOVWLZX ((K)*24)(R10), R13 \
+	MOVW R13, (32+2*(K))(SP) \
+	MOVWLZX ((K)*24+2)(R10), R13 \
+	MOVW R13, (48+2*(K))(SP) \
+	NIB8(((K)*24+8), YA) \
+	HIBITS(((K)*24+4), R10, YA, Y5) \
+	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
+	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
+	VPMADDWD Y14, YA, YA \
+	VPMADDWD Y14, YB, YB
+
+#define BLK2_41(K, YA, YB) \
+	MOVWLZX ((K)*20)(R10), R13 \
+	MOVW R13, (32+2*(K))(SP) \
+	MOVWLZX ((K)*20+2)(R10), R13 \
+	MOVW R13, (48+2*(K))(SP) \
+	NIB8(((K)*20+4), YA) \
+	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
+	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
+	VPMADDWD Y14, YA, YA \
+	VPMADDWD Y14, YB, YB
+
+#define PAIR2(BLK, K, YA, YB, YC, YD) \
+	BLK(K, YA, YC) \
+	BLK((K+1), YB, YD) \
+	VPHADDD YB, YA, YA \
+	VPHADDD YD, YC, YC
+
+// GROUP8X2(BLK): GROUP8 for both vectors: totals of x0 in Y3, of x1 in Y8. Clobbers Y1..Y9.
+#define GROUP8X2(BLK) \
+	PAIR2(BLK, 0, Y1, Y2, Y6, Y7) \
+	PAIR2(BLK, 2, Y2, Y3, Y7, Y8) \
+	VPHADDD Y2, Y1, Y1 \
+	VPHADDD Y7, Y6, Y6 \
+	PAIR2(BLK, 4, Y2, Y3, Y7, Y8) \
+	PAIR2(BLK, 6, Y3, Y4, Y8, Y9) \
+	VPHADDD Y3, Y2, Y2 \
+	VPHADDD Y8, Y7, Y7 \
+	VPERM2I128 $0x20, Y2, Y1, Y3 \
+	VPERM2I128 $0x31, Y2, Y1, Y4 \
+	VPADDD Y4, Y3, Y3 \
+	VPERM2I128 $0x20, Y7, Y6, Y8 \
+	VPERM2I128 $0x31, Y7, Y6, Y9 \
+	VPADDD Y9, Y8, Y8
+
+// ADD8B: ADD8 into vector 1's sum at 64(SP).
+#define ADD8B \
+	VMOVUPS Y4, (SP) \
+	VMOVSS 64(SP), X5 \
+	VADDSS 0(SP), X5, X5 \
+	VADDSS 4(SP), X5, X5 \
+	VADDSS 8(SP), X5, X5 \
+	VADDSS 12(SP), X5, X5 \
+	VADDSS 16(SP), X5, X5 \
+	VADDSS 20(SP), X5, X5 \
+	VADDSS 24(SP), X5, X5 \
+	VADDSS 28(SP), X5, X5 \
+	VMOVSS X5, 64(SP)
+
+// FLOAT50B, FLOAT1B: FLOAT50 and FLOAT1 for vector 1 (totals in Y8; the same operations on
+// the same operands, the sums' term computed first where R13 holds one base at a time).
+#define FLOAT50B \
+	MOVQ xs1+56(FP), R13 \
+	VMOVDQU (R13)(R12*1), Y4 \
+	VPADDD Y4, Y4, Y4 \
+	VPSUBD Y4, Y8, Y8 \
+	VCVTDQ2PS Y8, Y8 \
+	MOVQ xd1+40(FP), R13 \
+	VCVTPH2PS 32(SP), Y4 \
+	VMULPS (R13)(R12*1), Y4, Y4 \
+	VMULPS Y4, Y8, Y4 \
+	ADD8B
+
+#define FLOAT1B \
+	MOVQ xs1+56(FP), R13 \
+	VCVTPH2PS 48(SP), Y5 \
+	VMULPS (R13)(R12*1), Y5, Y5 \
+	MOVQ xd1+40(FP), R13 \
+	VCVTDQ2PS Y8, Y8 \
+	VCVTPH2PS 32(SP), Y4 \
+	VMULPS (R13)(R12*1), Y4, Y4 \
+	VMULPS Y8, Y4, Y4 \
+	VADDPS Y5, Y4, Y4 \
+	ADD8B
+
+// ONE2 tails: the block at R10 decoded into Y4 once; vector 1's total into X9, vector 0's
+// into X4; vector 1's sum kept in X1 between 64(SP) loads and stores.
+#define TOT1(T) \
+	VPMADDUBSW 2(CX)(R11*1), Y4, Y9 \
+	VPMADDWD Y14, Y9, Y9 \
+	VEXTRACTI128 $1, Y9, X5 \
+	VPADDD X5, X9, X9 \
+	VPHADDD X9, X9, X9 \
+	VPHADDD X9, X9, X9
+
+#define ONE2_50 \
+	NIBS(6, R10, Y4, X4, Y5, X5) \
+	HIBITS(2, R10, Y4, Y5) \
+	TOT1(Y9) \
+	ISUM(Y4, 2(DI)(R11*1), Y4, X4, Y5, X5) \
+	SUBSUM8((R14)(R12*1), X4, X5) \
+	FIN0(X4, (R8)(R12*1), X0, X6) \
+	MOVQ xs1+56(FP), R13 \
+	SUBSUM8((R13)(R12*1), X9, X5) \
+	MOVQ xd1+40(FP), R13 \
+	VMOVSS 64(SP), X1 \
+	FIN0(X9, (R13)(R12*1), X1, X6) \
+	VMOVSS X1, 64(SP)
+
+// FIN1B(X, SUM): FIN1 for vector 1 (X6 = [d_w, m_w] loaded), the bases read into R13.
+#define FIN1B(X, SUM) \
+	VCVTDQ2PS X, X \
+	MOVQ xd1+40(FP), R13 \
+	VMULSS (R13)(R12*1), X6, X7 \
+	VMULSS X, X7, X7 \
+	VMOVSHDUP X6, X8 \
+	MOVQ xs1+56(FP), R13 \
+	VMULSS (R13)(R12*1), X8, X8 \
+	VADDSS X8, X7, X7 \
+	VADDSS X7, SUM, SUM
+
+#define ONE2_1(QSOFF) \
+	TOT1(Y9) \
+	ISUM(Y4, 2(DI)(R11*1), Y4, X4, Y5, X5) \
+	LOADDM \
+	FIN1(X4, (R8)(R12*1), (R14)(R12*1), X0, X7, X8) \
+	VMOVSS 64(SP), X1 \
+	FIN1B(X9, X1) \
+	VMOVSS X1, 64(SP)
+
+#define ONE2_51 \
+	NIBS(8, R10, Y4, X4, Y5, X5) \
+	HIBITS(4, R10, Y4, Y5) \
+	ONE2_1(8)
+
+#define ONE2_41 \
+	NIBS(4, R10, Y4, X4, Y5, X5) \
+	ONE2_1(4)
+
+#define ARGS2 \
+	MOVQ w+0(FP), SI \
+	MOVQ stride+8(FP), AX \
+	MOVQ x0+16(FP), DI \
+	MOVQ x1+24(FP), CX \
+	MOVQ xd0+32(FP), R8 \
+	MOVQ xs0+48(FP), R14 \
+	MOVQ rows+72(FP), DX \
+	MOVQ out+80(FP), R9 \
+	VMOVDQU legshift<>(SB), Y10
+
+// ROWS2: ROWS for the two-vector kernels.
+#define ROWS2(BLK, BS, FLOAT, FLOATB, ONE, ROW, GRP, TAIL, ROWEND, END) \
+	TESTQ DX, DX \
+	JZ END \
+	MOVQ nb+64(FP), BX \
+	TESTQ BX, BX \
+	JZ END \
+ROW: \
+	MOVQ SI, R10 \
+	XORQ R11, R11 \
+	XORQ R12, R12 \
+	MOVQ nb+64(FP), BX \
+	VXORPS X0, X0, X0 \
+	MOVL $0, 64(SP) \
+GRP: \
+	CMPQ BX, $8 \
+	JLT TAIL \
+	GROUP8X2(BLK) \
+	FLOAT \
+	FLOATB \
+	ADDQ $(8*BS), R10 \
+	ADDQ $(8*34), R11 \
+	ADDQ $32, R12 \
+	SUBQ $8, BX \
+	JMP GRP \
+TAIL: \
+	TESTQ BX, BX \
+	JZ ROWEND \
+	ONE \
+	ADDQ $BS, R10 \
+	ADDQ $34, R11 \
+	ADDQ $4, R12 \
+	DECQ BX \
+	JMP TAIL \
+ROWEND: \
+	MOVSS X0, (R9) \
+	MOVL 64(SP), R13 \
+	MOVL R13, 4(R9) \
+	ADDQ $8, R9 \
+	ADDQ AX, SI \
+	DECQ DX \
+	JNZ ROW \
+END: \
+	VZEROUPPER \
+	RET
+
+// func rowsQ5_0AVX2(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, rows int, out *float32)
 // Q5_0 blocks: f16 d, qh[4], qs[16].
 TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $64-64
 	ARGS1
 	LEGCONSTS
 	ROWS(BLK50, 22, FLOAT50, ONE50, row50, grp50, tail50, rowend50, done50)
 
-// func rowsQ5_1AVX2(w *byte, stride int, x *byte, xd *float32, s *float32, nb, rows int, out *float32)
+// func rowsQ5_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, rows int, out *float32)
 // Q5_1 blocks: f16 d, f16 m, qh[4], qs[16].
 TEXT ·rowsQ5_1AVX2(SB), NOSPLIT, $64-64
 	ARGS1
 	LEGCONSTS
 	ROWS(BLK51, 24, FLOAT1, ONE51, row51, grp51, tail51, rowend51, done51)
 
-// func rowsQ4_1AVX2(w *byte, stride int, x *byte, xd *float32, s *float32, nb, rows int, out *float32)
+// func rowsQ4_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, rows int, out *float32)
 // Q4_1 blocks: f16 d, f16 m, qs[16].
 TEXT ·rowsQ4_1AVX2(SB), NOSPLIT, $64-64
 	ARGS1
 	LEGCONSTS
 	ROWS(BLK41, 20, FLOAT1, ONE41, row41, grp41, tail41, rowend41, done41)
+
+// func rows2Q5_0AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *int32, nb, rows int, out *float32)
+TEXT ·rows2Q5_0AVX2(SB), NOSPLIT, $80-88
+	ARGS2
+	LEGCONSTS
+	ROWS2(BLK2_50, 22, FLOAT50, FLOAT50B, ONE2_50, row250, grp250, tail250, rowend250, done250)
+
+// func rows2Q5_1AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
+TEXT ·rows2Q5_1AVX2(SB), NOSPLIT, $80-88
+	ARGS2
+	LEGCONSTS
+	ROWS2(BLK2_51, 24, FLOAT1, FLOAT1B, ONE2_51, row251, grp251, tail251, rowend251, done251)
+
+// func rows2Q4_1AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
+TEXT ·rows2Q4_1AVX2(SB), NOSPLIT, $80-88
+	ARGS2
+	LEGCONSTS
+	ROWS2(BLK2_41, 20, FLOAT1, FLOAT1B, ONE2_41, row241, grp241, tail241, rowend241, done241)
 
 // NIB8's shift counts: 0 for the low lane's quadwords, 4 for the high lane's.
 DATA legshift<>+0(SB)/8, $0

@@ -236,3 +236,33 @@ func BenchmarkLegacyMatVec(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLegacyMatMul: prefill's product with a batch of 16 vectors at Qwen2.5-0.5B's FFN
+// shapes, with the two-vector kernels (two=true) and with the one-vector kernel per vector.
+func BenchmarkLegacyMatMul(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, sh := range []struct{ rows, cols int }{{4864, 896}, {896, 4864}} {
+		for _, typ := range legacyTypes {
+			m, err := NewMatrix(typ, sh.rows, sh.cols, randBlocks(r, typ, sh.rows*sh.cols))
+			if err != nil {
+				b.Fatal(err)
+			}
+			xs := make([]Vec, 16)
+			ys := make([][]float32, len(xs))
+			for i := range xs {
+				xs[i].Load(typ, randVec(r, sh.cols))
+				ys[i] = make([]float32, sh.rows)
+			}
+			for _, two := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/%dx%d/two=%v", typ, sh.rows, sh.cols, two), func(b *testing.B) {
+					restore := setLegacy2(two)
+					defer restore()
+					b.SetBytes(int64(len(m.Data)))
+					for i := 0; i < b.N; i++ {
+						MatMul(nil, m, xs, ys)
+					}
+				})
+			}
+		}
+	}
+}
