@@ -188,6 +188,42 @@
 	VADDPS Y5, Y4, Y4 \
 	ADD8
 
+// GROUP4(BLK), FLOAT50_4, FLOAT1_4: GROUP8, FLOAT50 and FLOAT1 for four blocks (the totals
+// in X3, the float terms in four lanes): the row's remainder of four to seven blocks.
+#define GROUP4(BLK) \
+	PAIR(BLK, 0, Y1, Y2) \
+	PAIR(BLK, 2, Y2, Y3) \
+	VPHADDD Y2, Y1, Y1 \
+	VEXTRACTI128 $1, Y1, X2 \
+	VPADDD X2, X1, X3
+
+#define ADD4 \
+	VMOVUPS X4, (SP) \
+	VADDSS 0(SP), X0, X0 \
+	VADDSS 4(SP), X0, X0 \
+	VADDSS 8(SP), X0, X0 \
+	VADDSS 12(SP), X0, X0
+
+#define FLOAT50_4 \
+	VMOVDQU (R14)(R12*1), X4 \
+	VPADDD X4, X4, X4 \
+	VPSUBD X4, X3, X3 \
+	VCVTDQ2PS X3, X3 \
+	VCVTPH2PS 32(SP), X4 \
+	VMULPS (R8)(R12*1), X4, X4 \
+	VMULPS X4, X3, X4 \
+	ADD4
+
+#define FLOAT1_4 \
+	VCVTDQ2PS X3, X3 \
+	VCVTPH2PS 32(SP), X4 \
+	VMULPS (R8)(R12*1), X4, X4 \
+	VMULPS X3, X4, X4 \
+	VCVTPH2PS 48(SP), X5 \
+	VMULPS (R14)(R12*1), X5, X5 \
+	VADDPS X5, X4, X4 \
+	ADD4
+
 // Registers of the one-vector kernels: SI row, AX stride, DI x (Q8_0 blocks), R8 xd, R14 xs
 // (Q8Sum8 for Q5_0, S for Q8_1), CX nb, DX rows, R9 out; per row R10 block, R11 Q8_0 block,
 // R12 the block's offset in xd and xs (4 per block), BX blocks left; X0 the row's float sum.
@@ -210,9 +246,9 @@
 	MOVQ CX, BX \
 	VXORPS X0, X0, X0
 
-// ROWS(BLK, BS, FLOAT, ONE, labels...): the row loop: groups of eight blocks, then one at a
-// time (ONE: the block at R10 into X0).
-#define ROWS(BLK, BS, FLOAT, ONE, ROW, GRP, TAIL, ROWEND, END) \
+// ROWS(BLK, BS, FLOAT, FLOAT4, ONE, labels...): the row loop: groups of eight blocks, a group
+// of four where four to seven remain, then one at a time (ONE: the block at R10 into X0).
+#define ROWS(BLK, BS, FLOAT, FLOAT4, ONE, ROW, GRP, TAIL, TAIL1, ROWEND, END) \
 	TESTQ DX, DX \
 	JZ END \
 	TESTQ CX, CX \
@@ -230,6 +266,15 @@ GRP: \
 	SUBQ $8, BX \
 	JMP GRP \
 TAIL: \
+	CMPQ BX, $4 \
+	JLT TAIL1 \
+	GROUP4(BLK) \
+	FLOAT4 \
+	ADDQ $(4*BS), R10 \
+	ADDQ $(4*34), R11 \
+	ADDQ $16, R12 \
+	SUBQ $4, BX \
+TAIL1: \
 	TESTQ BX, BX \
 	JZ ROWEND \
 	ONE \
@@ -237,7 +282,7 @@ TAIL: \
 	ADDQ $34, R11 \
 	ADDQ $4, R12 \
 	DECQ BX \
-	JMP TAIL \
+	JMP TAIL1 \
 ROWEND: \
 	MOVSS X0, (R9) \
 	ADDQ $4, R9 \
@@ -373,6 +418,50 @@ END: \
 	VADDPS Y5, Y4, Y4 \
 	ADD8B
 
+// GROUP4X2, FLOAT50B_4, FLOAT1B_4: the four-block forms (totals of x0 in X3, of x1 in X8).
+#define GROUP4X2(BLK) \
+	PAIR2(BLK, 0, Y1, Y2, Y6, Y7) \
+	PAIR2(BLK, 2, Y2, Y3, Y7, Y8) \
+	VPHADDD Y2, Y1, Y1 \
+	VPHADDD Y7, Y6, Y6 \
+	VEXTRACTI128 $1, Y1, X2 \
+	VPADDD X2, X1, X3 \
+	VEXTRACTI128 $1, Y6, X7 \
+	VPADDD X7, X6, X8
+
+#define ADD4B \
+	VMOVUPS X4, (SP) \
+	VMOVSS 64(SP), X5 \
+	VADDSS 0(SP), X5, X5 \
+	VADDSS 4(SP), X5, X5 \
+	VADDSS 8(SP), X5, X5 \
+	VADDSS 12(SP), X5, X5 \
+	VMOVSS X5, 64(SP)
+
+#define FLOAT50B_4 \
+	MOVQ xs1+56(FP), R13 \
+	VMOVDQU (R13)(R12*1), X4 \
+	VPADDD X4, X4, X4 \
+	VPSUBD X4, X8, X8 \
+	VCVTDQ2PS X8, X8 \
+	MOVQ xd1+40(FP), R13 \
+	VCVTPH2PS 32(SP), X4 \
+	VMULPS (R13)(R12*1), X4, X4 \
+	VMULPS X4, X8, X4 \
+	ADD4B
+
+#define FLOAT1B_4 \
+	MOVQ xs1+56(FP), R13 \
+	VCVTPH2PS 48(SP), X5 \
+	VMULPS (R13)(R12*1), X5, X5 \
+	MOVQ xd1+40(FP), R13 \
+	VCVTDQ2PS X8, X8 \
+	VCVTPH2PS 32(SP), X4 \
+	VMULPS (R13)(R12*1), X4, X4 \
+	VMULPS X8, X4, X4 \
+	VADDPS X5, X4, X4 \
+	ADD4B
+
 // ONE2 tails: the block at R10 decoded into Y4 once; vector 1's total into X9, vector 0's
 // into X4; vector 1's sum kept in X1 between 64(SP) loads and stores.
 #define TOT1(T) \
@@ -439,7 +528,7 @@ END: \
 	VMOVDQU legshift<>(SB), Y10
 
 // ROWS2: ROWS for the two-vector kernels.
-#define ROWS2(BLK, BS, FLOAT, FLOATB, ONE, ROW, GRP, TAIL, ROWEND, END) \
+#define ROWS2(BLK, BS, FLOAT, FLOATB, FLOAT4, FLOATB4, ONE, ROW, GRP, TAIL, TAIL1, ROWEND, END) \
 	TESTQ DX, DX \
 	JZ END \
 	MOVQ nb+64(FP), BX \
@@ -464,6 +553,16 @@ GRP: \
 	SUBQ $8, BX \
 	JMP GRP \
 TAIL: \
+	CMPQ BX, $4 \
+	JLT TAIL1 \
+	GROUP4X2(BLK) \
+	FLOAT4 \
+	FLOATB4 \
+	ADDQ $(4*BS), R10 \
+	ADDQ $(4*34), R11 \
+	ADDQ $16, R12 \
+	SUBQ $4, BX \
+TAIL1: \
 	TESTQ BX, BX \
 	JZ ROWEND \
 	ONE \
@@ -471,7 +570,7 @@ TAIL: \
 	ADDQ $34, R11 \
 	ADDQ $4, R12 \
 	DECQ BX \
-	JMP TAIL \
+	JMP TAIL1 \
 ROWEND: \
 	MOVSS X0, (R9) \
 	MOVL 64(SP), R13 \
@@ -489,39 +588,39 @@ END: \
 TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $64-64
 	ARGS1
 	LEGCONSTS
-	ROWS(BLK50, 22, FLOAT50, ONE50, row50, grp50, tail50, rowend50, done50)
+	ROWS(BLK50, 22, FLOAT50, FLOAT50_4, ONE50, row50, grp50, tail50, one50, rowend50, done50)
 
 // func rowsQ5_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, rows int, out *float32)
 // Q5_1 blocks: f16 d, f16 m, qh[4], qs[16].
 TEXT ·rowsQ5_1AVX2(SB), NOSPLIT, $64-64
 	ARGS1
 	LEGCONSTS
-	ROWS(BLK51, 24, FLOAT1, ONE51, row51, grp51, tail51, rowend51, done51)
+	ROWS(BLK51, 24, FLOAT1, FLOAT1_4, ONE51, row51, grp51, tail51, one51, rowend51, done51)
 
 // func rowsQ4_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, rows int, out *float32)
 // Q4_1 blocks: f16 d, f16 m, qs[16].
 TEXT ·rowsQ4_1AVX2(SB), NOSPLIT, $64-64
 	ARGS1
 	LEGCONSTS
-	ROWS(BLK41, 20, FLOAT1, ONE41, row41, grp41, tail41, rowend41, done41)
+	ROWS(BLK41, 20, FLOAT1, FLOAT1_4, ONE41, row41, grp41, tail41, one41, rowend41, done41)
 
 // func rows2Q5_0AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *int32, nb, rows int, out *float32)
 TEXT ·rows2Q5_0AVX2(SB), NOSPLIT, $80-88
 	ARGS2
 	LEGCONSTS
-	ROWS2(BLK2_50, 22, FLOAT50, FLOAT50B, ONE2_50, row250, grp250, tail250, rowend250, done250)
+	ROWS2(BLK2_50, 22, FLOAT50, FLOAT50B, FLOAT50_4, FLOAT50B_4, ONE2_50, row250, grp250, tail250, one250, rowend250, done250)
 
 // func rows2Q5_1AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
 TEXT ·rows2Q5_1AVX2(SB), NOSPLIT, $80-88
 	ARGS2
 	LEGCONSTS
-	ROWS2(BLK2_51, 24, FLOAT1, FLOAT1B, ONE2_51, row251, grp251, tail251, rowend251, done251)
+	ROWS2(BLK2_51, 24, FLOAT1, FLOAT1B, FLOAT1_4, FLOAT1B_4, ONE2_51, row251, grp251, tail251, one251, rowend251, done251)
 
 // func rows2Q4_1AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
 TEXT ·rows2Q4_1AVX2(SB), NOSPLIT, $80-88
 	ARGS2
 	LEGCONSTS
-	ROWS2(BLK2_41, 20, FLOAT1, FLOAT1B, ONE2_41, row241, grp241, tail241, rowend241, done241)
+	ROWS2(BLK2_41, 20, FLOAT1, FLOAT1B, FLOAT1_4, FLOAT1B_4, ONE2_41, row241, grp241, tail241, one241, rowend241, done241)
 
 // NIB8's shift counts: 0 for the low lane's quadwords, 4 for the high lane's.
 DATA legshift<>+0(SB)/8, $0

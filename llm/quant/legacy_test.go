@@ -89,7 +89,7 @@ func TestLegacyKernelsMatchGo(t *testing.T) {
 		bs := typ.TypeSize()
 		f := lookup(typ)
 		for _, tc := range cases {
-			for _, nb := range []int{1, 2, 3, 7, 8, 16, 28} {
+			for _, nb := range []int{1, 2, 3, 4, 7, 8, 13, 16, 28} {
 				const rows = 7
 				data := make([]byte, rows*nb*bs)
 				for i := range data {
