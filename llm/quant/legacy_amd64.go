@@ -13,6 +13,17 @@ func rowsQ5_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, ro
 //go:noescape
 func rowsQ4_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, rows int, out *float32)
 
+// The two-row forms: rows 2p and 2p+1 of w for p < pairs into out[2p] and out[2p+1].
+//
+//go:noescape
+func rowsR2Q5_0AVX2(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, pairs int, out *float32)
+
+//go:noescape
+func rowsR2Q5_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
+
+//go:noescape
+func rowsR2Q4_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
+
 // legacyRowsOK reports whether the legacy row kernels can run y[lo:hi] of m against v: AVX2, a
 // vector of m.Cols elements in whole blocks with its scales (and sums) converted, rows of nb
 // blocks of bs bytes.
@@ -30,7 +41,13 @@ func rowsQ5_0(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 	}
 	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes] // hi-lo whole rows of nb blocks each
 	_ = y[lo:hi]
-	rowsQ5_0AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.Q8Sum8[0], v.N/QK8_0, hi-lo, &y[lo])
+	nb, pairs := v.N/QK8_0, (hi-lo)/2
+	if pairs > 0 {
+		rowsR2Q5_0AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.Q8Sum8[0], nb, pairs, &y[lo])
+	}
+	if lo+2*pairs < hi {
+		rowsQ5_0AVX2(&rows[2*pairs*m.RowBytes], m.RowBytes, &v.Q8[0], &v.D[0], &v.Q8Sum8[0], nb, 1, &y[hi-1])
+	}
 	return true
 }
 
@@ -41,7 +58,13 @@ func rowsQ5_1(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 	}
 	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes]
 	_ = y[lo:hi]
-	rowsQ5_1AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], v.N/QK8_0, hi-lo, &y[lo])
+	nb, pairs := v.N/QK8_0, (hi-lo)/2
+	if pairs > 0 {
+		rowsR2Q5_1AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, pairs, &y[lo])
+	}
+	if lo+2*pairs < hi {
+		rowsQ5_1AVX2(&rows[2*pairs*m.RowBytes], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, 1, &y[hi-1])
+	}
 	return true
 }
 
@@ -52,7 +75,13 @@ func rowsQ4_1(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 	}
 	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes]
 	_ = y[lo:hi]
-	rowsQ4_1AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], v.N/QK8_0, hi-lo, &y[lo])
+	nb, pairs := v.N/QK8_0, (hi-lo)/2
+	if pairs > 0 {
+		rowsR2Q4_1AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, pairs, &y[lo])
+	}
+	if lo+2*pairs < hi {
+		rowsQ4_1AVX2(&rows[2*pairs*m.RowBytes], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, 1, &y[hi-1])
+	}
 	return true
 }
 

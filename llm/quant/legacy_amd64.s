@@ -583,6 +583,164 @@ END: \
 	VZEROUPPER \
 	RET
 
+// The two-row kernels (decode: two rows against one vector, so that the two rows' serial
+// float sums overlap): row 0 at R10, row 1 at R10+AX; per row the one-vector kernels'
+// operations, so both results equal the Go twins'. Registers as the one-vector kernels' (R11
+// the Q8_0 block, DX the row pairs left); row 1's F16 scales (and minima) at 80(SP) (and
+// 96(SP)), its sum at 64(SP), its totals in Y8 (X8).
+
+// BLKR_50(K, YA, YB), BLKR_51, BLKR_41: block K of row 0 into YA (BLK50 and co.) and of row 1
+// into YB.
+#define BLKR_50(K, YA, YB) \
+	BLK50(K, YA) \
+	MOVWLZX ((K)*22)(R10)(AX*1), R13 \
+	MOVW R13, (80+2*(K))(SP) \
+	VBROADCASTI128 ((K)*22+6)(R10)(AX*1), YB \
+	VPSRLVQ Y10, YB, YB \
+	VPAND Y15, YB, YB \
+	VPBROADCASTD ((K)*22+2)(R10)(AX*1), Y5 \
+	VPSHUFB Y13, Y5, Y5 \
+	VPAND Y12, Y5, Y5 \
+	VPCMPEQB Y12, Y5, Y5 \
+	VPAND Y11, Y5, Y5 \
+	VPOR Y5, YB, YB \
+	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
+	VPMADDWD Y14, YB, YB
+
+#define BLKR_51(K, YA, YB) \
+	BLK51(K, YA) \
+	MOVWLZX ((K)*24)(R10)(AX*1), R13 \
+	MOVW R13, (80+2*(K))(SP) \
+	MOVWLZX ((K)*24+2)(R10)(AX*1), R13 \
+	MOVW R13, (96+2*(K))(SP) \
+	VBROADCASTI128 ((K)*24+8)(R10)(AX*1), YB \
+	VPSRLVQ Y10, YB, YB \
+	VPAND Y15, YB, YB \
+	VPBROADCASTD ((K)*24+4)(R10)(AX*1), Y5 \
+	VPSHUFB Y13, Y5, Y5 \
+	VPAND Y12, Y5, Y5 \
+	VPCMPEQB Y12, Y5, Y5 \
+	VPAND Y11, Y5, Y5 \
+	VPOR Y5, YB, YB \
+	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
+	VPMADDWD Y14, YB, YB
+
+#define BLKR_41(K, YA, YB) \
+	BLK41(K, YA) \
+	MOVWLZX ((K)*20)(R10)(AX*1), R13 \
+	MOVW R13, (80+2*(K))(SP) \
+	MOVWLZX ((K)*20+2)(R10)(AX*1), R13 \
+	MOVW R13, (96+2*(K))(SP) \
+	VBROADCASTI128 ((K)*20+4)(R10)(AX*1), YB \
+	VPSRLVQ Y10, YB, YB \
+	VPAND Y15, YB, YB \
+	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
+	VPMADDWD Y14, YB, YB
+
+// FLOATR50, FLOATR1 (and their four-block forms): FLOAT50 and FLOAT1 for row 1.
+#define FLOATR50 \
+	VMOVDQU (R14)(R12*1), Y4 \
+	VPADDD Y4, Y4, Y4 \
+	VPSUBD Y4, Y8, Y8 \
+	VCVTDQ2PS Y8, Y8 \
+	VCVTPH2PS 80(SP), Y4 \
+	VMULPS (R8)(R12*1), Y4, Y4 \
+	VMULPS Y4, Y8, Y4 \
+	ADD8B
+
+#define FLOATR1 \
+	VCVTDQ2PS Y8, Y8 \
+	VCVTPH2PS 80(SP), Y4 \
+	VMULPS (R8)(R12*1), Y4, Y4 \
+	VMULPS Y8, Y4, Y4 \
+	VCVTPH2PS 96(SP), Y5 \
+	VMULPS (R14)(R12*1), Y5, Y5 \
+	VADDPS Y5, Y4, Y4 \
+	ADD8B
+
+#define FLOATR50_4 \
+	VMOVDQU (R14)(R12*1), X4 \
+	VPADDD X4, X4, X4 \
+	VPSUBD X4, X8, X8 \
+	VCVTDQ2PS X8, X8 \
+	VCVTPH2PS 80(SP), X4 \
+	VMULPS (R8)(R12*1), X4, X4 \
+	VMULPS X4, X8, X4 \
+	ADD4B
+
+#define FLOATR1_4 \
+	VCVTDQ2PS X8, X8 \
+	VCVTPH2PS 80(SP), X4 \
+	VMULPS (R8)(R12*1), X4, X4 \
+	VMULPS X8, X4, X4 \
+	VCVTPH2PS 96(SP), X5 \
+	VMULPS (R14)(R12*1), X5, X5 \
+	VADDPS X5, X4, X4 \
+	ADD4B
+
+// ONER(ONE): the one-block step ONE for row 1: its sum swapped into X0 (row 0's kept at
+// 68(SP)) and R10 moved to its block.
+#define ONER(ONE) \
+	VMOVSS X0, 68(SP) \
+	VMOVSS 64(SP), X0 \
+	ADDQ AX, R10 \
+	ONE \
+	SUBQ AX, R10 \
+	VMOVSS X0, 64(SP) \
+	VMOVSS 68(SP), X0
+
+// ROWSR: ROWS for the two-row kernels (DX: row pairs).
+#define ROWSR(BLK, BS, FLOAT, FLOATR, FLOAT4, FLOATR4, ONE, ROW, GRP, TAIL, TAIL1, ROWEND, END) \
+	TESTQ DX, DX \
+	JZ END \
+	TESTQ CX, CX \
+	JZ END \
+ROW: \
+	ROWSTART \
+	MOVL $0, 64(SP) \
+GRP: \
+	CMPQ BX, $8 \
+	JLT TAIL \
+	GROUP8X2(BLK) \
+	FLOAT \
+	FLOATR \
+	ADDQ $(8*BS), R10 \
+	ADDQ $(8*34), R11 \
+	ADDQ $32, R12 \
+	SUBQ $8, BX \
+	JMP GRP \
+TAIL: \
+	CMPQ BX, $4 \
+	JLT TAIL1 \
+	GROUP4X2(BLK) \
+	FLOAT4 \
+	FLOATR4 \
+	ADDQ $(4*BS), R10 \
+	ADDQ $(4*34), R11 \
+	ADDQ $16, R12 \
+	SUBQ $4, BX \
+TAIL1: \
+	TESTQ BX, BX \
+	JZ ROWEND \
+	ONE \
+	ONER(ONE) \
+	ADDQ $BS, R10 \
+	ADDQ $34, R11 \
+	ADDQ $4, R12 \
+	DECQ BX \
+	JMP TAIL1 \
+ROWEND: \
+	MOVSS X0, (R9) \
+	MOVL 64(SP), R13 \
+	MOVL R13, 4(R9) \
+	ADDQ $8, R9 \
+	LEAQ (SI)(AX*2), SI \
+	DECQ DX \
+	JNZ ROW \
+END: \
+	VZEROUPPER \
+	RET
+
 // func rowsQ5_0AVX2(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, rows int, out *float32)
 // Q5_0 blocks: f16 d, qh[4], qs[16].
 TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $64-64
@@ -621,6 +779,48 @@ TEXT ·rows2Q4_1AVX2(SB), NOSPLIT, $80-88
 	ARGS2
 	LEGCONSTS
 	ROWS2(BLK2_41, 20, FLOAT1, FLOAT1B, FLOAT1_4, FLOAT1B_4, ONE2_41, row241, grp241, tail241, one241, rowend241, done241)
+
+// func rowsR2Q5_0AVX2(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, pairs int, out *float32)
+TEXT ·rowsR2Q5_0AVX2(SB), NOSPLIT, $112-64
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), AX
+	MOVQ x+16(FP), DI
+	MOVQ xd+24(FP), R8
+	MOVQ xs+32(FP), R14
+	MOVQ nb+40(FP), CX
+	MOVQ pairs+48(FP), DX
+	MOVQ out+56(FP), R9
+	VMOVDQU legshift<>(SB), Y10
+	LEGCONSTS
+	ROWSR(BLKR_50, 22, FLOAT50, FLOATR50, FLOAT50_4, FLOATR50_4, ONE50, rowr50, grpr50, tailr50, oner50, rowendr50, doner50)
+
+// func rowsR2Q5_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
+TEXT ·rowsR2Q5_1AVX2(SB), NOSPLIT, $112-64
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), AX
+	MOVQ x+16(FP), DI
+	MOVQ xd+24(FP), R8
+	MOVQ xs+32(FP), R14
+	MOVQ nb+40(FP), CX
+	MOVQ pairs+48(FP), DX
+	MOVQ out+56(FP), R9
+	VMOVDQU legshift<>(SB), Y10
+	LEGCONSTS
+	ROWSR(BLKR_51, 24, FLOAT1, FLOATR1, FLOAT1_4, FLOATR1_4, ONE51, rowr51, grpr51, tailr51, oner51, rowendr51, doner51)
+
+// func rowsR2Q4_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
+TEXT ·rowsR2Q4_1AVX2(SB), NOSPLIT, $112-64
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), AX
+	MOVQ x+16(FP), DI
+	MOVQ xd+24(FP), R8
+	MOVQ xs+32(FP), R14
+	MOVQ nb+40(FP), CX
+	MOVQ pairs+48(FP), DX
+	MOVQ out+56(FP), R9
+	VMOVDQU legshift<>(SB), Y10
+	LEGCONSTS
+	ROWSR(BLKR_41, 20, FLOAT1, FLOATR1, FLOAT1_4, FLOATR1_4, ONE41, rowr41, grpr41, tailr41, oner41, rowendr41, doner41)
 
 // NIB8's shift counts: 0 for the low lane's quadwords, 4 for the high lane's.
 DATA legshift<>+0(SB)/8, $0
