@@ -741,6 +741,190 @@ END: \
 	VZEROUPPER \
 	RET
 
+// The AVX-512 forms (BW, VL and VNNI; useVNNI): the fifth bits added by a byte-masked VPADDB
+// with the qh word as the mask (KMOVD), the products summed by VPDPBUSD into zeroed int32
+// lanes. The totals are the same integers, so the results are the AVX2 forms'.
+//
+// WK(QS, QH): the unsigned quants of a block into Y5 from its nibbles at QS and (Q5_0, Q5_1)
+// its qh word at QH; WK4(QS) for Q4_1.
+#define WK(QS, QH) \
+	VBROADCASTI128 QS, Y5 \
+	VPSRLVQ Y10, Y5, Y5 \
+	VPAND Y15, Y5, Y5 \
+	KMOVD QH, K1 \
+	VPADDB Y11, Y5, K1, Y5
+
+#define WK4(QS) \
+	VBROADCASTI128 QS, Y5 \
+	VPSRLVQ Y10, Y5, Y5 \
+	VPAND Y15, Y5, Y5
+
+// DP(XA, Y): Y = the int32 sums of four products of the quants Y5 and the int8 at XA.
+#define DP(XA, Y) \
+	VPXOR Y, Y, Y \
+	VPDPBUSD XA, Y5, Y
+
+// HALF(A, D): the F16 at A to D(SP).
+#define HALF(A, D) \
+	MOVWLZX A, R13 \
+	MOVW R13, D(SP)
+
+// Two rows (decode): block K of row 0 into YA, of row 1 into YB.
+#define BLKRK_50(K, YA, YB) \
+	HALF(((K)*22)(R10), (32+2*(K))) \
+	WK(((K)*22+6)(R10), ((K)*22+2)(R10)) \
+	DP(((K)*34+2)(R11), YA) \
+	HALF(((K)*22)(R10)(AX*1), (80+2*(K))) \
+	WK(((K)*22+6)(R10)(AX*1), ((K)*22+2)(R10)(AX*1)) \
+	DP(((K)*34+2)(R11), YB)
+
+#define BLKRK_51(K, YA, YB) \
+	HALF(((K)*24)(R10), (32+2*(K))) \
+	HALF(((K)*24+2)(R10), (48+2*(K))) \
+	WK(((K)*24+8)(R10), ((K)*24+4)(R10)) \
+	DP(((K)*34+2)(R11), YA) \
+	HALF(((K)*24)(R10)(AX*1), (80+2*(K))) \
+	HALF(((K)*24+2)(R10)(AX*1), (96+2*(K))) \
+	WK(((K)*24+8)(R10)(AX*1), ((K)*24+4)(R10)(AX*1)) \
+	DP(((K)*34+2)(R11), YB)
+
+#define BLKRK_41(K, YA, YB) \
+	HALF(((K)*20)(R10), (32+2*(K))) \
+	HALF(((K)*20+2)(R10), (48+2*(K))) \
+	WK4(((K)*20+4)(R10)) \
+	DP(((K)*34+2)(R11), YA) \
+	HALF(((K)*20)(R10)(AX*1), (80+2*(K))) \
+	HALF(((K)*20+2)(R10)(AX*1), (96+2*(K))) \
+	WK4(((K)*20+4)(R10)(AX*1)) \
+	DP(((K)*34+2)(R11), YB)
+
+// Two vectors (prefill): block K against x0 into YA and x1 into YB, unpacked once.
+#define BLK2K_50(K, YA, YB) \
+	HALF(((K)*22)(R10), (32+2*(K))) \
+	WK(((K)*22+6)(R10), ((K)*22+2)(R10)) \
+	DP(((K)*34+2)(DI)(R11*1), YA) \
+	DP(((K)*34+2)(CX)(R11*1), YB)
+
+#define BLK2K_51(K, YA, YB) \
+	HALF(((K)*24)(R10), (32+2*(K))) \
+	HALF(((K)*24+2)(R10), (48+2*(K))) \
+	WK(((K)*24+8)(R10), ((K)*24+4)(R10)) \
+	DP(((K)*34+2)(DI)(R11*1), YA) \
+	DP(((K)*34+2)(CX)(R11*1), YB)
+
+#define BLK2K_41(K, YA, YB) \
+	HALF(((K)*20)(R10), (32+2*(K))) \
+	HALF(((K)*20+2)(R10), (48+2*(K))) \
+	WK4(((K)*20+4)(R10)) \
+	DP(((K)*34+2)(DI)(R11*1), YA) \
+	DP(((K)*34+2)(CX)(R11*1), YB)
+
+// The Q5_0 VNNI forms gather the blocks' F16 scales by VPINSRW into X12 (row 0 or the one
+// row of the two-vector kernel) and X13 (row 1) instead of through the stack (a load of eight
+// halves written by eight stores cannot be forwarded from them).
+#define FLOAT50X \
+	VMOVDQU (R14)(R12*1), Y4 \
+	VPADDD Y4, Y4, Y4 \
+	VPSUBD Y4, Y3, Y3 \
+	VCVTDQ2PS Y3, Y3 \
+	VCVTPH2PS X12, Y4 \
+	VMULPS (R8)(R12*1), Y4, Y4 \
+	VMULPS Y4, Y3, Y4 \
+	ADD8
+
+#define FLOATR50X \
+	VMOVDQU (R14)(R12*1), Y4 \
+	VPADDD Y4, Y4, Y4 \
+	VPSUBD Y4, Y8, Y8 \
+	VCVTDQ2PS Y8, Y8 \
+	VCVTPH2PS X13, Y4 \
+	VMULPS (R8)(R12*1), Y4, Y4 \
+	VMULPS Y4, Y8, Y4 \
+	ADD8B
+
+#define FLOAT50_4X \
+	VMOVDQU (R14)(R12*1), X4 \
+	VPADDD X4, X4, X4 \
+	VPSUBD X4, X3, X3 \
+	VCVTDQ2PS X3, X3 \
+	VCVTPH2PS X12, X4 \
+	VMULPS (R8)(R12*1), X4, X4 \
+	VMULPS X4, X3, X4 \
+	ADD4
+
+#define FLOATR50_4X \
+	VMOVDQU (R14)(R12*1), X4 \
+	VPADDD X4, X4, X4 \
+	VPSUBD X4, X8, X8 \
+	VCVTDQ2PS X8, X8 \
+	VCVTPH2PS X13, X4 \
+	VMULPS (R8)(R12*1), X4, X4 \
+	VMULPS X4, X8, X4 \
+	ADD4B
+
+#define FLOAT50BX \
+	MOVQ xs1+56(FP), R13 \
+	VMOVDQU (R13)(R12*1), Y4 \
+	VPADDD Y4, Y4, Y4 \
+	VPSUBD Y4, Y8, Y8 \
+	VCVTDQ2PS Y8, Y8 \
+	MOVQ xd1+40(FP), R13 \
+	VCVTPH2PS X12, Y4 \
+	VMULPS (R13)(R12*1), Y4, Y4 \
+	VMULPS Y4, Y8, Y4 \
+	ADD8B
+
+#define FLOAT50B_4X \
+	MOVQ xs1+56(FP), R13 \
+	VMOVDQU (R13)(R12*1), X4 \
+	VPADDD X4, X4, X4 \
+	VPSUBD X4, X8, X8 \
+	VCVTDQ2PS X8, X8 \
+	MOVQ xd1+40(FP), R13 \
+	VCVTPH2PS X12, X4 \
+	VMULPS (R13)(R12*1), X4, X4 \
+	VMULPS X4, X8, X4 \
+	ADD4B
+
+#define BLKRKX_50(K, YA, YB) \
+	VPINSRW $(K), ((K)*22)(R10), X12, X12 \
+	WK(((K)*22+6)(R10), ((K)*22+2)(R10)) \
+	DP(((K)*34+2)(R11), YA) \
+	VPINSRW $(K), ((K)*22)(R10)(AX*1), X13, X13 \
+	WK(((K)*22+6)(R10)(AX*1), ((K)*22+2)(R10)(AX*1)) \
+	DP(((K)*34+2)(R11), YB)
+
+#define BLK2KX_50(K, YA, YB) \
+	VPINSRW $(K), ((K)*22)(R10), X12, X12 \
+	WK(((K)*22+6)(R10), ((K)*22+2)(R10)) \
+	DP(((K)*34+2)(DI)(R11*1), YA) \
+	DP(((K)*34+2)(CX)(R11*1), YB)
+
+// ONE50K, ONE2_50K: ONE50 and ONE2_50 with the fifth bits by KMOVD and a masked VPADDB (the
+// X forms keep their scales in X12 and X13, which HIBITS needs).
+#define ONE50K \
+	NIBS(6, R10, Y4, X4, Y5, X5) \
+	KMOVD 2(R10), K1 \
+	VPADDB Y11, Y4, K1, Y4 \
+	ISUM(Y4, 2(R11), Y4, X4, Y5, X5) \
+	SUBSUM8((R14)(R12*1), X4, X5) \
+	FIN0(X4, (R8)(R12*1), X0, X6)
+
+#define ONE2_50K \
+	NIBS(6, R10, Y4, X4, Y5, X5) \
+	KMOVD 2(R10), K1 \
+	VPADDB Y11, Y4, K1, Y4 \
+	TOT1(Y9) \
+	ISUM(Y4, 2(DI)(R11*1), Y4, X4, Y5, X5) \
+	SUBSUM8((R14)(R12*1), X4, X5) \
+	FIN0(X4, (R8)(R12*1), X0, X6) \
+	MOVQ xs1+56(FP), R13 \
+	SUBSUM8((R13)(R12*1), X9, X5) \
+	MOVQ xd1+40(FP), R13 \
+	VMOVSS 64(SP), X1 \
+	FIN0(X9, (R13)(R12*1), X1, X6) \
+	VMOVSS X1, 64(SP)
+
 // func rowsQ5_0AVX2(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, rows int, out *float32)
 // Q5_0 blocks: f16 d, qh[4], qs[16].
 TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $64-64
@@ -821,6 +1005,66 @@ TEXT ·rowsR2Q4_1AVX2(SB), NOSPLIT, $112-64
 	VMOVDQU legshift<>(SB), Y10
 	LEGCONSTS
 	ROWSR(BLKR_41, 20, FLOAT1, FLOATR1, FLOAT1_4, FLOATR1_4, ONE41, rowr41, grpr41, tailr41, oner41, rowendr41, doner41)
+
+// func rowsR2Q5_0VNNI(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, pairs int, out *float32)
+TEXT ·rowsR2Q5_0VNNI(SB), NOSPLIT, $112-64
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), AX
+	MOVQ x+16(FP), DI
+	MOVQ xd+24(FP), R8
+	MOVQ xs+32(FP), R14
+	MOVQ nb+40(FP), CX
+	MOVQ pairs+48(FP), DX
+	MOVQ out+56(FP), R9
+	VMOVDQU legshift<>(SB), Y10
+	LEGCONSTS
+	ROWSR(BLKRKX_50, 22, FLOAT50X, FLOATR50X, FLOAT50_4X, FLOATR50_4X, ONE50K, rowrk50, grprk50, tailrk50, onerk50, rowendrk50, donerk50)
+
+// func rows2Q5_0VNNI(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *int32, nb, rows int, out *float32)
+TEXT ·rows2Q5_0VNNI(SB), NOSPLIT, $80-88
+	ARGS2
+	LEGCONSTS
+	ROWS2(BLK2KX_50, 22, FLOAT50X, FLOAT50BX, FLOAT50_4X, FLOAT50B_4X, ONE2_50K, row2k50, grp2k50, tail2k50, one2k50, rowend2k50, done2k50)
+
+// func rowsR2Q5_1VNNI(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
+TEXT ·rowsR2Q5_1VNNI(SB), NOSPLIT, $112-64
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), AX
+	MOVQ x+16(FP), DI
+	MOVQ xd+24(FP), R8
+	MOVQ xs+32(FP), R14
+	MOVQ nb+40(FP), CX
+	MOVQ pairs+48(FP), DX
+	MOVQ out+56(FP), R9
+	VMOVDQU legshift<>(SB), Y10
+	LEGCONSTS
+	ROWSR(BLKRK_51, 24, FLOAT1, FLOATR1, FLOAT1_4, FLOATR1_4, ONE51, rowrk51, grprk51, tailrk51, onerk51, rowendrk51, donerk51)
+
+// func rows2Q5_1VNNI(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
+TEXT ·rows2Q5_1VNNI(SB), NOSPLIT, $80-88
+	ARGS2
+	LEGCONSTS
+	ROWS2(BLK2K_51, 24, FLOAT1, FLOAT1B, FLOAT1_4, FLOAT1B_4, ONE2_51, row2k51, grp2k51, tail2k51, one2k51, rowend2k51, done2k51)
+
+// func rowsR2Q4_1VNNI(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
+TEXT ·rowsR2Q4_1VNNI(SB), NOSPLIT, $112-64
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), AX
+	MOVQ x+16(FP), DI
+	MOVQ xd+24(FP), R8
+	MOVQ xs+32(FP), R14
+	MOVQ nb+40(FP), CX
+	MOVQ pairs+48(FP), DX
+	MOVQ out+56(FP), R9
+	VMOVDQU legshift<>(SB), Y10
+	LEGCONSTS
+	ROWSR(BLKRK_41, 20, FLOAT1, FLOATR1, FLOAT1_4, FLOATR1_4, ONE41, rowrk41, grprk41, tailrk41, onerk41, rowendrk41, donerk41)
+
+// func rows2Q4_1VNNI(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
+TEXT ·rows2Q4_1VNNI(SB), NOSPLIT, $80-88
+	ARGS2
+	LEGCONSTS
+	ROWS2(BLK2K_41, 20, FLOAT1, FLOAT1B, FLOAT1_4, FLOAT1B_4, ONE2_41, row2k41, grp2k41, tail2k41, one2k41, rowend2k41, done2k41)
 
 // NIB8's shift counts: 0 for the low lane's quadwords, 4 for the high lane's.
 DATA legshift<>+0(SB)/8, $0

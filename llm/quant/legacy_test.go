@@ -84,86 +84,91 @@ func TestLegacyKernelsMatchGo(t *testing.T) {
 		{"alternating", func(i int) byte { return byte(0xa5 ^ -(i & 1)) }, fixed(0xb555), func(i int) int8 { return int8(127 - 255*(i&1)) },
 			fixed(0x2e66), func() float32 { return -0.25 }},
 	}
-	for _, typ := range legacyTypes {
-		twin := legacyTwin[typ]
-		bs := typ.TypeSize()
-		f := lookup(typ)
-		for _, tc := range cases {
-			for _, nb := range []int{1, 2, 3, 4, 7, 8, 13, 16, 28} {
-				const rows = 7
-				data := make([]byte, rows*nb*bs)
-				for i := range data {
-					data[i] = tc.fill(i)
-				}
-				for off := 0; off < len(data); off += bs {
-					binary.LittleEndian.PutUint16(data[off:], tc.scale())
-					if typ != gguf.Q5_0 { // the minimum m
-						binary.LittleEndian.PutUint16(data[off+2:], tc.scale())
+	// The AVX-512 forms where the CPU has them (vnni=true), then the AVX2 forms.
+	for _, vnni := range []bool{true, false} {
+		restore := setVNNI(vnni)
+		for _, typ := range legacyTypes {
+			twin := legacyTwin[typ]
+			bs := typ.TypeSize()
+			f := lookup(typ)
+			for _, tc := range cases {
+				for _, nb := range []int{1, 2, 3, 4, 7, 8, 13, 16, 28} {
+					const rows = 7
+					data := make([]byte, rows*nb*bs)
+					for i := range data {
+						data[i] = tc.fill(i)
 					}
-				}
-				m, err := NewMatrix(typ, rows, nb*QK8_0, data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				xs := []Vec{*legacyVec(typ, nb, tc), *legacyVec(typ, nb, tc), *legacyVec(typ, nb, tc), *legacyVec(typ, nb, tc), *legacyVec(typ, nb, tc)}
-				want := make([][]float32, len(xs))
-				for k := range xs {
-					want[k] = make([]float32, rows)
-					for i := range want[k] {
-						want[k][i] = twin(m.Row(i), &xs[k])
-					}
-				}
-				check := func(what string, k, i int, got float32) {
-					t.Helper()
-					if !sameFloat(got, want[k][i]) {
-						t.Fatalf("%s %s nb=%d %s vector %d row %d (kernel %s): %v (%#x), Go %v (%#x)", typ, tc.name, nb, what, k, i,
-							Kernel(), got, math.Float32bits(got), want[k][i], math.Float32bits(want[k][i]))
-					}
-				}
-				y := make([]float32, rows)
-				MatVec(nil, m, &xs[0], y)
-				for i := range y {
-					check("MatVec", 0, i, y[i])
-					check("Dot", 0, i, Dot(typ, m.Row(i), &xs[0]))
-				}
-				// The row hook on sub-ranges: rows outside [lo,hi) stay untouched.
-				for _, rg := range [][2]int{{0, rows}, {1, 6}, {3, 4}, {6, 7}} {
-					const sentinel = -7.25
-					for i := range y {
-						y[i] = sentinel
-					}
-					if !f.rows(m, &xs[1], y, rg[0], rg[1]) {
-						if strings.HasPrefix(Kernel(), "avx2") {
-							t.Fatalf("%s: the row kernel declined rows %v on %s", typ, rg, Kernel())
+					for off := 0; off < len(data); off += bs {
+						binary.LittleEndian.PutUint16(data[off:], tc.scale())
+						if typ != gguf.Q5_0 { // the minimum m
+							binary.LittleEndian.PutUint16(data[off+2:], tc.scale())
 						}
-						continue
 					}
+					m, err := NewMatrix(typ, rows, nb*QK8_0, data)
+					if err != nil {
+						t.Fatal(err)
+					}
+					xs := []Vec{*legacyVec(typ, nb, tc), *legacyVec(typ, nb, tc), *legacyVec(typ, nb, tc), *legacyVec(typ, nb, tc), *legacyVec(typ, nb, tc)}
+					want := make([][]float32, len(xs))
+					for k := range xs {
+						want[k] = make([]float32, rows)
+						for i := range want[k] {
+							want[k][i] = twin(m.Row(i), &xs[k])
+						}
+					}
+					check := func(what string, k, i int, got float32) {
+						t.Helper()
+						if !sameFloat(got, want[k][i]) {
+							t.Fatalf("%s %s nb=%d %s vector %d row %d (kernel %s, vnni %v): %v (%#x), Go %v (%#x)", typ, tc.name, nb, what, k, i,
+								Kernel(), vnni, got, math.Float32bits(got), want[k][i], math.Float32bits(want[k][i]))
+						}
+					}
+					y := make([]float32, rows)
+					MatVec(nil, m, &xs[0], y)
 					for i := range y {
-						if i < rg[0] || i >= rg[1] {
-							if y[i] != sentinel {
-								t.Fatalf("%s %s nb=%d rows %v: row %d written (%v)", typ, tc.name, nb, rg, i, y[i])
+						check("MatVec", 0, i, y[i])
+						check("Dot", 0, i, Dot(typ, m.Row(i), &xs[0]))
+					}
+					// The row hook on sub-ranges: rows outside [lo,hi) stay untouched.
+					for _, rg := range [][2]int{{0, rows}, {1, 6}, {3, 4}, {6, 7}} {
+						const sentinel = -7.25
+						for i := range y {
+							y[i] = sentinel
+						}
+						if !f.rows(m, &xs[1], y, rg[0], rg[1]) {
+							if strings.HasPrefix(Kernel(), "avx2") {
+								t.Fatalf("%s: the row kernel declined rows %v on %s", typ, rg, Kernel())
 							}
 							continue
 						}
-						check("rows", 1, i, y[i])
-					}
-				}
-				for _, threads := range []int{1, 3} {
-					for n := 1; n <= len(xs); n++ {
-						ys := make([][]float32, n)
-						for k := range ys {
-							ys[k] = make([]float32, rows)
+						for i := range y {
+							if i < rg[0] || i >= rg[1] {
+								if y[i] != sentinel {
+									t.Fatalf("%s %s nb=%d rows %v: row %d written (%v)", typ, tc.name, nb, rg, i, y[i])
+								}
+								continue
+							}
+							check("rows", 1, i, y[i])
 						}
-						MatMul(&Pool{Threads: threads}, m, xs[:n], ys)
-						for k := range ys {
-							for i := range ys[k] {
-								check("MatMul", k, i, ys[k][i])
+					}
+					for _, threads := range []int{1, 3} {
+						for n := 1; n <= len(xs); n++ {
+							ys := make([][]float32, n)
+							for k := range ys {
+								ys[k] = make([]float32, rows)
+							}
+							MatMul(&Pool{Threads: threads}, m, xs[:n], ys)
+							for k := range ys {
+								for i := range ys[k] {
+									check("MatMul", k, i, ys[k][i])
+								}
 							}
 						}
 					}
 				}
 			}
 		}
+		restore()
 	}
 }
 
@@ -206,8 +211,9 @@ func TestLegacyKernelsLoadedVectors(t *testing.T) {
 	}
 }
 
-// BenchmarkLegacyMatVec: decode's products for the legacy types at Qwen2.5-0.5B's FFN shapes,
-// the kernel (asm=true, where there is one) against the Go dot functions row by row.
+// BenchmarkLegacyMatVec: decode's products for the legacy types at Qwen2.5-0.5B's FFN shapes:
+// the Go dot functions row by row (go), MatVec with the AVX2 kernels (avx2) and with the
+// AVX-512 forms where the CPU has them (vnni; elsewhere the same as avx2).
 func BenchmarkLegacyMatVec(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, sh := range []struct{ rows, cols int }{{4864, 896}, {896, 4864}} {
@@ -219,8 +225,11 @@ func BenchmarkLegacyMatVec(b *testing.B) {
 			var v Vec
 			v.Load(typ, randVec(r, sh.cols))
 			y := make([]float32, sh.rows)
-			for _, asm := range []bool{false, true} {
-				b.Run(fmt.Sprintf("%s/%dx%d/asm=%v", typ, sh.rows, sh.cols, asm), func(b *testing.B) {
+			for _, mode := range []string{"go", "avx2", "vnni"} {
+				asm := mode != "go"
+				b.Run(fmt.Sprintf("%s/%dx%d/%s", typ, sh.rows, sh.cols, mode), func(b *testing.B) {
+					restore := setVNNI(mode == "vnni")
+					defer restore()
 					b.SetBytes(int64(len(m.Data)))
 					for i := 0; i < b.N; i++ {
 						if asm {
@@ -238,7 +247,8 @@ func BenchmarkLegacyMatVec(b *testing.B) {
 }
 
 // BenchmarkLegacyMatMul: prefill's product with a batch of 16 vectors at Qwen2.5-0.5B's FFN
-// shapes, with the two-vector kernels (two=true) and with the one-vector kernel per vector.
+// shapes: the one-vector AVX2 kernel per vector, the two-vector AVX2 kernel and its AVX-512
+// form.
 func BenchmarkLegacyMatMul(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, sh := range []struct{ rows, cols int }{{4864, 896}, {896, 4864}} {
@@ -253,10 +263,12 @@ func BenchmarkLegacyMatMul(b *testing.B) {
 				xs[i].Load(typ, randVec(r, sh.cols))
 				ys[i] = make([]float32, sh.rows)
 			}
-			for _, two := range []bool{false, true} {
-				b.Run(fmt.Sprintf("%s/%dx%d/two=%v", typ, sh.rows, sh.cols, two), func(b *testing.B) {
-					restore := setLegacy2(two)
+			for _, mode := range []string{"one-avx2", "two-avx2", "two-vnni"} {
+				b.Run(fmt.Sprintf("%s/%dx%d/%s", typ, sh.rows, sh.cols, mode), func(b *testing.B) {
+					restore := setLegacy2(mode != "one-avx2")
 					defer restore()
+					restoreV := setVNNI(mode == "two-vnni")
+					defer restoreV()
 					b.SetBytes(int64(len(m.Data)))
 					for i := 0; i < b.N; i++ {
 						MatMul(nil, m, xs, ys)
