@@ -769,56 +769,6 @@ END: \
 	MOVWLZX A, R13 \
 	MOVW R13, D(SP)
 
-// Two rows (decode): block K of row 0 into YA, of row 1 into YB.
-#define BLKRK_50(K, YA, YB) \
-	HALF(((K)*22)(R10), (32+2*(K))) \
-	WK(((K)*22+6)(R10), ((K)*22+2)(R10)) \
-	DP(((K)*34+2)(R11), YA) \
-	HALF(((K)*22)(R10)(AX*1), (80+2*(K))) \
-	WK(((K)*22+6)(R10)(AX*1), ((K)*22+2)(R10)(AX*1)) \
-	DP(((K)*34+2)(R11), YB)
-
-#define BLKRK_51(K, YA, YB) \
-	HALF(((K)*24)(R10), (32+2*(K))) \
-	HALF(((K)*24+2)(R10), (48+2*(K))) \
-	WK(((K)*24+8)(R10), ((K)*24+4)(R10)) \
-	DP(((K)*34+2)(R11), YA) \
-	HALF(((K)*24)(R10)(AX*1), (80+2*(K))) \
-	HALF(((K)*24+2)(R10)(AX*1), (96+2*(K))) \
-	WK(((K)*24+8)(R10)(AX*1), ((K)*24+4)(R10)(AX*1)) \
-	DP(((K)*34+2)(R11), YB)
-
-#define BLKRK_41(K, YA, YB) \
-	HALF(((K)*20)(R10), (32+2*(K))) \
-	HALF(((K)*20+2)(R10), (48+2*(K))) \
-	WK4(((K)*20+4)(R10)) \
-	DP(((K)*34+2)(R11), YA) \
-	HALF(((K)*20)(R10)(AX*1), (80+2*(K))) \
-	HALF(((K)*20+2)(R10)(AX*1), (96+2*(K))) \
-	WK4(((K)*20+4)(R10)(AX*1)) \
-	DP(((K)*34+2)(R11), YB)
-
-// Two vectors (prefill): block K against x0 into YA and x1 into YB, unpacked once.
-#define BLK2K_50(K, YA, YB) \
-	HALF(((K)*22)(R10), (32+2*(K))) \
-	WK(((K)*22+6)(R10), ((K)*22+2)(R10)) \
-	DP(((K)*34+2)(DI)(R11*1), YA) \
-	DP(((K)*34+2)(CX)(R11*1), YB)
-
-#define BLK2K_51(K, YA, YB) \
-	HALF(((K)*24)(R10), (32+2*(K))) \
-	HALF(((K)*24+2)(R10), (48+2*(K))) \
-	WK(((K)*24+8)(R10), ((K)*24+4)(R10)) \
-	DP(((K)*34+2)(DI)(R11*1), YA) \
-	DP(((K)*34+2)(CX)(R11*1), YB)
-
-#define BLK2K_41(K, YA, YB) \
-	HALF(((K)*20)(R10), (32+2*(K))) \
-	HALF(((K)*20+2)(R10), (48+2*(K))) \
-	WK4(((K)*20+4)(R10)) \
-	DP(((K)*34+2)(DI)(R11*1), YA) \
-	DP(((K)*34+2)(CX)(R11*1), YB)
-
 // The Q5_0 VNNI forms gather the blocks' F16 scales by VPINSRW into X12 (row 0 or the one
 // row of the two-vector kernel) and X13 (row 1) instead of through the stack (a load of eight
 // halves written by eight stores cannot be forwarded from them).
@@ -924,6 +874,100 @@ END: \
 	VMOVSS 64(SP), X1 \
 	FIN0(X9, (R13)(R12*1), X1, X6) \
 	VMOVSS X1, 64(SP)
+
+// The Q5_1 and Q4_1 VNNI forms: row 0's (or the one row's) scales d in X12 and minima m in
+// X13 by VPINSRW; row 1's through the stack as in the AVX2 forms.
+#define FLOAT1X \
+	VCVTDQ2PS Y3, Y3 \
+	VCVTPH2PS X12, Y4 \
+	VMULPS (R8)(R12*1), Y4, Y4 \
+	VMULPS Y3, Y4, Y4 \
+	VCVTPH2PS X13, Y5 \
+	VMULPS (R14)(R12*1), Y5, Y5 \
+	VADDPS Y5, Y4, Y4 \
+	ADD8
+
+#define FLOAT1_4X \
+	VCVTDQ2PS X3, X3 \
+	VCVTPH2PS X12, X4 \
+	VMULPS (R8)(R12*1), X4, X4 \
+	VMULPS X3, X4, X4 \
+	VCVTPH2PS X13, X5 \
+	VMULPS (R14)(R12*1), X5, X5 \
+	VADDPS X5, X4, X4 \
+	ADD4
+
+#define FLOAT1BX \
+	MOVQ xs1+56(FP), R13 \
+	VCVTPH2PS X13, Y5 \
+	VMULPS (R13)(R12*1), Y5, Y5 \
+	MOVQ xd1+40(FP), R13 \
+	VCVTDQ2PS Y8, Y8 \
+	VCVTPH2PS X12, Y4 \
+	VMULPS (R13)(R12*1), Y4, Y4 \
+	VMULPS Y8, Y4, Y4 \
+	VADDPS Y5, Y4, Y4 \
+	ADD8B
+
+#define FLOAT1B_4X \
+	MOVQ xs1+56(FP), R13 \
+	VCVTPH2PS X13, X5 \
+	VMULPS (R13)(R12*1), X5, X5 \
+	MOVQ xd1+40(FP), R13 \
+	VCVTDQ2PS X8, X8 \
+	VCVTPH2PS X12, X4 \
+	VMULPS (R13)(R12*1), X4, X4 \
+	VMULPS X8, X4, X4 \
+	VADDPS X5, X4, X4 \
+	ADD4B
+
+#define ONE51K \
+	NIBS(8, R10, Y4, X4, Y5, X5) \
+	KMOVD 4(R10), K1 \
+	VPADDB Y11, Y4, K1, Y4 \
+	ISUM(Y4, 2(R11), Y4, X4, Y5, X5) \
+	LOADDM \
+	FIN1(X4, (R8)(R12*1), (R14)(R12*1), X0, X7, X8)
+
+#define ONE2_51K \
+	NIBS(8, R10, Y4, X4, Y5, X5) \
+	KMOVD 4(R10), K1 \
+	VPADDB Y11, Y4, K1, Y4 \
+	ONE2_1(8)
+
+#define BLKRKX_51(K, YA, YB) \
+	VPINSRW $(K), ((K)*24)(R10), X12, X12 \
+	VPINSRW $(K), ((K)*24+2)(R10), X13, X13 \
+	WK(((K)*24+8)(R10), ((K)*24+4)(R10)) \
+	DP(((K)*34+2)(R11), YA) \
+	HALF(((K)*24)(R10)(AX*1), (80+2*(K))) \
+	HALF(((K)*24+2)(R10)(AX*1), (96+2*(K))) \
+	WK(((K)*24+8)(R10)(AX*1), ((K)*24+4)(R10)(AX*1)) \
+	DP(((K)*34+2)(R11), YB)
+
+#define BLKRKX_41(K, YA, YB) \
+	VPINSRW $(K), ((K)*20)(R10), X12, X12 \
+	VPINSRW $(K), ((K)*20+2)(R10), X13, X13 \
+	WK4(((K)*20+4)(R10)) \
+	DP(((K)*34+2)(R11), YA) \
+	HALF(((K)*20)(R10)(AX*1), (80+2*(K))) \
+	HALF(((K)*20+2)(R10)(AX*1), (96+2*(K))) \
+	WK4(((K)*20+4)(R10)(AX*1)) \
+	DP(((K)*34+2)(R11), YB)
+
+#define BLK2KX_51(K, YA, YB) \
+	VPINSRW $(K), ((K)*24)(R10), X12, X12 \
+	VPINSRW $(K), ((K)*24+2)(R10), X13, X13 \
+	WK(((K)*24+8)(R10), ((K)*24+4)(R10)) \
+	DP(((K)*34+2)(DI)(R11*1), YA) \
+	DP(((K)*34+2)(CX)(R11*1), YB)
+
+#define BLK2KX_41(K, YA, YB) \
+	VPINSRW $(K), ((K)*20)(R10), X12, X12 \
+	VPINSRW $(K), ((K)*20+2)(R10), X13, X13 \
+	WK4(((K)*20+4)(R10)) \
+	DP(((K)*34+2)(DI)(R11*1), YA) \
+	DP(((K)*34+2)(CX)(R11*1), YB)
 
 // func rowsQ5_0AVX2(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, rows int, out *float32)
 // Q5_0 blocks: f16 d, qh[4], qs[16].
@@ -1038,13 +1082,13 @@ TEXT ·rowsR2Q5_1VNNI(SB), NOSPLIT, $112-64
 	MOVQ out+56(FP), R9
 	VMOVDQU legshift<>(SB), Y10
 	LEGCONSTS
-	ROWSR(BLKRK_51, 24, FLOAT1, FLOATR1, FLOAT1_4, FLOATR1_4, ONE51, rowrk51, grprk51, tailrk51, onerk51, rowendrk51, donerk51)
+	ROWSR(BLKRKX_51, 24, FLOAT1X, FLOATR1, FLOAT1_4X, FLOATR1_4, ONE51K, rowrk51, grprk51, tailrk51, onerk51, rowendrk51, donerk51)
 
 // func rows2Q5_1VNNI(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
 TEXT ·rows2Q5_1VNNI(SB), NOSPLIT, $80-88
 	ARGS2
 	LEGCONSTS
-	ROWS2(BLK2K_51, 24, FLOAT1, FLOAT1B, FLOAT1_4, FLOAT1B_4, ONE2_51, row2k51, grp2k51, tail2k51, one2k51, rowend2k51, done2k51)
+	ROWS2(BLK2KX_51, 24, FLOAT1X, FLOAT1BX, FLOAT1_4X, FLOAT1B_4X, ONE2_51K, row2k51, grp2k51, tail2k51, one2k51, rowend2k51, done2k51)
 
 // func rowsR2Q4_1VNNI(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
 TEXT ·rowsR2Q4_1VNNI(SB), NOSPLIT, $112-64
@@ -1058,13 +1102,13 @@ TEXT ·rowsR2Q4_1VNNI(SB), NOSPLIT, $112-64
 	MOVQ out+56(FP), R9
 	VMOVDQU legshift<>(SB), Y10
 	LEGCONSTS
-	ROWSR(BLKRK_41, 20, FLOAT1, FLOATR1, FLOAT1_4, FLOATR1_4, ONE41, rowrk41, grprk41, tailrk41, onerk41, rowendrk41, donerk41)
+	ROWSR(BLKRKX_41, 20, FLOAT1X, FLOATR1, FLOAT1_4X, FLOATR1_4, ONE41, rowrk41, grprk41, tailrk41, onerk41, rowendrk41, donerk41)
 
 // func rows2Q4_1VNNI(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
 TEXT ·rows2Q4_1VNNI(SB), NOSPLIT, $80-88
 	ARGS2
 	LEGCONSTS
-	ROWS2(BLK2K_41, 20, FLOAT1, FLOAT1B, FLOAT1_4, FLOAT1B_4, ONE2_41, row2k41, grp2k41, tail2k41, one2k41, rowend2k41, done2k41)
+	ROWS2(BLK2KX_41, 20, FLOAT1X, FLOAT1BX, FLOAT1_4X, FLOAT1B_4X, ONE2_41, row2k41, grp2k41, tail2k41, one2k41, rowend2k41, done2k41)
 
 // NIB8's shift counts: 0 for the low lane's quadwords, 4 for the high lane's.
 DATA legshift<>+0(SB)/8, $0
