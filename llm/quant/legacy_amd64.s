@@ -45,7 +45,7 @@
 	VPSHUFB Y13, T, T \
 	VPAND Y12, T, T \
 	VPCMPEQB Y12, T, T \
-	VPAND Y11, T, T \
+	VPAND legx10<>(SB), T, T \
 	VPOR T, Y, Y
 
 // ISUM(Q, XA, Y, X, T, TX): X (its low dword; Y is its full register) = the exact int32 sum
@@ -94,7 +94,7 @@
 // high one: Y10), without a lane-crossing shuffle.
 #define NIB8(OFF, Y) \
 	VBROADCASTI128 OFF(R10), Y \
-	VPSRLVQ Y10, Y, Y \
+	VPSRLVQ legshift<>(SB), Y, Y \
 	VPAND Y15, Y, Y
 
 // The kernels take eight blocks at a time: eight integer totals (the block dot products
@@ -596,13 +596,13 @@ END: \
 	MOVWLZX ((K)*22)(R10)(AX*1), R13 \
 	MOVW R13, (80+2*(K))(SP) \
 	VBROADCASTI128 ((K)*22+6)(R10)(AX*1), YB \
-	VPSRLVQ Y10, YB, YB \
+	VPSRLVQ legshift<>(SB), YB, YB \
 	VPAND Y15, YB, YB \
 	VPBROADCASTD ((K)*22+2)(R10)(AX*1), Y5 \
 	VPSHUFB Y13, Y5, Y5 \
 	VPAND Y12, Y5, Y5 \
 	VPCMPEQB Y12, Y5, Y5 \
-	VPAND Y11, Y5, Y5 \
+	VPAND legx10<>(SB), Y5, Y5 \
 	VPOR Y5, YB, YB \
 	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
 	VPMADDWD Y14, YB, YB
@@ -614,13 +614,13 @@ END: \
 	MOVWLZX ((K)*24+2)(R10)(AX*1), R13 \
 	MOVW R13, (96+2*(K))(SP) \
 	VBROADCASTI128 ((K)*24+8)(R10)(AX*1), YB \
-	VPSRLVQ Y10, YB, YB \
+	VPSRLVQ legshift<>(SB), YB, YB \
 	VPAND Y15, YB, YB \
 	VPBROADCASTD ((K)*24+4)(R10)(AX*1), Y5 \
 	VPSHUFB Y13, Y5, Y5 \
 	VPAND Y12, Y5, Y5 \
 	VPCMPEQB Y12, Y5, Y5 \
-	VPAND Y11, Y5, Y5 \
+	VPAND legx10<>(SB), Y5, Y5 \
 	VPOR Y5, YB, YB \
 	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
 	VPMADDWD Y14, YB, YB
@@ -632,7 +632,7 @@ END: \
 	MOVWLZX ((K)*20+2)(R10)(AX*1), R13 \
 	MOVW R13, (96+2*(K))(SP) \
 	VBROADCASTI128 ((K)*20+4)(R10)(AX*1), YB \
-	VPSRLVQ Y10, YB, YB \
+	VPSRLVQ legshift<>(SB), YB, YB \
 	VPAND Y15, YB, YB \
 	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
 	VPMADDWD Y14, YB, YB
@@ -969,6 +969,193 @@ END: \
 	DP(((K)*34+2)(DI)(R11*1), YA) \
 	DP(((K)*34+2)(CX)(R11*1), YB)
 
+// The AVX2 two-row and two-vector kernels take row 0's (or the one row's) scales and minima
+// by VPINSRW into X10 and X11 (their constants read from memory instead): a load of eight
+// halves written by eight stores cannot be forwarded from them.
+#define FLOAT50A \
+	VMOVDQU (R14)(R12*1), Y4 \
+	VPADDD Y4, Y4, Y4 \
+	VPSUBD Y4, Y3, Y3 \
+	VCVTDQ2PS Y3, Y3 \
+	VCVTPH2PS X10, Y4 \
+	VMULPS (R8)(R12*1), Y4, Y4 \
+	VMULPS Y4, Y3, Y4 \
+	ADD8
+
+#define FLOAT50_4A \
+	VMOVDQU (R14)(R12*1), X4 \
+	VPADDD X4, X4, X4 \
+	VPSUBD X4, X3, X3 \
+	VCVTDQ2PS X3, X3 \
+	VCVTPH2PS X10, X4 \
+	VMULPS (R8)(R12*1), X4, X4 \
+	VMULPS X4, X3, X4 \
+	ADD4
+
+#define FLOAT50BA \
+	MOVQ xs1+56(FP), R13 \
+	VMOVDQU (R13)(R12*1), Y4 \
+	VPADDD Y4, Y4, Y4 \
+	VPSUBD Y4, Y8, Y8 \
+	VCVTDQ2PS Y8, Y8 \
+	MOVQ xd1+40(FP), R13 \
+	VCVTPH2PS X10, Y4 \
+	VMULPS (R13)(R12*1), Y4, Y4 \
+	VMULPS Y4, Y8, Y4 \
+	ADD8B
+
+#define FLOAT50B_4A \
+	MOVQ xs1+56(FP), R13 \
+	VMOVDQU (R13)(R12*1), X4 \
+	VPADDD X4, X4, X4 \
+	VPSUBD X4, X8, X8 \
+	VCVTDQ2PS X8, X8 \
+	MOVQ xd1+40(FP), R13 \
+	VCVTPH2PS X10, X4 \
+	VMULPS (R13)(R12*1), X4, X4 \
+	VMULPS X4, X8, X4 \
+	ADD4B
+
+#define FLOAT1A \
+	VCVTDQ2PS Y3, Y3 \
+	VCVTPH2PS X10, Y4 \
+	VMULPS (R8)(R12*1), Y4, Y4 \
+	VMULPS Y3, Y4, Y4 \
+	VCVTPH2PS X11, Y5 \
+	VMULPS (R14)(R12*1), Y5, Y5 \
+	VADDPS Y5, Y4, Y4 \
+	ADD8
+
+#define FLOAT1_4A \
+	VCVTDQ2PS X3, X3 \
+	VCVTPH2PS X10, X4 \
+	VMULPS (R8)(R12*1), X4, X4 \
+	VMULPS X3, X4, X4 \
+	VCVTPH2PS X11, X5 \
+	VMULPS (R14)(R12*1), X5, X5 \
+	VADDPS X5, X4, X4 \
+	ADD4
+
+#define FLOAT1BA \
+	MOVQ xs1+56(FP), R13 \
+	VCVTPH2PS X11, Y5 \
+	VMULPS (R13)(R12*1), Y5, Y5 \
+	MOVQ xd1+40(FP), R13 \
+	VCVTDQ2PS Y8, Y8 \
+	VCVTPH2PS X10, Y4 \
+	VMULPS (R13)(R12*1), Y4, Y4 \
+	VMULPS Y8, Y4, Y4 \
+	VADDPS Y5, Y4, Y4 \
+	ADD8B
+
+#define FLOAT1B_4A \
+	MOVQ xs1+56(FP), R13 \
+	VCVTPH2PS X11, X5 \
+	VMULPS (R13)(R12*1), X5, X5 \
+	MOVQ xd1+40(FP), R13 \
+	VCVTDQ2PS X8, X8 \
+	VCVTPH2PS X10, X4 \
+	VMULPS (R13)(R12*1), X4, X4 \
+	VMULPS X8, X4, X4 \
+	VADDPS X5, X4, X4 \
+	ADD4B
+
+#define BLK50A(K, Y) \
+	VPINSRW $(K), ((K)*22)(R10), X10, X10 \
+	NIB8(((K)*22+6), Y) \
+	HIBITS(((K)*22+2), R10, Y, Y5) \
+	VPMADDUBSW ((K)*34+2)(R11), Y, Y \
+	VPMADDWD Y14, Y, Y
+
+#define BLK51A(K, Y) \
+	VPINSRW $(K), ((K)*24)(R10), X10, X10 \
+	VPINSRW $(K), ((K)*24+2)(R10), X11, X11 \
+	NIB8(((K)*24+8), Y) \
+	HIBITS(((K)*24+4), R10, Y, Y5) \
+	VPMADDUBSW ((K)*34+2)(R11), Y, Y \
+	VPMADDWD Y14, Y, Y
+
+#define BLK41A(K, Y) \
+	VPINSRW $(K), ((K)*20)(R10), X10, X10 \
+	VPINSRW $(K), ((K)*20+2)(R10), X11, X11 \
+	NIB8(((K)*20+4), Y) \
+	VPMADDUBSW ((K)*34+2)(R11), Y, Y \
+	VPMADDWD Y14, Y, Y
+
+#define BLK2_50A(K, YA, YB) \
+	VPINSRW $(K), ((K)*22)(R10), X10, X10 \
+	NIB8(((K)*22+6), YA) \
+	HIBITS(((K)*22+2), R10, YA, Y5) \
+	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
+	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
+	VPMADDWD Y14, YA, YA \
+	VPMADDWD Y14, YB, YB
+
+#define BLK2_51A(K, YA, YB) \
+	VPINSRW $(K), ((K)*24)(R10), X10, X10 \
+	VPINSRW $(K), ((K)*24+2)(R10), X11, X11 \
+	NIB8(((K)*24+8), YA) \
+	HIBITS(((K)*24+4), R10, YA, Y5) \
+	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
+	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
+	VPMADDWD Y14, YA, YA \
+	VPMADDWD Y14, YB, YB
+
+#define BLK2_41A(K, YA, YB) \
+	VPINSRW $(K), ((K)*20)(R10), X10, X10 \
+	VPINSRW $(K), ((K)*20+2)(R10), X11, X11 \
+	NIB8(((K)*20+4), YA) \
+	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
+	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
+	VPMADDWD Y14, YA, YA \
+	VPMADDWD Y14, YB, YB
+
+#define BLKR_50A(K, YA, YB) \
+	BLK50A(K, YA) \
+	MOVWLZX ((K)*22)(R10)(AX*1), R13 \
+	MOVW R13, (80+2*(K))(SP) \
+	VBROADCASTI128 ((K)*22+6)(R10)(AX*1), YB \
+	VPSRLVQ legshift<>(SB), YB, YB \
+	VPAND Y15, YB, YB \
+	VPBROADCASTD ((K)*22+2)(R10)(AX*1), Y5 \
+	VPSHUFB Y13, Y5, Y5 \
+	VPAND Y12, Y5, Y5 \
+	VPCMPEQB Y12, Y5, Y5 \
+	VPAND legx10<>(SB), Y5, Y5 \
+	VPOR Y5, YB, YB \
+	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
+	VPMADDWD Y14, YB, YB
+
+#define BLKR_51A(K, YA, YB) \
+	BLK51A(K, YA) \
+	MOVWLZX ((K)*24)(R10)(AX*1), R13 \
+	MOVW R13, (80+2*(K))(SP) \
+	MOVWLZX ((K)*24+2)(R10)(AX*1), R13 \
+	MOVW R13, (96+2*(K))(SP) \
+	VBROADCASTI128 ((K)*24+8)(R10)(AX*1), YB \
+	VPSRLVQ legshift<>(SB), YB, YB \
+	VPAND Y15, YB, YB \
+	VPBROADCASTD ((K)*24+4)(R10)(AX*1), Y5 \
+	VPSHUFB Y13, Y5, Y5 \
+	VPAND Y12, Y5, Y5 \
+	VPCMPEQB Y12, Y5, Y5 \
+	VPAND legx10<>(SB), Y5, Y5 \
+	VPOR Y5, YB, YB \
+	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
+	VPMADDWD Y14, YB, YB
+
+#define BLKR_41A(K, YA, YB) \
+	BLK41A(K, YA) \
+	MOVWLZX ((K)*20)(R10)(AX*1), R13 \
+	MOVW R13, (80+2*(K))(SP) \
+	MOVWLZX ((K)*20+2)(R10)(AX*1), R13 \
+	MOVW R13, (96+2*(K))(SP) \
+	VBROADCASTI128 ((K)*20+4)(R10)(AX*1), YB \
+	VPSRLVQ legshift<>(SB), YB, YB \
+	VPAND Y15, YB, YB \
+	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
+	VPMADDWD Y14, YB, YB
+
 // func rowsQ5_0AVX2(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, rows int, out *float32)
 // Q5_0 blocks: f16 d, qh[4], qs[16].
 TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $64-64
@@ -994,19 +1181,19 @@ TEXT ·rowsQ4_1AVX2(SB), NOSPLIT, $64-64
 TEXT ·rows2Q5_0AVX2(SB), NOSPLIT, $80-88
 	ARGS2
 	LEGCONSTS
-	ROWS2(BLK2_50, 22, FLOAT50, FLOAT50B, FLOAT50_4, FLOAT50B_4, ONE2_50, row250, grp250, tail250, one250, rowend250, done250)
+	ROWS2(BLK2_50A, 22, FLOAT50A, FLOAT50BA, FLOAT50_4A, FLOAT50B_4A, ONE2_50, row250, grp250, tail250, one250, rowend250, done250)
 
 // func rows2Q5_1AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
 TEXT ·rows2Q5_1AVX2(SB), NOSPLIT, $80-88
 	ARGS2
 	LEGCONSTS
-	ROWS2(BLK2_51, 24, FLOAT1, FLOAT1B, FLOAT1_4, FLOAT1B_4, ONE2_51, row251, grp251, tail251, one251, rowend251, done251)
+	ROWS2(BLK2_51A, 24, FLOAT1A, FLOAT1BA, FLOAT1_4A, FLOAT1B_4A, ONE2_51, row251, grp251, tail251, one251, rowend251, done251)
 
 // func rows2Q4_1AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
 TEXT ·rows2Q4_1AVX2(SB), NOSPLIT, $80-88
 	ARGS2
 	LEGCONSTS
-	ROWS2(BLK2_41, 20, FLOAT1, FLOAT1B, FLOAT1_4, FLOAT1B_4, ONE2_41, row241, grp241, tail241, one241, rowend241, done241)
+	ROWS2(BLK2_41A, 20, FLOAT1A, FLOAT1BA, FLOAT1_4A, FLOAT1B_4A, ONE2_41, row241, grp241, tail241, one241, rowend241, done241)
 
 // func rowsR2Q5_0AVX2(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, pairs int, out *float32)
 TEXT ·rowsR2Q5_0AVX2(SB), NOSPLIT, $112-64
@@ -1020,7 +1207,7 @@ TEXT ·rowsR2Q5_0AVX2(SB), NOSPLIT, $112-64
 	MOVQ out+56(FP), R9
 	VMOVDQU legshift<>(SB), Y10
 	LEGCONSTS
-	ROWSR(BLKR_50, 22, FLOAT50, FLOATR50, FLOAT50_4, FLOATR50_4, ONE50, rowr50, grpr50, tailr50, oner50, rowendr50, doner50)
+	ROWSR(BLKR_50A, 22, FLOAT50A, FLOATR50, FLOAT50_4A, FLOATR50_4, ONE50, rowr50, grpr50, tailr50, oner50, rowendr50, doner50)
 
 // func rowsR2Q5_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
 TEXT ·rowsR2Q5_1AVX2(SB), NOSPLIT, $112-64
@@ -1034,7 +1221,7 @@ TEXT ·rowsR2Q5_1AVX2(SB), NOSPLIT, $112-64
 	MOVQ out+56(FP), R9
 	VMOVDQU legshift<>(SB), Y10
 	LEGCONSTS
-	ROWSR(BLKR_51, 24, FLOAT1, FLOATR1, FLOAT1_4, FLOATR1_4, ONE51, rowr51, grpr51, tailr51, oner51, rowendr51, doner51)
+	ROWSR(BLKR_51A, 24, FLOAT1A, FLOATR1, FLOAT1_4A, FLOATR1_4, ONE51, rowr51, grpr51, tailr51, oner51, rowendr51, doner51)
 
 // func rowsR2Q4_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
 TEXT ·rowsR2Q4_1AVX2(SB), NOSPLIT, $112-64
@@ -1048,7 +1235,7 @@ TEXT ·rowsR2Q4_1AVX2(SB), NOSPLIT, $112-64
 	MOVQ out+56(FP), R9
 	VMOVDQU legshift<>(SB), Y10
 	LEGCONSTS
-	ROWSR(BLKR_41, 20, FLOAT1, FLOATR1, FLOAT1_4, FLOATR1_4, ONE41, rowr41, grpr41, tailr41, oner41, rowendr41, doner41)
+	ROWSR(BLKR_41A, 20, FLOAT1A, FLOATR1, FLOAT1_4A, FLOATR1_4, ONE41, rowr41, grpr41, tailr41, oner41, rowendr41, doner41)
 
 // func rowsR2Q5_0VNNI(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, pairs int, out *float32)
 TEXT ·rowsR2Q5_0VNNI(SB), NOSPLIT, $112-64
@@ -1109,6 +1296,13 @@ TEXT ·rows2Q4_1VNNI(SB), NOSPLIT, $80-88
 	ARGS2
 	LEGCONSTS
 	ROWS2(BLK2KX_41, 20, FLOAT1X, FLOAT1BX, FLOAT1_4X, FLOAT1B_4X, ONE2_41, row2k41, grp2k41, tail2k41, one2k41, rowend2k41, done2k41)
+
+// 0x10 bytes: the fifth bit of a 5-bit quant.
+DATA legx10<>+0(SB)/8, $0x1010101010101010
+DATA legx10<>+8(SB)/8, $0x1010101010101010
+DATA legx10<>+16(SB)/8, $0x1010101010101010
+DATA legx10<>+24(SB)/8, $0x1010101010101010
+GLOBL legx10<>(SB), RODATA|NOPTR, $32
 
 // NIB8's shift counts: 0 for the low lane's quadwords, 4 for the high lane's.
 DATA legshift<>+0(SB)/8, $0
