@@ -11,17 +11,12 @@
 // twins' (dotQ4_1, dotQ5_0, dotQ5_1) in the same order, block after block, so results are
 // bit-equal.
 //
-// Constants: Y15 0x0f bytes, Y14 int16 ones, Y13 the qh byte spread (bytes 0,1 in the low
-// lane, 2,3 in the high one, eight times each), Y12 one bit per byte (1, 2, .., 128 repeated),
-// Y11 0x10 bytes.
+// Constants: Y13 the qh byte spread (bytes 0,1 in the low lane, 2,3 in the high one, eight
+// times each), Y12 one bit per byte (1, 2, .., 128 repeated), Y11 0x10 bytes (the VNNI forms);
+// 0x0f bytes, int16 ones, 0x10 bytes and the NIB8 shift counts are read from memory (leg0f,
+// legones, legx10, legshift), which leaves registers for the blocks' scales.
 
 #define LEGCONSTS \
-	MOVL $0x0f0f0f0f, R10 \
-	VMOVD R10, X15 \
-	VPBROADCASTD X15, Y15 \
-	MOVL $0x00010001, R10 \
-	VMOVD R10, X14 \
-	VPBROADCASTD X14, Y14 \
 	VMOVDQU legspread<>(SB), Y13 \
 	MOVQ $0x8040201008040201, R10 \
 	MOVQ R10, X12 \
@@ -36,7 +31,7 @@
 	VMOVDQU OFF(B), X \
 	VPSRLW $4, X, TX \
 	VINSERTI128 $1, TX, Y, Y \
-	VPAND Y15, Y, Y
+	VPAND leg0f<>(SB), Y, Y
 
 // HIBITS(OFF, B, Y, T): OR into Y the fifth bits (0x10) from the qh word at OFF(B), bit j for
 // element j.
@@ -52,7 +47,7 @@
 // of the unsigned quants Q times the 32 int8 at XA. Clobbers T.
 #define ISUM(Q, XA, Y, X, T, TX) \
 	VPMADDUBSW XA, Q, Y \
-	VPMADDWD Y14, Y, Y \
+	VPMADDWD legones<>(SB), Y, Y \
 	VEXTRACTI128 $1, Y, TX \
 	VPADDD TX, X, X \
 	VPHADDD X, X, X \
@@ -91,11 +86,11 @@
 	VCVTPH2PS X6, X6
 
 // NIB8(OFF, Y): NIBS by a 128-bit broadcast and per-lane shifts (0 in the low lane, 4 in the
-// high one: Y10), without a lane-crossing shuffle.
+// high one: legshift), without a lane-crossing shuffle.
 #define NIB8(OFF, Y) \
 	VBROADCASTI128 OFF(R10), Y \
 	VPSRLVQ legshift<>(SB), Y, Y \
-	VPAND Y15, Y, Y
+	VPAND leg0f<>(SB), Y, Y
 
 // The kernels take eight blocks at a time: eight integer totals (the block dot products
 // widened by VPMADDWD and reduced by a VPHADDD tree to one vector of eight), their float terms
@@ -113,7 +108,7 @@
 	NIB8(((K)*22+6), Y) \
 	HIBITS(((K)*22+2), R10, Y, Y5) \
 	VPMADDUBSW ((K)*34+2)(R11), Y, Y \
-	VPMADDWD Y14, Y, Y
+	VPMADDWD legones<>(SB), Y, Y
 
 #define BLK51(K, Y) \
 	MOVWLZX ((K)*24)(R10), R13 \
@@ -123,7 +118,7 @@
 	NIB8(((K)*24+8), Y) \
 	HIBITS(((K)*24+4), R10, Y, Y5) \
 	VPMADDUBSW ((K)*34+2)(R11), Y, Y \
-	VPMADDWD Y14, Y, Y
+	VPMADDWD legones<>(SB), Y, Y
 
 #define BLK41(K, Y) \
 	MOVWLZX ((K)*20)(R10), R13 \
@@ -132,7 +127,7 @@
 	MOVW R13, (48+2*(K))(SP) \
 	NIB8(((K)*20+4), Y) \
 	VPMADDUBSW ((K)*34+2)(R11), Y, Y \
-	VPMADDWD Y14, Y, Y
+	VPMADDWD legones<>(SB), Y, Y
 
 // PAIR(BLK, K, YA, YB): blocks K and K+1, their pair sums added pairwise into YA (VPHADDD).
 #define PAIR(BLK, K, YA, YB) \
@@ -227,7 +222,7 @@
 // Registers of the one-vector kernels: SI row, AX stride, DI x (Q8_0 blocks), R8 xd, R14 xs
 // (Q8Sum8 for Q5_0, S for Q8_1), CX nb, DX rows, R9 out; per row R10 block, R11 Q8_0 block,
 // R12 the block's offset in xd and xs (4 per block), BX blocks left; X0 the row's float sum.
-// Y10: the NIB8 shift counts.
+// Y10: the shift counts of WK (the VNNI forms).
 #define ARGS1 \
 	MOVQ w+0(FP), SI \
 	MOVQ stride+8(FP), AX \
@@ -329,8 +324,8 @@ END: \
 	HIBITS(((K)*22+2), R10, YA, Y5) \
 	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
 	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
-	VPMADDWD Y14, YA, YA \
-	VPMADDWD Y14, YB, YB
+	VPMADDWD legones<>(SB), YA, YA \
+	VPMADDWD legones<>(SB), YB, YB
 
 #define BLK2_51(K, YA, YB) \
 	MOVWLZX ((K)*24)(R10), R13 \
@@ -341,8 +336,8 @@ END: \
 	HIBITS(((K)*24+4), R10, YA, Y5) \
 	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
 	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
-	VPMADDWD Y14, YA, YA \
-	VPMADDWD Y14, YB, YB
+	VPMADDWD legones<>(SB), YA, YA \
+	VPMADDWD legones<>(SB), YB, YB
 
 #define BLK2_41(K, YA, YB) \
 	MOVWLZX ((K)*20)(R10), R13 \
@@ -352,8 +347,8 @@ END: \
 	NIB8(((K)*20+4), YA) \
 	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
 	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
-	VPMADDWD Y14, YA, YA \
-	VPMADDWD Y14, YB, YB
+	VPMADDWD legones<>(SB), YA, YA \
+	VPMADDWD legones<>(SB), YB, YB
 
 #define PAIR2(BLK, K, YA, YB, YC, YD) \
 	BLK(K, YA, YC) \
@@ -466,7 +461,7 @@ END: \
 // into X4; vector 1's sum kept in X1 between 64(SP) loads and stores.
 #define TOT1(T) \
 	VPMADDUBSW 2(CX)(R11*1), Y4, Y9 \
-	VPMADDWD Y14, Y9, Y9 \
+	VPMADDWD legones<>(SB), Y9, Y9 \
 	VEXTRACTI128 $1, Y9, X5 \
 	VPADDD X5, X9, X9 \
 	VPHADDD X9, X9, X9 \
@@ -597,7 +592,7 @@ END: \
 	MOVW R13, (80+2*(K))(SP) \
 	VBROADCASTI128 ((K)*22+6)(R10)(AX*1), YB \
 	VPSRLVQ legshift<>(SB), YB, YB \
-	VPAND Y15, YB, YB \
+	VPAND leg0f<>(SB), YB, YB \
 	VPBROADCASTD ((K)*22+2)(R10)(AX*1), Y5 \
 	VPSHUFB Y13, Y5, Y5 \
 	VPAND Y12, Y5, Y5 \
@@ -605,7 +600,7 @@ END: \
 	VPAND legx10<>(SB), Y5, Y5 \
 	VPOR Y5, YB, YB \
 	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
-	VPMADDWD Y14, YB, YB
+	VPMADDWD legones<>(SB), YB, YB
 
 #define BLKR_51(K, YA, YB) \
 	BLK51(K, YA) \
@@ -615,7 +610,7 @@ END: \
 	MOVW R13, (96+2*(K))(SP) \
 	VBROADCASTI128 ((K)*24+8)(R10)(AX*1), YB \
 	VPSRLVQ legshift<>(SB), YB, YB \
-	VPAND Y15, YB, YB \
+	VPAND leg0f<>(SB), YB, YB \
 	VPBROADCASTD ((K)*24+4)(R10)(AX*1), Y5 \
 	VPSHUFB Y13, Y5, Y5 \
 	VPAND Y12, Y5, Y5 \
@@ -623,7 +618,7 @@ END: \
 	VPAND legx10<>(SB), Y5, Y5 \
 	VPOR Y5, YB, YB \
 	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
-	VPMADDWD Y14, YB, YB
+	VPMADDWD legones<>(SB), YB, YB
 
 #define BLKR_41(K, YA, YB) \
 	BLK41(K, YA) \
@@ -633,9 +628,9 @@ END: \
 	MOVW R13, (96+2*(K))(SP) \
 	VBROADCASTI128 ((K)*20+4)(R10)(AX*1), YB \
 	VPSRLVQ legshift<>(SB), YB, YB \
-	VPAND Y15, YB, YB \
+	VPAND leg0f<>(SB), YB, YB \
 	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
-	VPMADDWD Y14, YB, YB
+	VPMADDWD legones<>(SB), YB, YB
 
 // FLOATR50, FLOATR1 (and their four-block forms): FLOAT50 and FLOAT1 for row 1.
 #define FLOATR50 \
@@ -750,14 +745,14 @@ END: \
 #define WK(QS, QH) \
 	VBROADCASTI128 QS, Y5 \
 	VPSRLVQ Y10, Y5, Y5 \
-	VPAND Y15, Y5, Y5 \
+	VPAND leg0f<>(SB), Y5, Y5 \
 	KMOVD QH, K1 \
 	VPADDB Y11, Y5, K1, Y5
 
 #define WK4(QS) \
 	VBROADCASTI128 QS, Y5 \
 	VPSRLVQ Y10, Y5, Y5 \
-	VPAND Y15, Y5, Y5
+	VPAND leg0f<>(SB), Y5, Y5
 
 // DP(XA, Y): Y = the int32 sums of four products of the quants Y5 and the int8 at XA.
 #define DP(XA, Y) \
@@ -1065,7 +1060,7 @@ END: \
 	NIB8(((K)*22+6), Y) \
 	HIBITS(((K)*22+2), R10, Y, Y5) \
 	VPMADDUBSW ((K)*34+2)(R11), Y, Y \
-	VPMADDWD Y14, Y, Y
+	VPMADDWD legones<>(SB), Y, Y
 
 #define BLK51A(K, Y) \
 	VPINSRW $(K), ((K)*24)(R10), X10, X10 \
@@ -1073,14 +1068,14 @@ END: \
 	NIB8(((K)*24+8), Y) \
 	HIBITS(((K)*24+4), R10, Y, Y5) \
 	VPMADDUBSW ((K)*34+2)(R11), Y, Y \
-	VPMADDWD Y14, Y, Y
+	VPMADDWD legones<>(SB), Y, Y
 
 #define BLK41A(K, Y) \
 	VPINSRW $(K), ((K)*20)(R10), X10, X10 \
 	VPINSRW $(K), ((K)*20+2)(R10), X11, X11 \
 	NIB8(((K)*20+4), Y) \
 	VPMADDUBSW ((K)*34+2)(R11), Y, Y \
-	VPMADDWD Y14, Y, Y
+	VPMADDWD legones<>(SB), Y, Y
 
 #define BLK2_50A(K, YA, YB) \
 	VPINSRW $(K), ((K)*22)(R10), X10, X10 \
@@ -1088,8 +1083,8 @@ END: \
 	HIBITS(((K)*22+2), R10, YA, Y5) \
 	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
 	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
-	VPMADDWD Y14, YA, YA \
-	VPMADDWD Y14, YB, YB
+	VPMADDWD legones<>(SB), YA, YA \
+	VPMADDWD legones<>(SB), YB, YB
 
 #define BLK2_51A(K, YA, YB) \
 	VPINSRW $(K), ((K)*24)(R10), X10, X10 \
@@ -1098,8 +1093,8 @@ END: \
 	HIBITS(((K)*24+4), R10, YA, Y5) \
 	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
 	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
-	VPMADDWD Y14, YA, YA \
-	VPMADDWD Y14, YB, YB
+	VPMADDWD legones<>(SB), YA, YA \
+	VPMADDWD legones<>(SB), YB, YB
 
 #define BLK2_41A(K, YA, YB) \
 	VPINSRW $(K), ((K)*20)(R10), X10, X10 \
@@ -1107,8 +1102,8 @@ END: \
 	NIB8(((K)*20+4), YA) \
 	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
 	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
-	VPMADDWD Y14, YA, YA \
-	VPMADDWD Y14, YB, YB
+	VPMADDWD legones<>(SB), YA, YA \
+	VPMADDWD legones<>(SB), YB, YB
 
 #define BLKR_50A(K, YA, YB) \
 	BLK50A(K, YA) \
@@ -1116,7 +1111,7 @@ END: \
 	MOVW R13, (80+2*(K))(SP) \
 	VBROADCASTI128 ((K)*22+6)(R10)(AX*1), YB \
 	VPSRLVQ legshift<>(SB), YB, YB \
-	VPAND Y15, YB, YB \
+	VPAND leg0f<>(SB), YB, YB \
 	VPBROADCASTD ((K)*22+2)(R10)(AX*1), Y5 \
 	VPSHUFB Y13, Y5, Y5 \
 	VPAND Y12, Y5, Y5 \
@@ -1124,7 +1119,7 @@ END: \
 	VPAND legx10<>(SB), Y5, Y5 \
 	VPOR Y5, YB, YB \
 	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
-	VPMADDWD Y14, YB, YB
+	VPMADDWD legones<>(SB), YB, YB
 
 #define BLKR_51A(K, YA, YB) \
 	BLK51A(K, YA) \
@@ -1134,7 +1129,7 @@ END: \
 	MOVW R13, (96+2*(K))(SP) \
 	VBROADCASTI128 ((K)*24+8)(R10)(AX*1), YB \
 	VPSRLVQ legshift<>(SB), YB, YB \
-	VPAND Y15, YB, YB \
+	VPAND leg0f<>(SB), YB, YB \
 	VPBROADCASTD ((K)*24+4)(R10)(AX*1), Y5 \
 	VPSHUFB Y13, Y5, Y5 \
 	VPAND Y12, Y5, Y5 \
@@ -1142,7 +1137,7 @@ END: \
 	VPAND legx10<>(SB), Y5, Y5 \
 	VPOR Y5, YB, YB \
 	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
-	VPMADDWD Y14, YB, YB
+	VPMADDWD legones<>(SB), YB, YB
 
 #define BLKR_41A(K, YA, YB) \
 	BLK41A(K, YA) \
@@ -1152,9 +1147,112 @@ END: \
 	MOVW R13, (96+2*(K))(SP) \
 	VBROADCASTI128 ((K)*20+4)(R10)(AX*1), YB \
 	VPSRLVQ legshift<>(SB), YB, YB \
-	VPAND Y15, YB, YB \
+	VPAND leg0f<>(SB), YB, YB \
 	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
-	VPMADDWD Y14, YB, YB
+	VPMADDWD legones<>(SB), YB, YB
+
+// Row 1's scales and minima by VPINSRW into X14 and X15 in the two-row kernels (the 0x0f and
+// int16-one constants read from memory).
+#define FLOATR50V \
+	VMOVDQU (R14)(R12*1), Y4 \
+	VPADDD Y4, Y4, Y4 \
+	VPSUBD Y4, Y8, Y8 \
+	VCVTDQ2PS Y8, Y8 \
+	VCVTPH2PS X14, Y4 \
+	VMULPS (R8)(R12*1), Y4, Y4 \
+	VMULPS Y4, Y8, Y4 \
+	ADD8B
+
+#define FLOATR50_4V \
+	VMOVDQU (R14)(R12*1), X4 \
+	VPADDD X4, X4, X4 \
+	VPSUBD X4, X8, X8 \
+	VCVTDQ2PS X8, X8 \
+	VCVTPH2PS X14, X4 \
+	VMULPS (R8)(R12*1), X4, X4 \
+	VMULPS X4, X8, X4 \
+	ADD4B
+
+#define FLOATR1V \
+	VCVTDQ2PS Y8, Y8 \
+	VCVTPH2PS X14, Y4 \
+	VMULPS (R8)(R12*1), Y4, Y4 \
+	VMULPS Y8, Y4, Y4 \
+	VCVTPH2PS X15, Y5 \
+	VMULPS (R14)(R12*1), Y5, Y5 \
+	VADDPS Y5, Y4, Y4 \
+	ADD8B
+
+#define FLOATR1_4V \
+	VCVTDQ2PS X8, X8 \
+	VCVTPH2PS X14, X4 \
+	VMULPS (R8)(R12*1), X4, X4 \
+	VMULPS X8, X4, X4 \
+	VCVTPH2PS X15, X5 \
+	VMULPS (R14)(R12*1), X5, X5 \
+	VADDPS X5, X4, X4 \
+	ADD4B
+
+#define BLKR_50AV(K, YA, YB) \
+	BLK50A(K, YA) \
+	VPINSRW $(K), ((K)*22)(R10)(AX*1), X14, X14 \
+	VBROADCASTI128 ((K)*22+6)(R10)(AX*1), YB \
+	VPSRLVQ legshift<>(SB), YB, YB \
+	VPAND leg0f<>(SB), YB, YB \
+	VPBROADCASTD ((K)*22+2)(R10)(AX*1), Y5 \
+	VPSHUFB Y13, Y5, Y5 \
+	VPAND Y12, Y5, Y5 \
+	VPCMPEQB Y12, Y5, Y5 \
+	VPAND legx10<>(SB), Y5, Y5 \
+	VPOR Y5, YB, YB \
+	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
+	VPMADDWD legones<>(SB), YB, YB
+
+#define BLKR_51AV(K, YA, YB) \
+	BLK51A(K, YA) \
+	VPINSRW $(K), ((K)*24)(R10)(AX*1), X14, X14 \
+	VPINSRW $(K), ((K)*24+2)(R10)(AX*1), X15, X15 \
+	VBROADCASTI128 ((K)*24+8)(R10)(AX*1), YB \
+	VPSRLVQ legshift<>(SB), YB, YB \
+	VPAND leg0f<>(SB), YB, YB \
+	VPBROADCASTD ((K)*24+4)(R10)(AX*1), Y5 \
+	VPSHUFB Y13, Y5, Y5 \
+	VPAND Y12, Y5, Y5 \
+	VPCMPEQB Y12, Y5, Y5 \
+	VPAND legx10<>(SB), Y5, Y5 \
+	VPOR Y5, YB, YB \
+	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
+	VPMADDWD legones<>(SB), YB, YB
+
+#define BLKR_41AV(K, YA, YB) \
+	BLK41A(K, YA) \
+	VPINSRW $(K), ((K)*20)(R10)(AX*1), X14, X14 \
+	VPINSRW $(K), ((K)*20+2)(R10)(AX*1), X15, X15 \
+	VBROADCASTI128 ((K)*20+4)(R10)(AX*1), YB \
+	VPSRLVQ legshift<>(SB), YB, YB \
+	VPAND leg0f<>(SB), YB, YB \
+	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
+	VPMADDWD legones<>(SB), YB, YB
+
+#define BLKRKX_51V(K, YA, YB) \
+	VPINSRW $(K), ((K)*24)(R10), X12, X12 \
+	VPINSRW $(K), ((K)*24+2)(R10), X13, X13 \
+	WK(((K)*24+8)(R10), ((K)*24+4)(R10)) \
+	DP(((K)*34+2)(R11), YA) \
+	VPINSRW $(K), ((K)*24)(R10)(AX*1), X14, X14 \
+	VPINSRW $(K), ((K)*24+2)(R10)(AX*1), X15, X15 \
+	WK(((K)*24+8)(R10)(AX*1), ((K)*24+4)(R10)(AX*1)) \
+	DP(((K)*34+2)(R11), YB)
+
+#define BLKRKX_41V(K, YA, YB) \
+	VPINSRW $(K), ((K)*20)(R10), X12, X12 \
+	VPINSRW $(K), ((K)*20+2)(R10), X13, X13 \
+	WK4(((K)*20+4)(R10)) \
+	DP(((K)*34+2)(R11), YA) \
+	VPINSRW $(K), ((K)*20)(R10)(AX*1), X14, X14 \
+	VPINSRW $(K), ((K)*20+2)(R10)(AX*1), X15, X15 \
+	WK4(((K)*20+4)(R10)(AX*1)) \
+	DP(((K)*34+2)(R11), YB)
 
 // func rowsQ5_0AVX2(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, rows int, out *float32)
 // Q5_0 blocks: f16 d, qh[4], qs[16].
@@ -1207,7 +1305,7 @@ TEXT ·rowsR2Q5_0AVX2(SB), NOSPLIT, $112-64
 	MOVQ out+56(FP), R9
 	VMOVDQU legshift<>(SB), Y10
 	LEGCONSTS
-	ROWSR(BLKR_50A, 22, FLOAT50A, FLOATR50, FLOAT50_4A, FLOATR50_4, ONE50, rowr50, grpr50, tailr50, oner50, rowendr50, doner50)
+	ROWSR(BLKR_50AV, 22, FLOAT50A, FLOATR50V, FLOAT50_4A, FLOATR50_4V, ONE50, rowr50, grpr50, tailr50, oner50, rowendr50, doner50)
 
 // func rowsR2Q5_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
 TEXT ·rowsR2Q5_1AVX2(SB), NOSPLIT, $112-64
@@ -1221,7 +1319,7 @@ TEXT ·rowsR2Q5_1AVX2(SB), NOSPLIT, $112-64
 	MOVQ out+56(FP), R9
 	VMOVDQU legshift<>(SB), Y10
 	LEGCONSTS
-	ROWSR(BLKR_51A, 24, FLOAT1A, FLOATR1, FLOAT1_4A, FLOATR1_4, ONE51, rowr51, grpr51, tailr51, oner51, rowendr51, doner51)
+	ROWSR(BLKR_51AV, 24, FLOAT1A, FLOATR1V, FLOAT1_4A, FLOATR1_4V, ONE51, rowr51, grpr51, tailr51, oner51, rowendr51, doner51)
 
 // func rowsR2Q4_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
 TEXT ·rowsR2Q4_1AVX2(SB), NOSPLIT, $112-64
@@ -1235,7 +1333,7 @@ TEXT ·rowsR2Q4_1AVX2(SB), NOSPLIT, $112-64
 	MOVQ out+56(FP), R9
 	VMOVDQU legshift<>(SB), Y10
 	LEGCONSTS
-	ROWSR(BLKR_41A, 20, FLOAT1A, FLOATR1, FLOAT1_4A, FLOATR1_4, ONE41, rowr41, grpr41, tailr41, oner41, rowendr41, doner41)
+	ROWSR(BLKR_41AV, 20, FLOAT1A, FLOATR1V, FLOAT1_4A, FLOATR1_4V, ONE41, rowr41, grpr41, tailr41, oner41, rowendr41, doner41)
 
 // func rowsR2Q5_0VNNI(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, pairs int, out *float32)
 TEXT ·rowsR2Q5_0VNNI(SB), NOSPLIT, $112-64
@@ -1269,7 +1367,7 @@ TEXT ·rowsR2Q5_1VNNI(SB), NOSPLIT, $112-64
 	MOVQ out+56(FP), R9
 	VMOVDQU legshift<>(SB), Y10
 	LEGCONSTS
-	ROWSR(BLKRKX_51, 24, FLOAT1X, FLOATR1, FLOAT1_4X, FLOATR1_4, ONE51K, rowrk51, grprk51, tailrk51, onerk51, rowendrk51, donerk51)
+	ROWSR(BLKRKX_51V, 24, FLOAT1X, FLOATR1V, FLOAT1_4X, FLOATR1_4V, ONE51K, rowrk51, grprk51, tailrk51, onerk51, rowendrk51, donerk51)
 
 // func rows2Q5_1VNNI(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
 TEXT ·rows2Q5_1VNNI(SB), NOSPLIT, $80-88
@@ -1289,13 +1387,26 @@ TEXT ·rowsR2Q4_1VNNI(SB), NOSPLIT, $112-64
 	MOVQ out+56(FP), R9
 	VMOVDQU legshift<>(SB), Y10
 	LEGCONSTS
-	ROWSR(BLKRKX_41, 20, FLOAT1X, FLOATR1, FLOAT1_4X, FLOATR1_4, ONE41, rowrk41, grprk41, tailrk41, onerk41, rowendrk41, donerk41)
+	ROWSR(BLKRKX_41V, 20, FLOAT1X, FLOATR1V, FLOAT1_4X, FLOATR1_4V, ONE41, rowrk41, grprk41, tailrk41, onerk41, rowendrk41, donerk41)
 
 // func rows2Q4_1VNNI(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
 TEXT ·rows2Q4_1VNNI(SB), NOSPLIT, $80-88
 	ARGS2
 	LEGCONSTS
 	ROWS2(BLK2KX_41, 20, FLOAT1X, FLOAT1BX, FLOAT1_4X, FLOAT1B_4X, ONE2_41, row2k41, grp2k41, tail2k41, one2k41, rowend2k41, done2k41)
+
+// 0x0f bytes and int16 ones.
+DATA leg0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA leg0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA leg0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA leg0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL leg0f<>(SB), RODATA|NOPTR, $32
+
+DATA legones<>+0(SB)/8, $0x0001000100010001
+DATA legones<>+8(SB)/8, $0x0001000100010001
+DATA legones<>+16(SB)/8, $0x0001000100010001
+DATA legones<>+24(SB)/8, $0x0001000100010001
+GLOBL legones<>(SB), RODATA|NOPTR, $32
 
 // 0x10 bytes: the fifth bit of a 5-bit quant.
 DATA legx10<>+0(SB)/8, $0x1010101010101010
