@@ -684,7 +684,8 @@ END: \
 	VMOVSS X0, 64(SP) \
 	VMOVSS 68(SP), X0
 
-// ROWSR: ROWS for the two-row kernels (DX: row pairs).
+// ROWSR: ROWS for the two-row kernels (DX: row pairs), with software prefetches 4 KiB ahead
+// in both rows (decode reads the weights from memory once).
 #define ROWSR(BLK, BS, FLOAT, FLOATR, FLOAT4, FLOATR4, ONE, ROW, GRP, TAIL, TAIL1, ROWEND, END) \
 	TESTQ DX, DX \
 	JZ END \
@@ -696,6 +697,12 @@ ROW: \
 GRP: \
 	CMPQ BX, $8 \
 	JLT TAIL \
+	PREFETCHT0 4096(R10) \
+	PREFETCHT0 4160(R10) \
+	PREFETCHT0 4224(R10) \
+	PREFETCHT0 4096(R10)(AX*1) \
+	PREFETCHT0 4160(R10)(AX*1) \
+	PREFETCHT0 4224(R10)(AX*1) \
 	GROUP8X2(BLK) \
 	FLOAT \
 	FLOATR \
