@@ -327,7 +327,8 @@ func TestKernelName(t *testing.T) {
 		want := "pure-Go"
 		if slices.Contains(asm, typ) {
 			want = isa
-			if Kernel() == "avx2+vnni" && (typ == gguf.Q8_0 || typ == gguf.Q4_0 || typ == gguf.Q5_K) {
+			if Kernel() == "avx2+vnni" && (typ == gguf.Q8_0 || typ == gguf.Q4_0 || typ == gguf.Q5_K) ||
+				legacyISA512() && (typ == gguf.Q4_1 || typ == gguf.Q5_0 || typ == gguf.Q5_1) {
 				want = "AVX-512 VNNI"
 			}
 		}

@@ -9,3 +9,6 @@ func setLegacy2(on bool) func() {
 	useLegacy2 = on
 	return func() { useLegacy2 = old }
 }
+
+// legacyISA512 reports whether the legacy types run their AVX-512 forms.
+func legacyISA512() bool { return legacy512() }
