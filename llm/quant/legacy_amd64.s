@@ -96,9 +96,11 @@
 // widened by VPMADDWD and reduced by a VPHADDD tree to one vector of eight), their float terms
 // in eight lanes (each lane the Go twin's operations on one block), then the lanes added to
 // the row's sum one after the other from the stack, as the twins add block after block. A
-// tail of fewer than eight blocks goes one block at a time. The F16 scales (and minima) of
-// the eight blocks are gathered through the stack: 0(SP) the eight float terms, 32(SP) the
-// scales d, 48(SP) the minima m.
+// remainder of four to seven blocks goes as a group of four, the rest one block at a time. In
+// the one-row kernels (an odd last row) the F16 scales (and minima) of the eight blocks go
+// through the stack: 0(SP) the eight float terms, 32(SP) the scales d, 48(SP) the minima m;
+// the two-row and two-vector kernels gather them into registers by VPINSRW instead (a load
+// of eight halves written by eight stores cannot be forwarded from them and stalls).
 //
 // BLK50(K, Y), BLK51(K, Y), BLK41(K, Y): block K of the group at R10 against the Q8_0 block
 // K at R11: the int32 pair sums in Y, its F16 d (and m) copied to the stack. Clobbers Y5, R13.
@@ -316,40 +318,8 @@ END: \
 // in x0 and x1, R12 the offset in the scales and sums, BX blocks left; X0 vector 0's sum,
 // 64(SP) vector 1's. Totals: vector 0's in Y3, vector 1's in Y8.
 
-// BLK2_50(K, YA, YB), BLK2_51, BLK2_41: BLK50 and co. against both vectors (YA x0, YB x1).
-#define BLK2_50(K, YA, YB) \
-	MOVWLZX ((K)*22)(R10), R13 \
-	MOVW R13, (32+2*(K))(SP) \
-	NIB8(((K)*22+6), YA) \
-	HIBITS(((K)*22+2), R10, YA, Y5) \
-	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
-	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
-	VPMADDWD legones<>(SB), YA, YA \
-	VPMADDWD legones<>(SB), YB, YB
-
-#define BLK2_51(K, YA, YB) \
-	MOVWLZX ((K)*24)(R10), R13 \
-	MOVW R13, (32+2*(K))(SP) \
-	MOVWLZX ((K)*24+2)(R10), R13 \
-	MOVW R13, (48+2*(K))(SP) \
-	NIB8(((K)*24+8), YA) \
-	HIBITS(((K)*24+4), R10, YA, Y5) \
-	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
-	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
-	VPMADDWD legones<>(SB), YA, YA \
-	VPMADDWD legones<>(SB), YB, YB
-
-#define BLK2_41(K, YA, YB) \
-	MOVWLZX ((K)*20)(R10), R13 \
-	MOVW R13, (32+2*(K))(SP) \
-	MOVWLZX ((K)*20+2)(R10), R13 \
-	MOVW R13, (48+2*(K))(SP) \
-	NIB8(((K)*20+4), YA) \
-	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
-	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
-	VPMADDWD legones<>(SB), YA, YA \
-	VPMADDWD legones<>(SB), YB, YB
-
+// PAIR2(BLK, K, YA, YB, YC, YD): PAIR for block pairs BLK writes to two registers each (two
+// vectors or two rows: block K into YA and YC, K+1 into YB and YD).
 #define PAIR2(BLK, K, YA, YB, YC, YD) \
 	BLK(K, YA, YC) \
 	BLK((K+1), YB, YD) \
@@ -387,33 +357,7 @@ END: \
 	VADDSS 28(SP), X5, X5 \
 	VMOVSS X5, 64(SP)
 
-// FLOAT50B, FLOAT1B: FLOAT50 and FLOAT1 for vector 1 (totals in Y8; the same operations on
-// the same operands, the sums' term computed first where R13 holds one base at a time).
-#define FLOAT50B \
-	MOVQ xs1+56(FP), R13 \
-	VMOVDQU (R13)(R12*1), Y4 \
-	VPADDD Y4, Y4, Y4 \
-	VPSUBD Y4, Y8, Y8 \
-	VCVTDQ2PS Y8, Y8 \
-	MOVQ xd1+40(FP), R13 \
-	VCVTPH2PS 32(SP), Y4 \
-	VMULPS (R13)(R12*1), Y4, Y4 \
-	VMULPS Y4, Y8, Y4 \
-	ADD8B
-
-#define FLOAT1B \
-	MOVQ xs1+56(FP), R13 \
-	VCVTPH2PS 48(SP), Y5 \
-	VMULPS (R13)(R12*1), Y5, Y5 \
-	MOVQ xd1+40(FP), R13 \
-	VCVTDQ2PS Y8, Y8 \
-	VCVTPH2PS 32(SP), Y4 \
-	VMULPS (R13)(R12*1), Y4, Y4 \
-	VMULPS Y8, Y4, Y4 \
-	VADDPS Y5, Y4, Y4 \
-	ADD8B
-
-// GROUP4X2, FLOAT50B_4, FLOAT1B_4: the four-block forms (totals of x0 in X3, of x1 in X8).
+// GROUP4X2(BLK): GROUP8X2 for four blocks (totals of x0 in X3, of x1 in X8).
 #define GROUP4X2(BLK) \
 	PAIR2(BLK, 0, Y1, Y2, Y6, Y7) \
 	PAIR2(BLK, 2, Y2, Y3, Y7, Y8) \
@@ -432,30 +376,6 @@ END: \
 	VADDSS 8(SP), X5, X5 \
 	VADDSS 12(SP), X5, X5 \
 	VMOVSS X5, 64(SP)
-
-#define FLOAT50B_4 \
-	MOVQ xs1+56(FP), R13 \
-	VMOVDQU (R13)(R12*1), X4 \
-	VPADDD X4, X4, X4 \
-	VPSUBD X4, X8, X8 \
-	VCVTDQ2PS X8, X8 \
-	MOVQ xd1+40(FP), R13 \
-	VCVTPH2PS 32(SP), X4 \
-	VMULPS (R13)(R12*1), X4, X4 \
-	VMULPS X4, X8, X4 \
-	ADD4B
-
-#define FLOAT1B_4 \
-	MOVQ xs1+56(FP), R13 \
-	VCVTPH2PS 48(SP), X5 \
-	VMULPS (R13)(R12*1), X5, X5 \
-	MOVQ xd1+40(FP), R13 \
-	VCVTDQ2PS X8, X8 \
-	VCVTPH2PS 32(SP), X4 \
-	VMULPS (R13)(R12*1), X4, X4 \
-	VMULPS X8, X4, X4 \
-	VADDPS X5, X4, X4 \
-	ADD4B
 
 // ONE2 tails: the block at R10 decoded into Y4 once; vector 1's total into X9, vector 0's
 // into X4; vector 1's sum kept in X1 between 64(SP) loads and stores.
@@ -581,97 +501,7 @@ END: \
 // The two-row kernels (decode: two rows against one vector, so that the two rows' serial
 // float sums overlap): row 0 at R10, row 1 at R10+AX; per row the one-vector kernels'
 // operations, so both results equal the Go twins'. Registers as the one-vector kernels' (R11
-// the Q8_0 block, DX the row pairs left); row 1's F16 scales (and minima) at 80(SP) (and
-// 96(SP)), its sum at 64(SP), its totals in Y8 (X8).
-
-// BLKR_50(K, YA, YB), BLKR_51, BLKR_41: block K of row 0 into YA (BLK50 and co.) and of row 1
-// into YB.
-#define BLKR_50(K, YA, YB) \
-	BLK50(K, YA) \
-	MOVWLZX ((K)*22)(R10)(AX*1), R13 \
-	MOVW R13, (80+2*(K))(SP) \
-	VBROADCASTI128 ((K)*22+6)(R10)(AX*1), YB \
-	VPSRLVQ legshift<>(SB), YB, YB \
-	VPAND leg0f<>(SB), YB, YB \
-	VPBROADCASTD ((K)*22+2)(R10)(AX*1), Y5 \
-	VPSHUFB Y13, Y5, Y5 \
-	VPAND Y12, Y5, Y5 \
-	VPCMPEQB Y12, Y5, Y5 \
-	VPAND legx10<>(SB), Y5, Y5 \
-	VPOR Y5, YB, YB \
-	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
-	VPMADDWD legones<>(SB), YB, YB
-
-#define BLKR_51(K, YA, YB) \
-	BLK51(K, YA) \
-	MOVWLZX ((K)*24)(R10)(AX*1), R13 \
-	MOVW R13, (80+2*(K))(SP) \
-	MOVWLZX ((K)*24+2)(R10)(AX*1), R13 \
-	MOVW R13, (96+2*(K))(SP) \
-	VBROADCASTI128 ((K)*24+8)(R10)(AX*1), YB \
-	VPSRLVQ legshift<>(SB), YB, YB \
-	VPAND leg0f<>(SB), YB, YB \
-	VPBROADCASTD ((K)*24+4)(R10)(AX*1), Y5 \
-	VPSHUFB Y13, Y5, Y5 \
-	VPAND Y12, Y5, Y5 \
-	VPCMPEQB Y12, Y5, Y5 \
-	VPAND legx10<>(SB), Y5, Y5 \
-	VPOR Y5, YB, YB \
-	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
-	VPMADDWD legones<>(SB), YB, YB
-
-#define BLKR_41(K, YA, YB) \
-	BLK41(K, YA) \
-	MOVWLZX ((K)*20)(R10)(AX*1), R13 \
-	MOVW R13, (80+2*(K))(SP) \
-	MOVWLZX ((K)*20+2)(R10)(AX*1), R13 \
-	MOVW R13, (96+2*(K))(SP) \
-	VBROADCASTI128 ((K)*20+4)(R10)(AX*1), YB \
-	VPSRLVQ legshift<>(SB), YB, YB \
-	VPAND leg0f<>(SB), YB, YB \
-	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
-	VPMADDWD legones<>(SB), YB, YB
-
-// FLOATR50, FLOATR1 (and their four-block forms): FLOAT50 and FLOAT1 for row 1.
-#define FLOATR50 \
-	VMOVDQU (R14)(R12*1), Y4 \
-	VPADDD Y4, Y4, Y4 \
-	VPSUBD Y4, Y8, Y8 \
-	VCVTDQ2PS Y8, Y8 \
-	VCVTPH2PS 80(SP), Y4 \
-	VMULPS (R8)(R12*1), Y4, Y4 \
-	VMULPS Y4, Y8, Y4 \
-	ADD8B
-
-#define FLOATR1 \
-	VCVTDQ2PS Y8, Y8 \
-	VCVTPH2PS 80(SP), Y4 \
-	VMULPS (R8)(R12*1), Y4, Y4 \
-	VMULPS Y8, Y4, Y4 \
-	VCVTPH2PS 96(SP), Y5 \
-	VMULPS (R14)(R12*1), Y5, Y5 \
-	VADDPS Y5, Y4, Y4 \
-	ADD8B
-
-#define FLOATR50_4 \
-	VMOVDQU (R14)(R12*1), X4 \
-	VPADDD X4, X4, X4 \
-	VPSUBD X4, X8, X8 \
-	VCVTDQ2PS X8, X8 \
-	VCVTPH2PS 80(SP), X4 \
-	VMULPS (R8)(R12*1), X4, X4 \
-	VMULPS X4, X8, X4 \
-	ADD4B
-
-#define FLOATR1_4 \
-	VCVTDQ2PS X8, X8 \
-	VCVTPH2PS 80(SP), X4 \
-	VMULPS (R8)(R12*1), X4, X4 \
-	VMULPS X8, X4, X4 \
-	VCVTPH2PS 96(SP), X5 \
-	VMULPS (R14)(R12*1), X5, X5 \
-	VADDPS X5, X4, X4 \
-	ADD4B
+// the Q8_0 block, DX the row pairs left); row 1's sum at 64(SP), its totals in Y8 (X8).
 
 // ONER(ONE): the one-block step ONE for row 1: its sum swapped into X0 (row 0's kept at
 // 68(SP)) and R10 moved to its block.
@@ -766,14 +596,12 @@ END: \
 	VPXOR Y, Y, Y \
 	VPDPBUSD XA, Y5, Y
 
-// HALF(A, D): the F16 at A to D(SP).
-#define HALF(A, D) \
-	MOVWLZX A, R13 \
-	MOVW R13, D(SP)
-
-// The Q5_0 VNNI forms gather the blocks' F16 scales by VPINSRW into X12 (row 0 or the one
-// row of the two-vector kernel) and X13 (row 1) instead of through the stack (a load of eight
-// halves written by eight stores cannot be forwarded from them).
+// The block scales in registers (VPINSRW). Q5_0, VNNI forms: X12 (row 0 or the one row of
+// the two-vector kernel) and X13 (row 1). Q5_1 and Q4_1, VNNI forms: d in X12 and m in X13
+// (row 0), row 1's in X14 and X15. AVX2 forms: X10 and X11 (row 0), X14 and X15 (row 1).
+// FLOAT..X, FLOAT..A, FLOATR..V: FLOAT50, FLOAT1 and their four-block, vector-1 (B) and
+// row-1 (R) forms reading those registers; the vector-1 forms compute the sums' term first
+// where R13 holds one base at a time (the same operations on the same operands).
 #define FLOAT50X \
 	VMOVDQU (R14)(R12*1), Y4 \
 	VPADDD Y4, Y4, Y4 \
@@ -878,7 +706,7 @@ END: \
 	VMOVSS X1, 64(SP)
 
 // The Q5_1 and Q4_1 VNNI forms: row 0's (or the one row's) scales d in X12 and minima m in
-// X13 by VPINSRW; row 1's through the stack as in the AVX2 forms.
+// X13 by VPINSRW; row 1's in X14 and X15 (FLOATR..V).
 #define FLOAT1X \
 	VCVTDQ2PS Y3, Y3 \
 	VCVTPH2PS X12, Y4 \
@@ -937,26 +765,6 @@ END: \
 	VPADDB Y11, Y4, K1, Y4 \
 	ONE2_1(8)
 
-#define BLKRKX_51(K, YA, YB) \
-	VPINSRW $(K), ((K)*24)(R10), X12, X12 \
-	VPINSRW $(K), ((K)*24+2)(R10), X13, X13 \
-	WK(((K)*24+8)(R10), ((K)*24+4)(R10)) \
-	DP(((K)*34+2)(R11), YA) \
-	HALF(((K)*24)(R10)(AX*1), (80+2*(K))) \
-	HALF(((K)*24+2)(R10)(AX*1), (96+2*(K))) \
-	WK(((K)*24+8)(R10)(AX*1), ((K)*24+4)(R10)(AX*1)) \
-	DP(((K)*34+2)(R11), YB)
-
-#define BLKRKX_41(K, YA, YB) \
-	VPINSRW $(K), ((K)*20)(R10), X12, X12 \
-	VPINSRW $(K), ((K)*20+2)(R10), X13, X13 \
-	WK4(((K)*20+4)(R10)) \
-	DP(((K)*34+2)(R11), YA) \
-	HALF(((K)*20)(R10)(AX*1), (80+2*(K))) \
-	HALF(((K)*20+2)(R10)(AX*1), (96+2*(K))) \
-	WK4(((K)*20+4)(R10)(AX*1)) \
-	DP(((K)*34+2)(R11), YB)
-
 #define BLK2KX_51(K, YA, YB) \
 	VPINSRW $(K), ((K)*24)(R10), X12, X12 \
 	VPINSRW $(K), ((K)*24+2)(R10), X13, X13 \
@@ -972,8 +780,7 @@ END: \
 	DP(((K)*34+2)(CX)(R11*1), YB)
 
 // The AVX2 two-row and two-vector kernels take row 0's (or the one row's) scales and minima
-// by VPINSRW into X10 and X11 (their constants read from memory instead): a load of eight
-// halves written by eight stores cannot be forwarded from them.
+// by VPINSRW into X10 and X11 (their constants read from memory instead).
 #define FLOAT50A \
 	VMOVDQU (R14)(R12*1), Y4 \
 	VPADDD Y4, Y4, Y4 \
@@ -1110,52 +917,6 @@ END: \
 	VPMADDUBSW ((K)*34+2)(CX)(R11*1), YA, YB \
 	VPMADDUBSW ((K)*34+2)(DI)(R11*1), YA, YA \
 	VPMADDWD legones<>(SB), YA, YA \
-	VPMADDWD legones<>(SB), YB, YB
-
-#define BLKR_50A(K, YA, YB) \
-	BLK50A(K, YA) \
-	MOVWLZX ((K)*22)(R10)(AX*1), R13 \
-	MOVW R13, (80+2*(K))(SP) \
-	VBROADCASTI128 ((K)*22+6)(R10)(AX*1), YB \
-	VPSRLVQ legshift<>(SB), YB, YB \
-	VPAND leg0f<>(SB), YB, YB \
-	VPBROADCASTD ((K)*22+2)(R10)(AX*1), Y5 \
-	VPSHUFB Y13, Y5, Y5 \
-	VPAND Y12, Y5, Y5 \
-	VPCMPEQB Y12, Y5, Y5 \
-	VPAND legx10<>(SB), Y5, Y5 \
-	VPOR Y5, YB, YB \
-	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
-	VPMADDWD legones<>(SB), YB, YB
-
-#define BLKR_51A(K, YA, YB) \
-	BLK51A(K, YA) \
-	MOVWLZX ((K)*24)(R10)(AX*1), R13 \
-	MOVW R13, (80+2*(K))(SP) \
-	MOVWLZX ((K)*24+2)(R10)(AX*1), R13 \
-	MOVW R13, (96+2*(K))(SP) \
-	VBROADCASTI128 ((K)*24+8)(R10)(AX*1), YB \
-	VPSRLVQ legshift<>(SB), YB, YB \
-	VPAND leg0f<>(SB), YB, YB \
-	VPBROADCASTD ((K)*24+4)(R10)(AX*1), Y5 \
-	VPSHUFB Y13, Y5, Y5 \
-	VPAND Y12, Y5, Y5 \
-	VPCMPEQB Y12, Y5, Y5 \
-	VPAND legx10<>(SB), Y5, Y5 \
-	VPOR Y5, YB, YB \
-	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
-	VPMADDWD legones<>(SB), YB, YB
-
-#define BLKR_41A(K, YA, YB) \
-	BLK41A(K, YA) \
-	MOVWLZX ((K)*20)(R10)(AX*1), R13 \
-	MOVW R13, (80+2*(K))(SP) \
-	MOVWLZX ((K)*20+2)(R10)(AX*1), R13 \
-	MOVW R13, (96+2*(K))(SP) \
-	VBROADCASTI128 ((K)*20+4)(R10)(AX*1), YB \
-	VPSRLVQ legshift<>(SB), YB, YB \
-	VPAND leg0f<>(SB), YB, YB \
-	VPMADDUBSW ((K)*34+2)(R11), YB, YB \
 	VPMADDWD legones<>(SB), YB, YB
 
 // Row 1's scales and minima by VPINSRW into X14 and X15 in the two-row kernels (the 0x0f and
