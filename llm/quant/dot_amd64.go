@@ -327,7 +327,12 @@ func kernelISA(t gguf.Type) string {
 			return "AVX-512 VNNI"
 		}
 		return "AVX2"
-	case gguf.F32, gguf.F16, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q6_K, gguf.IQ4_NL, gguf.IQ4_XS:
+	case gguf.Q4_1, gguf.Q5_0, gguf.Q5_1:
+		if legacy512() {
+			return "AVX-512 VNNI"
+		}
+		return "AVX2"
+	case gguf.F32, gguf.F16, gguf.BF16, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q6_K, gguf.IQ4_NL, gguf.IQ4_XS:
 		return "AVX2"
 	}
 	return ""

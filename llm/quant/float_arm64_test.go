@@ -120,11 +120,6 @@ func widen(h []uint16) []float32 {
 	return f
 }
 
-// sameFloat: equal bits, or both NaN (FCVTL quiets a signalling NaN half, the table does not).
-func sameFloat(a, b float32) bool {
-	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
-}
-
 // randHalves draws halves: normal values, and with extremes on, also subnormals, the largest
 // finite, zeros of both signs, infinities and NaNs.
 func randHalves(r *rand.Rand, n int, extremes bool) []uint16 {

@@ -202,6 +202,8 @@ func dotIQ4_NLVec(row []byte, v *Vec) float32 {
 func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {
 	var bs int
 	switch m.Type {
+	case gguf.Q4_1, gguf.Q5_0, gguf.Q5_1:
+		return legacyRows2(m, a, b, ya, yb, lo, hi)
 	case gguf.Q4_K:
 		bs = BlockQ4_K
 	case gguf.Q5_K:

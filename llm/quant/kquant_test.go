@@ -313,8 +313,8 @@ func TestKernelName(t *testing.T) {
 		t.Fatalf("IQ2_XXS: %v", err)
 	}
 	asm := map[string][]gguf.Type{
-		"avx2":         {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
-		"avx2+vnni":    {gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
+		"avx2":         {gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1},
+		"avx2+vnni":    {gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1},
 		"neon":         {gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
 		"neon+dotprod": {gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS},
 	}[Kernel()]
@@ -327,7 +327,8 @@ func TestKernelName(t *testing.T) {
 		want := "pure-Go"
 		if slices.Contains(asm, typ) {
 			want = isa
-			if Kernel() == "avx2+vnni" && (typ == gguf.Q8_0 || typ == gguf.Q4_0 || typ == gguf.Q5_K) {
+			if Kernel() == "avx2+vnni" && (typ == gguf.Q8_0 || typ == gguf.Q4_0 || typ == gguf.Q5_K) ||
+				legacyISA512() && (typ == gguf.Q4_1 || typ == gguf.Q5_0 || typ == gguf.Q5_1) {
 				want = "AVX-512 VNNI"
 			}
 		}

@@ -69,7 +69,7 @@ func randVec(r *rand.Rand, n int) []float32 {
 	return x
 }
 
-// randBlocks makes random blocks of a K-quant type with sane f16 scales.
+// randBlocks makes random blocks of a quantized type with sane f16 scales (and minima).
 func randBlocks(r *rand.Rand, t gguf.Type, n int) []byte {
 	nb, _ := t.RowBytes(int64(n))
 	b := make([]byte, nb)
@@ -90,8 +90,11 @@ func randBlocks(r *rand.Rand, t gguf.Type, n int) []byte {
 		case gguf.Q2_K:
 			binary.LittleEndian.PutUint16(b[off+80:], d)
 			binary.LittleEndian.PutUint16(b[off+82:], F32ToF16(float32(r.Float64()*0.01)))
-		case gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.IQ4_XS:
+		case gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL, gguf.IQ4_XS, gguf.Q5_0:
 			binary.LittleEndian.PutUint16(b[off:], d)
+		case gguf.Q4_1, gguf.Q5_1:
+			binary.LittleEndian.PutUint16(b[off:], d)
+			binary.LittleEndian.PutUint16(b[off+2:], F32ToF16(float32(-r.Float64()*0.01)))
 		}
 	}
 	return b

@@ -1,0 +1,188 @@
+//go:build amd64 && !noasm
+
+package quant
+
+import (
+	"github.com/gorun-hpc/gorun/llm/gguf"
+	"golang.org/x/sys/cpu"
+)
+
+//go:noescape
+func rowsQ5_0AVX2(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, rows int, out *float32)
+
+//go:noescape
+func rowsQ5_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, rows int, out *float32)
+
+//go:noescape
+func rowsQ4_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, rows int, out *float32)
+
+// The two-row forms: rows 2p and 2p+1 of w for p < pairs into out[2p] and out[2p+1].
+//
+//go:noescape
+func rowsR2Q5_0AVX2(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, pairs int, out *float32)
+
+//go:noescape
+func rowsR2Q5_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
+
+//go:noescape
+func rowsR2Q4_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
+
+// The same in AVX-512 BW/VL/VNNI instructions (legacy512).
+//
+//go:noescape
+func rowsR2Q5_0VNNI(w *byte, stride int, x *byte, xd *float32, xs *int32, nb, pairs int, out *float32)
+
+//go:noescape
+func rowsR2Q5_1VNNI(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
+
+//go:noescape
+func rowsR2Q4_1VNNI(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
+
+// hasBW: AVX-512 BW, which the VNNI forms of the legacy kernels also use (KMOVD, VPADDB under
+// a mask).
+var hasBW = cpu.X86.HasAVX512BW
+
+// legacy512 reports whether the AVX-512 forms of the legacy kernels run (useVNNI, which the
+// tests switch off to run the AVX2 forms, and BW).
+func legacy512() bool { return useVNNI && hasBW }
+
+// legacyRowsOK reports whether the legacy row kernels can run y[lo:hi] of m against v: AVX2, a
+// vector of m.Cols elements in whole blocks with its scales (and sums) converted, rows of nb
+// blocks of bs bytes.
+func legacyRowsOK(m *Matrix, v *Vec, lo, hi, bs int) bool {
+	nb := v.N / QK8_0
+	return useAVX2 && nb > 0 && hi > lo && v.N == m.Cols && v.N == nb*QK8_0 && m.RowBytes >= nb*bs &&
+		len(v.Q8) >= nb*BlockQ8_0 && len(v.D) >= nb
+}
+
+// rowsQ5_0 computes y[lo:hi] for m's Q5_0 rows with the AVX2 kernel (dotQ5_0 bit for bit), or
+// reports false where it cannot.
+func rowsQ5_0(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	if !legacyRowsOK(m, v, lo, hi, BlockQ5_0) || len(v.Q8Sum8) < v.N/QK8_0 {
+		return false
+	}
+	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes] // hi-lo whole rows of nb blocks each
+	_ = y[lo:hi]
+	nb, pairs := v.N/QK8_0, (hi-lo)/2
+	if pairs > 0 {
+		if legacy512() {
+			rowsR2Q5_0VNNI(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.Q8Sum8[0], nb, pairs, &y[lo])
+		} else {
+			rowsR2Q5_0AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.Q8Sum8[0], nb, pairs, &y[lo])
+		}
+	}
+	if lo+2*pairs < hi {
+		rowsQ5_0AVX2(&rows[2*pairs*m.RowBytes], m.RowBytes, &v.Q8[0], &v.D[0], &v.Q8Sum8[0], nb, 1, &y[hi-1])
+	}
+	return true
+}
+
+// rowsQ5_1 is rowsQ5_0 for Q5_1 rows against Q8_1 (dotQ5_1 bit for bit).
+func rowsQ5_1(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	if !legacyRowsOK(m, v, lo, hi, BlockQ5_1) || len(v.S) < v.N/QK8_0 {
+		return false
+	}
+	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes]
+	_ = y[lo:hi]
+	nb, pairs := v.N/QK8_0, (hi-lo)/2
+	if pairs > 0 {
+		if legacy512() {
+			rowsR2Q5_1VNNI(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, pairs, &y[lo])
+		} else {
+			rowsR2Q5_1AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, pairs, &y[lo])
+		}
+	}
+	if lo+2*pairs < hi {
+		rowsQ5_1AVX2(&rows[2*pairs*m.RowBytes], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, 1, &y[hi-1])
+	}
+	return true
+}
+
+// rowsQ4_1 is rowsQ5_0 for Q4_1 rows against Q8_1 (dotQ4_1 bit for bit).
+func rowsQ4_1(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	if !legacyRowsOK(m, v, lo, hi, BlockQ4_1) || len(v.S) < v.N/QK8_0 {
+		return false
+	}
+	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes]
+	_ = y[lo:hi]
+	nb, pairs := v.N/QK8_0, (hi-lo)/2
+	if pairs > 0 {
+		if legacy512() {
+			rowsR2Q4_1VNNI(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, pairs, &y[lo])
+		} else {
+			rowsR2Q4_1AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, pairs, &y[lo])
+		}
+	}
+	if lo+2*pairs < hi {
+		rowsQ4_1AVX2(&rows[2*pairs*m.RowBytes], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, 1, &y[hi-1])
+	}
+	return true
+}
+
+// useLegacy2 selects the two-vector kernels in MatMul (off: the one-vector kernel per vector;
+// benchmarks compare the two).
+var useLegacy2 = true
+
+//go:noescape
+func rows2Q5_0AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *int32, nb, rows int, out *float32)
+
+//go:noescape
+func rows2Q5_1AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
+
+//go:noescape
+func rows2Q4_1AVX2(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
+
+//go:noescape
+func rows2Q5_0VNNI(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *int32, nb, rows int, out *float32)
+
+//go:noescape
+func rows2Q5_1VNNI(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
+
+//go:noescape
+func rows2Q4_1VNNI(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *float32, nb, rows int, out *float32)
+
+// legacyRows2 computes ya[lo:hi] and yb[lo:hi] for m's Q4_1, Q5_0 or Q5_1 rows against two
+// vectors in one pass over the weights (each result the one-vector kernel's, bit for bit), or
+// reports false where it cannot.
+func legacyRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {
+	if !useLegacy2 {
+		return false
+	}
+	bs := m.Type.TypeSize()
+	nb := a.N / QK8_0
+	if !legacyRowsOK(m, a, lo, hi, bs) || !legacyRowsOK(m, b, lo, hi, bs) {
+		return false
+	}
+	if m.Type == gguf.Q5_0 {
+		if len(a.Q8Sum8) < nb || len(b.Q8Sum8) < nb {
+			return false
+		}
+	} else if len(a.S) < nb || len(b.S) < nb {
+		return false
+	}
+	_, _ = ya[lo:hi], yb[lo:hi]
+	k512 := legacy512()
+	var out [2 * 16]float32 // on the stack: the kernels are called directly (noescape)
+	for r0 := lo; r0 < hi; r0 += 16 {
+		n := min(16, hi-r0)
+		w := &m.Data[r0*m.RowBytes : (r0+n)*m.RowBytes][0]
+		switch {
+		case m.Type == gguf.Q5_0 && k512:
+			rows2Q5_0VNNI(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &a.D[0], &b.D[0], &a.Q8Sum8[0], &b.Q8Sum8[0], nb, n, &out[0])
+		case m.Type == gguf.Q5_0:
+			rows2Q5_0AVX2(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &a.D[0], &b.D[0], &a.Q8Sum8[0], &b.Q8Sum8[0], nb, n, &out[0])
+		case m.Type == gguf.Q5_1 && k512:
+			rows2Q5_1VNNI(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &a.D[0], &b.D[0], &a.S[0], &b.S[0], nb, n, &out[0])
+		case m.Type == gguf.Q5_1:
+			rows2Q5_1AVX2(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &a.D[0], &b.D[0], &a.S[0], &b.S[0], nb, n, &out[0])
+		case k512:
+			rows2Q4_1VNNI(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &a.D[0], &b.D[0], &a.S[0], &b.S[0], nb, n, &out[0])
+		default:
+			rows2Q4_1AVX2(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &a.D[0], &b.D[0], &a.S[0], &b.S[0], nb, n, &out[0])
+		}
+		for i := 0; i < n; i++ {
+			ya[r0+i], yb[r0+i] = out[2*i], out[2*i+1]
+		}
+	}
+	return true
+}
