@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gorun-hpc/gorun/comm/internal/boot"
+	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
 // shmCheck: shared memory carries every peer only where all ranks share this rank's host.
-func shmCheck(me int, table []rankInfo) error {
+func shmCheck(me int, table []boot.RankInfo) error {
 	for r, info := range table {
 		if info.HostID != table[me].HostID {
 			return fmt.Errorf("comm: rank %d: %s=%s, but rank %d runs on another host (%s)", me, jobenv.Transport, jobenv.TransportShm, r, info.Host)
@@ -19,8 +21,8 @@ func shmCheck(me int, table []rankInfo) error {
 
 // shmSetup is the shared-memory transport's set-up for the route table: it reaches the peers
 // on this rank's host.
-func shmSetup(b *meshBootstrap) (transport, func(int) bool, error) {
-	sh, err := setupShm(b.w, b.id, b.table, b.jobHash)
+func shmSetup(b *core.Setup) (core.Transport, func(int) bool, error) {
+	sh, err := setupShm(b)
 	if errors.Is(err, errNoShm) {
 		return nil, nil, nil
 	}

@@ -2,7 +2,11 @@
 
 package comm
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/gorun-hpc/gorun/comm/internal/core"
+)
 
 type shmTransport struct{ peers []*shmPeer }
 
@@ -10,10 +14,10 @@ type shmPeer struct{}
 
 var errNoShm = errors.New("shared memory transport not supported on this system")
 
-func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTransport, error) {
+func setupShm(b *core.Setup) (*shmTransport, error) {
 	return nil, errNoShm
 }
-func (t *shmTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *Request) {}
-func (t *shmTransport) PeerLost(rank int, cause error)                                  {}
-func (t *shmTransport) Finalize() error                                                 { return nil }
-func (t *shmTransport) Abandon(cause error)                                             {}
+func (t *shmTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *core.Request) {}
+func (t *shmTransport) PeerLost(rank int, cause error)                                       {}
+func (t *shmTransport) Finalize() error                                                      { return nil }
+func (t *shmTransport) Abandon(cause error)                                                  {}

@@ -626,7 +626,7 @@ func (p *verbsPeer) checkTimers(now time.Time) {
 	// silent on both is judged as any silent peer (a starved one on this host is waited for).
 	tp := p.t.tcp.peers[p.rank]
 	answers := tp != nil && p.t.tcp.clock()-time.Duration(tp.heard.Load()) <= p.t.timeout
-	if lost, why := p.t.tcp.live.lost(p.rank, now.Sub(p.ackAt)); answers || lost {
+	if lost, why := p.t.tcp.live.Lost(p.rank, now.Sub(p.ackAt)); answers || lost {
 		p.linkFailed(fmt.Errorf("no acknowledgement over RDMA for %v with %d messages outstanding: lost on the %s queue pair, or the peer's RDMA link is down%s", p.t.timeout, p.sent-ack, p.t.typ, why))
 	}
 }
@@ -656,7 +656,7 @@ func (p *verbsPeer) fail(cause error) {
 		return
 	}
 	p.FailPending(cause, sends, recvs)
-	p.t.w.lose(p.rank, cause)
+	p.t.tcp.live.Lose(p.rank, cause)
 	p.t.nudge()
 }
 
