@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/shmtp"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -42,7 +43,7 @@ type transportKind struct {
 
 // dataTransports lists the data transports, in the order auto tries them.
 var dataTransports = []transportKind{
-	{name: jobenv.TransportShm, auto: true, check: shmCheck, setup: viaSetup(shmSetup)},
+	{name: jobenv.TransportShm, auto: true, check: shmtp.Check, setup: viaSetup(shmtp.Setup)},
 	{name: jobenv.TransportVerbs, setup: verbsSetup},
 }
 
@@ -64,7 +65,7 @@ type meshBootstrap struct {
 // route is how messages reach one peer.
 type route struct {
 	tr transport
-	// direct, when set, sends and receives small blocking messages with no Request (shm_fast.go).
+	// direct, when set, sends and receives small blocking messages with no Request (core.DirectLink; shared memory has them).
 	direct core.DirectLink
 }
 

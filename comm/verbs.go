@@ -377,7 +377,7 @@ func (p *verbsPeer) handle(b []byte) bool {
 			p.protocolError(fmt.Errorf("eager message of %d bytes says %d", len(payload), h.Length))
 			return false
 		}
-		arriveEager(eng, p.rank, h, payload)
+		eng.ArriveCopy(p.rank, h.Ctx, int(h.Tag), payload)
 	case wire.RTS:
 		sendID, tag, size := h.ID, int(h.Tag), h.Length
 		// A receive matched now or later (by a user goroutine) is answered by the poller.
@@ -417,18 +417,6 @@ func (p *verbsPeer) handle(b []byte) bool {
 		return false
 	}
 	return true
-}
-
-// arriveEager hands the engine a whole message whose payload aliases a transport buffer that
-// is reused afterwards: a posted receive gets it copied in, else it is queued as a copy.
-func arriveEager(eng *core.Engine, src int, h wire.Header, payload []byte) {
-	r, _ := eng.Arrive(src, h.Ctx, int(h.Tag), len(payload), func(m *core.InMsg) {
-		m.Data = append(make([]byte, 0, len(payload)), payload...)
-		m.Ready = true
-	})
-	if r != nil {
-		r.Deliver(src, int(h.Tag), payload)
-	}
 }
 
 // accept answers a large message that a receive matched: register the buffer for a zero-copy

@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package comm
+package shmtp
 
 import (
 	"github.com/gorun-hpc/gorun/comm/internal/core"

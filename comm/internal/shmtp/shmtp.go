@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package comm
+package shmtp
 
 import (
 	"errors"
@@ -75,7 +75,19 @@ const (
 	shmPatientNapMax = time.Millisecond
 )
 
-type shmTransport struct {
+// The protocol's size thresholds, by which comm's tests size their messages: EagerLimit, the
+// largest message copied through the ring (larger ones go by rendezvous); FastMax, the
+// largest that may take the fastbox; SplitMin, the smallest a waiting sender's receiver
+// copies in two parts.
+const (
+	EagerLimit = shmEagerLimit
+	FastMax    = shmFastMax
+	SplitMin   = shmSplitMin
+)
+
+// Transport is the shared-memory transport of one rank (core.Transport, core.ProgressSource,
+// core.Director).
+type Transport struct {
 	rank     int // this rank's, in the world
 	eng      *core.Engine
 	live     core.Liveness
@@ -113,12 +125,12 @@ type shmTransport struct {
 	oversubscribed bool
 	closed         atomic.Bool                 // mappings gone; set under pollMu
 	probe          *uint64                     // a word peers read to test CMA
-	freeRecv       atomic.Pointer[core.RecvOp] // a receive operation for the next blocking Recv (shm_fast.go)
-	fast           fastRecv                    // the blocking receive served without a Request (shm_fast.go); under pollMu
+	freeRecv       atomic.Pointer[core.RecvOp] // a receive operation for the next blocking Recv (fast.go)
+	fast           fastRecv                    // the blocking receive served without a Request (fast.go); under pollMu
 }
 
 type shmPeer struct {
-	t    *shmTransport
+	t    *Transport
 	rank int
 	pid  int
 	seg  *shm.Segment // the peer's segment: we produce into out
@@ -171,7 +183,7 @@ type shmPush struct {
 	sent int
 }
 
-func (t *shmTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *core.Request) {
+func (t *Transport) Send(dst int, ctx uint64, tag int, payload []byte, req *core.Request) {
 	if t.stopping.Load() {
 		req.Complete(core.Status{}, t.closeErr)
 		return
@@ -351,12 +363,12 @@ func (p *shmPeer) queueCtrl(h wire.Header) {
 
 // PollOnce drains what it can of every incoming ring and flushes outgoing control; it reports
 // whether anything happened. Only one goroutine polls at a time; others return at once.
-func (t *shmTransport) PollOnce() bool { return t.pollFor(nil) }
+func (t *Transport) PollOnce() bool { return t.pollFor(nil) }
 
 // pollFor is PollOnce for a waiter on r: the pass ends once r is finished, leaving the records
 // behind r's in the rings, where the receives their owner posts next take them straight (a
 // record drained ahead of its receive is queued, which allocates and copies it).
-func (t *shmTransport) pollFor(r *core.Request) bool {
+func (t *Transport) pollFor(r *core.Request) bool {
 	if !t.pollMu.TryLock() {
 		return false
 	}
@@ -367,7 +379,7 @@ func (t *shmTransport) pollFor(r *core.Request) bool {
 
 // pollLocked drains the rings as PollOnce, ending early once r (when not nil) is finished or
 // the fast receive is served; the caller holds pollMu.
-func (t *shmTransport) pollLocked(r *core.Request) bool {
+func (t *Transport) pollLocked(r *core.Request) bool {
 	if t.closed.Load() {
 		return false
 	}
@@ -408,7 +420,7 @@ func (p *shmPeer) handle(h wire.Header, payload []byte) {
 			f.deliver(int(h.Tag), payload)
 			return
 		}
-		arriveEager(eng, p.rank, h, payload)
+		eng.ArriveCopy(p.rank, h.Ctx, int(h.Tag), payload)
 	case wire.RTS:
 		if f := &p.t.fast; f.on && f.takes(p.rank, h.Ctx, int(h.Tag)) {
 			f.on = false // a large message: the receive takes the general path
@@ -595,18 +607,18 @@ func (p *shmPeer) broken(cause error) {
 }
 
 // PeerLost ends the link to a peer the world found lost (core.Liveness).
-func (t *shmTransport) PeerLost(rank int, cause error) {
+func (t *Transport) PeerLost(rank int, cause error) {
 	if p := t.peers[rank]; p != nil {
 		p.fail(cause)
 	}
 }
 
 // Finalize and Abandon unmap the segments; what peers wrote before is drained as they fail.
-func (t *shmTransport) Finalize() error { t.shutdown(); return nil }
-func (t *shmTransport) Abandon(error)   { t.shutdown() }
+func (t *Transport) Finalize() error { t.shutdown(); return nil }
+func (t *Transport) Abandon(error)   { t.shutdown() }
 
-// DirectTo is the link to rank for blocking messages without a Request (shm_fast.go).
-func (t *shmTransport) DirectTo(rank int) core.DirectLink {
+// DirectTo is the link to rank for blocking messages without a Request (fast.go).
+func (t *Transport) DirectTo(rank int) core.DirectLink {
 	if p := t.peers[rank]; p != nil {
 		return p
 	}
@@ -637,7 +649,7 @@ func (p *shmPeer) drain() {
 
 // progressLoop drains the rings when no waiter does (a rank computing while messages for it
 // arrive, or its Isend waiting for the receiver's answer).
-func (t *shmTransport) progressLoop() {
+func (t *Transport) progressLoop() {
 	defer close(t.done)
 	nap := 20 * time.Microsecond
 	lastWaits := t.waits.Load()
@@ -698,7 +710,7 @@ func (t *shmTransport) progressLoop() {
 // pending reports whether an incoming ring has a record (ready) and whether records wait to be
 // flushed into a peer's ring (backlog). The caller holds pollMu (the consumer's positions are
 // its).
-func (t *shmTransport) pending() (ready, backlog bool) {
+func (t *Transport) pending() (ready, backlog bool) {
 	for _, p := range t.active {
 		ready = ready || p.in.Ready() || p.fin.Ready()
 		backlog = backlog || p.backlog.Load()
@@ -707,7 +719,7 @@ func (t *shmTransport) pending() (ready, backlog bool) {
 }
 
 // quiet reports that nothing is pending; the caller holds pollMu.
-func (t *shmTransport) quiet() bool {
+func (t *Transport) quiet() bool {
 	ready, backlog := t.pending()
 	return !ready && !backlog
 }
@@ -716,7 +728,7 @@ func (t *shmTransport) quiet() bool {
 // process, bumps it (or the timeout passes), unless there is work already or r is done. The
 // sleep counts (in the segment for producers, in the process for completions) are raised
 // before the last look, so whoever adds work afterwards sees them and issues the futex wake.
-func (t *shmTransport) sleep(r *core.Request, timeout time.Duration) {
+func (t *Transport) sleep(r *core.Request, timeout time.Duration) {
 	t.segMu.RLock()
 	defer t.segMu.RUnlock()
 	if t.closed.Load() {
@@ -742,7 +754,7 @@ func (t *shmTransport) sleep(r *core.Request, timeout time.Duration) {
 // and after a while sleeps on the wake word, so a long wait costs no CPU. A patient request
 // leaves progress to the background goroutine instead, or naps between polls where there is
 // no doorbell (see shmPatientNapMax).
-func (t *shmTransport) Poll(r *core.Request) {
+func (t *Transport) Poll(r *core.Request) {
 	if r.Patient && t.bell != nil {
 		// Not counted as a waiter: the background goroutine keeps the rings.
 		if t.patients.Add(1) == 1 && t.bgNapping.Load() {
@@ -808,7 +820,7 @@ func (t *shmTransport) Poll(r *core.Request) {
 
 // leave ends a wait in poll; the last waiter out hands progress back to the background
 // goroutine.
-func (t *shmTransport) leave() {
+func (t *Transport) leave() {
 	if t.waiters.Add(-1) == 0 && t.bgBlocked.Load() {
 		select {
 		case t.waitersGone <- struct{}{}:
@@ -823,7 +835,7 @@ func (t *shmTransport) leave() {
 // asks the caller to nap: there is no bell, another goroutine polls (a record it has passed
 // by may have come before the bell was armed), or records wait for room in a peer's ring (no
 // one rings when the peer makes room).
-func (t *shmTransport) bellSleep() bool {
+func (t *Transport) bellSleep() bool {
 	if t.bell == nil {
 		return false
 	}
@@ -853,7 +865,7 @@ func (t *shmTransport) bellSleep() bool {
 }
 
 // Kick wakes this process's waiters sleeping on its segment's wake word.
-func (t *shmTransport) Kick() {
+func (t *Transport) Kick() {
 	if t.sleepers.Load() == 0 {
 		return
 	}
@@ -868,7 +880,7 @@ func (t *shmTransport) Kick() {
 	}
 }
 
-func (t *shmTransport) shutdown() {
+func (t *Transport) shutdown() {
 	if t.stopping.Swap(true) {
 		return
 	}
@@ -903,7 +915,7 @@ var errNoShm = errors.New("no shared-memory peers")
 // setupShm connects this rank to the peers on its host through shared memory, using the
 // already-built TCP links to agree on segments. It returns nil, errNoShm when no peer shares
 // the host.
-func setupShm(b *core.Setup) (*shmTransport, error) {
+func setupShm(b *core.Setup) (*Transport, error) {
 	id, table, jobHash := b.ID, b.Table, b.JobHash
 	me := table[b.Rank]
 	var local []int
@@ -927,7 +939,7 @@ func setupShm(b *core.Setup) (*shmTransport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &shmTransport{rank: b.Rank, eng: b.Eng, live: b.Live, closeErr: b.Closed, logf: b.Logf, seg: seg, peers: make([]*shmPeer, b.Size), stop: make(chan struct{}), done: make(chan struct{}),
+	t := &Transport{rank: b.Rank, eng: b.Eng, live: b.Live, closeErr: b.Closed, logf: b.Logf, seg: seg, peers: make([]*shmPeer, b.Size), stop: make(chan struct{}), done: make(chan struct{}),
 		waitersGone: make(chan struct{}, 1), patientCame: make(chan struct{}, 1), bell: shm.CreateBell(seg.Path)}
 	t.oversubscribed = id.Oversubscribed || len(local)+1 > runtime.NumCPU()
 	probe := new(uint64)
@@ -947,7 +959,7 @@ func setupShm(b *core.Setup) (*shmTransport, error) {
 			os.Remove(t.bell.Path)
 		}
 	}
-	fail := func(err error) (*shmTransport, error) {
+	fail := func(err error) (*Transport, error) {
 		removeNames()
 		for _, p := range t.active {
 			p.seg.Close()

@@ -1,4 +1,4 @@
-package comm
+package shmtp
 
 import (
 	"errors"
@@ -9,8 +9,9 @@ import (
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
-// shmCheck: shared memory carries every peer only where all ranks share this rank's host.
-func shmCheck(me int, table []boot.RankInfo) error {
+// Check says why shared memory cannot carry every peer (GORUN_TRANSPORT=shm): some rank runs
+// on another host than rank me.
+func Check(me int, table []boot.RankInfo) error {
 	for r, info := range table {
 		if info.HostID != table[me].HostID {
 			return fmt.Errorf("comm: rank %d: %s=%s, but rank %d runs on another host (%s)", me, jobenv.Transport, jobenv.TransportShm, r, info.Host)
@@ -19,9 +20,11 @@ func shmCheck(me int, table []boot.RankInfo) error {
 	return nil
 }
 
-// shmSetup is the shared-memory transport's set-up for the route table: it reaches the peers
-// on this rank's host.
-func shmSetup(b *core.Setup) (core.Transport, func(int) bool, error) {
+// Setup connects this rank to the peers on its host through shared memory, exchanging what
+// it needs over the mesh (every rank of the world calls it). It returns the transport and
+// whether it reaches each world rank (the peers on this host), or nil where no peer shares
+// the host.
+func Setup(b *core.Setup) (core.Transport, func(int) bool, error) {
 	sh, err := setupShm(b)
 	if errors.Is(err, errNoShm) {
 		return nil, nil, nil
