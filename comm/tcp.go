@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gorun-hpc/gorun/comm/internal/core"
-	"github.com/gorun-hpc/gorun/comm/internal/shm"
+	"github.com/gorun-hpc/gorun/comm/internal/sched"
 	"github.com/gorun-hpc/gorun/comm/internal/tcp"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
@@ -604,7 +604,7 @@ func (p *tcpPeer) readSome(b []byte, block bool) (int, error) {
 			spinStart = time.Now()
 		}
 		if p.t.oversubscribed {
-			shm.Yield()
+			sched.Yield()
 		}
 		if time.Since(spinStart) < tcpSpinTime {
 			continue

@@ -3,11 +3,11 @@ package comm
 import (
 	"fmt"
 	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/sched"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gorun-hpc/gorun/comm/internal/shm"
 	"github.com/gorun-hpc/gorun/comm/internal/tcp"
 )
 
@@ -250,7 +250,7 @@ func (t *tcpTransport) Poll(r *Request) {
 // tcpSharedSpinPolls of them; else it stops after tcpSpinTime.
 func (t *tcpTransport) spunOut(idle int, idleSince *time.Time) bool {
 	if t.oversubscribed {
-		shm.Yield()
+		sched.Yield()
 		return idle >= tcpSharedSpinPolls
 	}
 	// The clock is read only now and then, and not in the first polls at all (most waits end

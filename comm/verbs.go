@@ -11,7 +11,7 @@ import (
 
 	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/internal/ibv"
-	"github.com/gorun-hpc/gorun/comm/internal/shm"
+	"github.com/gorun-hpc/gorun/comm/internal/sched"
 
 	"github.com/gorun-hpc/gorun/comm/internal/verbs"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
@@ -713,7 +713,7 @@ func (t *verbsTransport) Poll(r *Request) {
 		if spins < 100 && !r.Patient {
 			if t.tcp.oversubscribed {
 				// The core may be the one a peer on this host needs.
-				shm.Yield()
+				sched.Yield()
 			} else {
 				runtime.Gosched()
 			}

@@ -4,7 +4,7 @@ package shmtp
 
 import (
 	"github.com/gorun-hpc/gorun/comm/internal/core"
-	"github.com/gorun-hpc/gorun/comm/internal/shm"
+	"github.com/gorun-hpc/gorun/comm/internal/sched"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
@@ -113,7 +113,7 @@ func (p *shmPeer) recvFast(ctx uint64, patient bool, b []byte, src, ws, tag int)
 		if t.oversubscribed && idle%shmYieldEvery == 0 {
 			// Still holding pollMu: no other goroutine of ours needs the rings meanwhile
 			// (the background one keeps off them while we wait).
-			shm.Yield()
+			sched.Yield()
 		}
 		if idle == shmFastPolls || (t.oversubscribed && idle == shmSharedSpinPolls) {
 			spun = true

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gorun-hpc/gorun/comm/internal/boot"
 	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/sched"
 	"github.com/gorun-hpc/gorun/comm/internal/shm"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
@@ -792,7 +793,7 @@ func (t *Transport) Poll(r *core.Request) {
 			continue
 		case t.oversubscribed:
 			if idle%shmYieldEvery == 0 {
-				shm.Yield()
+				sched.Yield()
 			}
 			if idle < shmSharedSpinPolls {
 				continue
