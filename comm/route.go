@@ -16,18 +16,20 @@ import (
 //   - the TCP mesh (tcp.go): one authenticated link per pair of ranks, always built; it is the
 //     liveness channel of every peer (heartbeats, a link that ends) and the data plane of the
 //     peers no other transport reaches;
-//   - the data transports of dataTransports below (shared memory, RDMA verbs), each set up over
-//     the mesh for the peers it reaches;
+//   - the data transports of dataTransports below (shared memory, comm/internal/shmtp; RDMA
+//     verbs, verbs.go), each set up over the mesh for the peers it reaches;
 //   - the route table (world.routes): which transport carries the messages to each peer, fixed
 //     once at bootstrap, and the progress mode (which transports a waiter polls);
-//   - liveness (liveness.go): a lost peer is reported once, to every transport and the engine;
+//   - liveness (liveness.go; core.Liveness to the transports): a lost peer is reported once,
+//     to every transport and the engine;
 //   - the engine (comm/internal/core): matching of messages and receives, common to all transports;
 //   - Comm (comm.go, p2p.go): ranks, tags, communicators.
 //
 // Goroutine ranks of Run (run.go) use the in-process transport (comm/internal/inproc) alone instead.
 
 // A transportKind is a data transport the bootstrap can set up beside the TCP mesh. Adding a
-// transport is its files, its name in jobenv, and one line in dataTransports.
+// transport is its package (comm/internal/NAME, set up from core.Setup), its name in jobenv,
+// and one line in dataTransports.
 type transportKind struct {
 	name string // its GORUN_TRANSPORT value
 	// auto: set up, for the peers it reaches, when GORUN_TRANSPORT is auto or unset.
