@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gorun-hpc/gorun/comm/internal/shmtp"
 )
 
 func TestChecks(t *testing.T) {
@@ -181,7 +183,7 @@ func TestPatientView(t *testing.T) {
 					return errors.New("Patient: not a view of the same communicator")
 				}
 				other := 1 - c.Rank()
-				for i, n := range []int{0, 8, shmEagerLimit + 1, 4 << 20} {
+				for i, n := range []int{0, 8, shmtp.EagerLimit + 1, 4 << 20} {
 					out := make([]byte, n)
 					fill(out, c.Rank())
 					in := make([]byte, n)

@@ -21,6 +21,18 @@ func (w *world) lose(rank int, cause error) {
 	w.eng.PeerFailed(rank, cause)
 }
 
+// worldLiveness is the world's core.Liveness, which the network transports are given: Lose is
+// world.lose, Lost the liveness rule below.
+type worldLiveness struct {
+	w *world
+	l *liveness
+}
+
+func (v worldLiveness) Lose(rank int, cause error) { v.w.lose(rank, cause) }
+func (v worldLiveness) Lost(rank int, silent time.Duration) (bool, string) {
+	return v.l.lost(rank, silent)
+}
+
 // liveness decides when a silent peer is lost, for every transport: one that has sent nothing
 // (not even a heartbeat), or taken nothing, for the peer timeout. A peer on this host whose
 // process still exists and is not stopped is never declared lost on silence alone: on an

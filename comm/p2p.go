@@ -196,7 +196,7 @@ func (c *Comm) sendDirect(b []byte, dst, tag int) (bool, error) {
 	if d == nil {
 		return false, nil
 	}
-	return d.sendDirect(c, b, tag)
+	return d.SendDirect(c.ctx, c.patient, b, tag)
 }
 
 // bufferedDirect reports whether a message of n bytes to dst would go through a direct link
@@ -206,7 +206,7 @@ func (c *Comm) bufferedDirect(n, dst int) bool {
 		return false
 	}
 	d := c.w.routes[c.WorldRank(dst)].direct
-	return d != nil && n <= d.eagerMax()
+	return d != nil && n <= d.EagerMax()
 }
 
 // recvDirect is a blocking Recv from one peer through its route's direct link, as sendDirect.
@@ -219,7 +219,7 @@ func (c *Comm) recvDirect(b []byte, src, tag int) (bool, Status, error) {
 	if d == nil {
 		return false, Status{}, nil
 	}
-	return d.recvDirect(c, b, ws, tag)
+	return d.RecvDirect(c.ctx, c.index, c.patient, b, ws, tag)
 }
 
 // recvNow takes a message from one peer through its route's direct link if it is there
@@ -233,5 +233,5 @@ func (c *Comm) recvNow(b []byte, src, tag int) (bool, Status, error) {
 	if d == nil {
 		return false, Status{}, nil
 	}
-	return d.recvNow(c, b, ws, tag)
+	return d.RecvNow(c.ctx, c.index, c.patient, b, ws, tag)
 }

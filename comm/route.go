@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/shmtp"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -15,18 +16,20 @@ import (
 //   - the TCP mesh (tcp.go): one authenticated link per pair of ranks, always built; it is the
 //     liveness channel of every peer (heartbeats, a link that ends) and the data plane of the
 //     peers no other transport reaches;
-//   - the data transports of dataTransports below (shared memory, RDMA verbs), each set up over
-//     the mesh for the peers it reaches;
+//   - the data transports of dataTransports below (shared memory, comm/internal/shmtp; RDMA
+//     verbs, verbs.go), each set up over the mesh for the peers it reaches;
 //   - the route table (world.routes): which transport carries the messages to each peer, fixed
 //     once at bootstrap, and the progress mode (which transports a waiter polls);
-//   - liveness (liveness.go): a lost peer is reported once, to every transport and the engine;
+//   - liveness (liveness.go; core.Liveness to the transports): a lost peer is reported once,
+//     to every transport and the engine;
 //   - the engine (comm/internal/core): matching of messages and receives, common to all transports;
 //   - Comm (comm.go, p2p.go): ranks, tags, communicators.
 //
 // Goroutine ranks of Run (run.go) use the in-process transport (comm/internal/inproc) alone instead.
 
 // A transportKind is a data transport the bootstrap can set up beside the TCP mesh. Adding a
-// transport is its files, its name in jobenv, and one line in dataTransports.
+// transport is its package (comm/internal/NAME, set up from core.Setup), its name in jobenv,
+// and one line in dataTransports.
 type transportKind struct {
 	name string // its GORUN_TRANSPORT value
 	// auto: set up, for the peers it reaches, when GORUN_TRANSPORT is auto or unset.
@@ -42,51 +45,37 @@ type transportKind struct {
 
 // dataTransports lists the data transports, in the order auto tries them.
 var dataTransports = []transportKind{
-	{name: jobenv.TransportShm, auto: true, check: shmCheck, setup: shmSetup},
+	{name: jobenv.TransportShm, auto: true, check: shmtp.Check, setup: viaSetup(shmtp.Setup)},
 	{name: jobenv.TransportVerbs, setup: verbsSetup},
 }
 
-// meshBootstrap is what a data transport's set-up gets: the world so far (every route on the
-// TCP mesh), the mesh, the rank's identity and the rendezvous table.
+// viaSetup is the set-up of a transport that needs no more than core.Setup.
+func viaSetup(f func(*core.Setup) (core.Transport, func(int) bool, error)) func(*meshBootstrap) (transport, func(int) bool, error) {
+	return func(b *meshBootstrap) (transport, func(int) bool, error) { return f(&b.Setup) }
+}
+
+// meshBootstrap is what a data transport's set-up gets: core.Setup (the rank, its engine and
+// liveness, its identity, the rendezvous table, set-up exchanges over the mesh) and, for the
+// transports still in this package, the world so far (every route on the TCP mesh) and the
+// mesh.
 type meshBootstrap struct {
-	w       *world
-	mesh    *tcpTransport
-	id      identity
-	table   []rankInfo
-	jobHash uint64
+	core.Setup
+	w    *world
+	mesh *tcpTransport
 }
 
 // route is how messages reach one peer.
 type route struct {
 	tr transport
-	// direct, when set, sends and receives small blocking messages with no Request (shm_fast.go).
-	direct directLink
-}
-
-// directLink is a peer link with allocation-free blocking Send and Recv. Each reports false,
-// having done nothing, where the general path must take the operation.
-type directLink interface {
-	sendDirect(c *Comm, b []byte, tag int) (bool, error)
-	recvDirect(c *Comm, b []byte, src, tag int) (bool, Status, error)
-	// recvNow is recvDirect that takes a message only if it has arrived (Irecv's fast path).
-	recvNow(c *Comm, b []byte, src, tag int) (bool, Status, error)
-	// eagerMax is the largest message sendDirect returns from once it is buffered (larger
-	// ones wait for the receiver).
-	eagerMax() int
-}
-
-// progressSource is a transport whose waiters drive its progress: core.Progressor's contract, plus
-// pollOnce, one non-blocking pass, so that a waiter can poll it beside the TCP links.
-type progressSource interface {
-	core.Progressor
-	pollOnce() bool
+	// direct, when set, sends and receives small blocking messages with no Request (core.DirectLink; shared memory has them).
+	direct core.DirectLink
 }
 
 // useTransports sets up the data transports GORUN_TRANSPORT asks for and builds the route
 // table and progress mode: every peer's messages go through the first transport that reaches
 // it, else the mesh.
 func useTransports(b *meshBootstrap) error {
-	w, name := b.w, b.id.Transport
+	w, name := b.w, b.ID.Transport
 	var kinds []transportKind
 	switch name {
 	case jobenv.TransportTCP:
@@ -106,7 +95,7 @@ func useTransports(b *meshBootstrap) error {
 			return fmt.Errorf("comm: %s=%q: want %s", jobenv.Transport, name, jobenv.TransportList())
 		}
 		if k := kinds[0]; k.check != nil {
-			if err := k.check(w.rank, b.table); err != nil {
+			if err := k.check(w.rank, b.Table); err != nil {
 				return err
 			}
 		}
@@ -164,10 +153,10 @@ func useTransports(b *meshBootstrap) error {
 	w.prog = prog
 	if len(used) == 1 && len(meshData) == 0 {
 		// One transport carries everything: its links may take blocking messages directly.
-		if d, ok := used[0].(interface{ directTo(rank int) directLink }); ok {
+		if d, ok := used[0].(core.Director); ok {
 			for r := range routes {
 				if r != w.rank {
-					routes[r].direct = d.directTo(r)
+					routes[r].direct = d.DirectTo(r)
 				}
 			}
 		}
@@ -192,7 +181,7 @@ func progressFor(used []transport, mesh *tcpTransport, meshData bool) (core.Prog
 		}
 		return nil, nil // completions come from the transport's own goroutines
 	}
-	if ps, ok := used[0].(progressSource); ok {
+	if ps, ok := used[0].(core.ProgressSource); ok {
 		return mixedProgress{data: ps, tcp: mesh}, nil
 	}
 	return nil, fmt.Errorf("comm: %T carries some peers and TCP the others, but it cannot be polled beside TCP", used[0])
@@ -217,4 +206,41 @@ func (w *world) abandonTransports(cause error) {
 	for i := len(trs) - 1; i >= 0; i-- {
 		trs[i].Abandon(cause)
 	}
+}
+
+// newMeshBootstrap is the set-up of the data transports of world w over mesh t.
+func newMeshBootstrap(w *world, t *tcpTransport, id identity, table []rankInfo, jobHash uint64) *meshBootstrap {
+	return &meshBootstrap{
+		Setup: core.Setup{Rank: w.rank, Size: w.size, Eng: w.eng, Live: t.live, ID: id, Table: table, JobHash: jobHash,
+			Closed: ErrClosed, Logf: logf,
+			Channel: func(space uint16) core.SetupChannel { return setupChannel{newComm(w, worldCtx^uint64(space), nil)} }},
+		w: w, mesh: t,
+	}
+}
+
+// setupChannel is core.SetupChannel over a communicator of the world, in a message space apart
+// from every user's.
+type setupChannel struct{ c *Comm }
+
+func (s setupChannel) Exchange(peers []int, mine []byte) ([][]byte, error) {
+	reqs := make([]*Request, 0, len(peers))
+	for _, r := range peers {
+		reqs = append(reqs, Isend(s.c, mine, r, 1))
+	}
+	got := make([][]byte, len(peers))
+	for i, r := range peers {
+		op := s.c.irecv(nil, r, 1, true)
+		if _, err := op.Req.Wait(); err != nil {
+			return nil, fmt.Errorf("with rank %d: %w", r, err)
+		}
+		got[i] = op.Buf
+	}
+	if err := WaitAll(reqs...); err != nil {
+		return nil, err
+	}
+	return got, nil
+}
+
+func (s setupChannel) AllgatherPair(a, b int64, seq uint64) ([]int64, error) {
+	return s.c.allgatherPair(a, b, collTag(seq))
 }

@@ -10,6 +10,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/gorun-hpc/gorun/comm/internal/shmtp"
 )
 
 // TestShmFastboxOrder: messages of every path between two ranks (fastbox, ring, rendezvous)
@@ -27,11 +29,11 @@ func TestShmFastboxOrder(t *testing.T) {
 		case 0, 1, 2:
 			n = 4 + rng.IntN(29) // one line of the fastbox
 		case 3, 4:
-			n = 4 + rng.IntN(shmFastMax-3) // fastbox
+			n = 4 + rng.IntN(shmtp.FastMax-3) // fastbox
 		case 5, 6:
-			n = shmFastMax + 1 + rng.IntN(shmEagerLimit-shmFastMax) // ring
+			n = shmtp.FastMax + 1 + rng.IntN(shmtp.EagerLimit-shmtp.FastMax) // ring
 		default:
-			n = shmEagerLimit + 1 + rng.IntN(64<<10) // rendezvous
+			n = shmtp.EagerLimit + 1 + rng.IntN(64<<10) // rendezvous
 		}
 		return n, 1 + rng.IntN(2)
 	}
@@ -57,7 +59,7 @@ func TestShmFastboxOrder(t *testing.T) {
 			}
 			return nil
 		}
-		got := make([]byte, shmEagerLimit+(64<<10)+1)
+		got := make([]byte, shmtp.EagerLimit+(64<<10)+1)
 		check := func(st Status, err error, i int) error {
 			n, tag := sizes(i)
 			if err != nil {
@@ -76,7 +78,7 @@ func TestShmFastboxOrder(t *testing.T) {
 				time.Sleep(time.Millisecond) // let the sender run ahead
 			}
 			n, tag := sizes(i)
-			if i+1 < msgs && n <= shmEagerLimit && rng.IntN(6) == 0 {
+			if i+1 < msgs && n <= shmtp.EagerLimit && rng.IntN(6) == 0 {
 				// The next message first, when its tag differs (else it cannot overtake) and
 				// the sender did not wait for this one to be taken (a rendezvous would).
 				if _, t2 := sizes(i + 1); t2 != tag {

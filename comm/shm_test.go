@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gorun-hpc/gorun/comm/internal/shm"
+	"github.com/gorun-hpc/gorun/comm/internal/shmtp"
 )
 
 // TestShmPingPongAllocs: a blocking Send and Recv of a small message over shared memory
-// allocate nothing (shm_fast.go), in the steady state of a ping-pong and across truncated and
+// allocate nothing (comm/internal/shmtp/fast.go), in the steady state of a ping-pong and across truncated and
 // zero-length receives that come between. Counted over the whole process: both goroutine
 // ranks, and their background goroutines, which may allocate now and then, hence the average
 // over many round trips.
@@ -90,61 +90,55 @@ func TestShmPingPongAllocs(t *testing.T) {
 // TestShmSplitCopy: large blocking sends over shared memory, taken by a split copy (the
 // receiver reads the first part, the sender writes the rest), arrive whole for sizes around
 // the threshold and not a multiple of a page, whether the receive was posted first or the
-// message waited for it, also when the sender cannot write into the receiver (it asks the
-// receiver to read its part); and a truncating receive still gets its error.
+// message waited for it; and a truncating receive still gets its error. (The path where the
+// sender cannot write into the receiver is comm/internal/shmtp's TestSplitCopyWriteRefused.)
 func TestShmSplitCopy(t *testing.T) {
-	sizes := []int{shmEagerLimit + 1, shmSplitMin - 1, shmSplitMin, shmSplitMin + 4097, 3<<20 + 123}
-	for _, writeFails := range []bool{false, true} {
-		if writeFails {
-			shmCMAWrite = func(int, uint64, []byte) error { return errors.New("refused (test)") }
-		}
-		err := runNet(2, "shm", func(c *Comm) error {
-			for i, n := range sizes {
-				if c.Rank() == 0 {
-					msg := make([]byte, n)
-					for j := range msg {
-						msg[j] = byte(j*7 + i + j>>12)
-					}
-					if i%2 == 1 { // let the receive be posted first
-						if _, err := Recv(c, []byte{0}, 1, 9); err != nil {
-							return err
-						}
-					}
-					if err := Send(c, msg, 1, i); err != nil {
-						return err
-					}
-					continue
+	sizes := []int{shmtp.EagerLimit + 1, shmtp.SplitMin - 1, shmtp.SplitMin, shmtp.SplitMin + 4097, 3<<20 + 123}
+	err := runNet(2, "shm", func(c *Comm) error {
+		for i, n := range sizes {
+			if c.Rank() == 0 {
+				msg := make([]byte, n)
+				for j := range msg {
+					msg[j] = byte(j*7 + i + j>>12)
 				}
-				got := make([]byte, n+5)
-				if i%2 == 1 {
-					r := Irecv(c, got, 0, i)
-					if err := Send(c, []byte{1}, 0, 9); err != nil {
+				if i%2 == 1 { // let the receive be posted first
+					if _, err := Recv(c, []byte{0}, 1, 9); err != nil {
 						return err
 					}
-					if _, err := r.Wait(); err != nil {
-						return err
-					}
-				} else if _, err := Recv(c, got, 0, i); err != nil {
+				}
+				if err := Send(c, msg, 1, i); err != nil {
 					return err
 				}
-				for j := range n {
-					if want := byte(j*7 + i + j>>12); got[j] != want {
-						return fmt.Errorf("%d-byte message: byte %d is %d, want %d", n, j, got[j], want)
-					}
+				continue
+			}
+			got := make([]byte, n+5)
+			if i%2 == 1 {
+				r := Irecv(c, got, 0, i)
+				if err := Send(c, []byte{1}, 0, 9); err != nil {
+					return err
+				}
+				if _, err := r.Wait(); err != nil {
+					return err
+				}
+			} else if _, err := Recv(c, got, 0, i); err != nil {
+				return err
+			}
+			for j := range n {
+				if want := byte(j*7 + i + j>>12); got[j] != want {
+					return fmt.Errorf("%d-byte message: byte %d is %d, want %d", n, j, got[j], want)
 				}
 			}
-			if c.Rank() == 0 {
-				return Send(c, make([]byte, 1<<20), 1, 99)
-			}
-			var te *TruncateError
-			if _, err := Recv(c, make([]byte, 1000), 0, 99); !errors.As(err, &te) {
-				return fmt.Errorf("1 MiB into 1000 bytes: error %v, want a truncation", err)
-			}
-			return nil
-		})
-		shmCMAWrite = shm.CMAWrite
-		if err != nil {
-			t.Fatalf("sender's write fails: %v: %v", writeFails, err)
 		}
+		if c.Rank() == 0 {
+			return Send(c, make([]byte, 1<<20), 1, 99)
+		}
+		var te *TruncateError
+		if _, err := Recv(c, make([]byte, 1000), 0, 99); !errors.As(err, &te) {
+			return fmt.Errorf("1 MiB into 1000 bytes: error %v, want a truncation", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

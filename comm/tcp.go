@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gorun-hpc/gorun/comm/internal/core"
-	"github.com/gorun-hpc/gorun/comm/internal/shm"
+	"github.com/gorun-hpc/gorun/comm/internal/sched"
 	"github.com/gorun-hpc/gorun/comm/internal/tcp"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
@@ -36,7 +36,7 @@ type tcpTransport struct {
 	peers   []*tcpPeer
 	meshMu  sync.Mutex // guards peers while the mesh is built
 	timeout time.Duration
-	live    *liveness // decides when a silent peer is lost
+	live    core.Liveness // the world's: reports lost peers, decides when a silent peer is lost
 
 	// oversubscribed: this host runs more ranks than it has cores, so a waiter yields the core
 	// between polls and gives up polling sooner (the core may be the one its peer needs).
@@ -208,7 +208,7 @@ func (p *tcpPeer) writeAll(a, b []byte) error {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			if lost, why := p.t.live.lost(p.rank, p.t.clock()-stalled); lost {
+			if lost, why := p.t.live.Lost(p.rank, p.t.clock()-stalled); lost {
 				return fmt.Errorf("peer took nothing for %v (peer timeout)%s", p.t.timeout, why)
 			}
 			if err := p.waitFD(unix.POLLOUT, 100*time.Millisecond); err != nil {
@@ -337,7 +337,7 @@ func (p *tcpPeer) pushOut(block, one bool) (done []*core.PendingSend, wrote int,
 			if err = p.waitFD(unix.POLLOUT, 100*time.Millisecond); err != nil {
 				return done, wrote, err
 			}
-			if lost, why := p.t.live.lost(p.rank, p.t.clock()-time.Duration(p.lastWrite.Load())); lost {
+			if lost, why := p.t.live.Lost(p.rank, p.t.clock()-time.Duration(p.lastWrite.Load())); lost {
 				return done, wrote, fmt.Errorf("peer took nothing for %v (peer timeout)%s", p.t.timeout, why)
 			}
 			continue
@@ -604,12 +604,12 @@ func (p *tcpPeer) readSome(b []byte, block bool) (int, error) {
 			spinStart = time.Now()
 		}
 		if p.t.oversubscribed {
-			shm.Yield()
+			sched.Yield()
 		}
 		if time.Since(spinStart) < tcpSpinTime {
 			continue
 		}
-		if lost, why := p.t.live.lost(p.rank, p.t.clock()-time.Duration(p.heard.Load())); lost {
+		if lost, why := p.t.live.Lost(p.rank, p.t.clock()-time.Duration(p.heard.Load())); lost {
 			return 0, peerTimeoutError{why}
 		}
 		wait := 100 * time.Millisecond
@@ -691,7 +691,7 @@ func (p *tcpPeer) fail(cause error) {
 			f.send.Req.Complete(Status{}, &PeerError{Rank: p.rank, Err: cause})
 		}
 	}
-	p.t.w.lose(p.rank, cause)
+	p.t.live.Lose(p.rank, cause)
 }
 
 // PeerLost ends the link to a peer the world found lost (liveness.go); the link that found the

@@ -2,11 +2,12 @@ package comm
 
 import (
 	"fmt"
+	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/sched"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gorun-hpc/gorun/comm/internal/shm"
 	"github.com/gorun-hpc/gorun/comm/internal/tcp"
 )
 
@@ -127,7 +128,7 @@ func (t *tcpTransport) checkLiveness() {
 			continue
 		}
 		p.progress(false)
-		if lost, why := t.live.lost(p.rank, t.clock()-time.Duration(p.heard.Load())); lost && !p.broken() {
+		if lost, why := t.live.Lost(p.rank, t.clock()-time.Duration(p.heard.Load())); lost && !p.broken() {
 			p.fail(fmt.Errorf("no word from %s for %v (peer timeout)%s: presumed dead", p.addr, t.timeout, why))
 		}
 	}
@@ -249,7 +250,7 @@ func (t *tcpTransport) Poll(r *Request) {
 // tcpSharedSpinPolls of them; else it stops after tcpSpinTime.
 func (t *tcpTransport) spunOut(idle int, idleSince *time.Time) bool {
 	if t.oversubscribed {
-		shm.Yield()
+		sched.Yield()
 		return idle >= tcpSharedSpinPolls
 	}
 	// The clock is read only now and then, and not in the first polls at all (most waits end
@@ -269,7 +270,7 @@ func (t *tcpTransport) spunOut(idle int, idleSince *time.Time) bool {
 // sleeps as the data transport's waiters do (a TCP completion by the background goroutine wakes
 // it through kick).
 type mixedProgress struct {
-	data progressSource
+	data core.ProgressSource
 	tcp  *tcpTransport
 }
 
@@ -280,7 +281,7 @@ func (m mixedProgress) Poll(r *Request) {
 	idle := 0
 	var idleSince time.Time
 	for !r.Finished() {
-		if m.data.pollOnce() || t.progressAll(false, true) {
+		if m.data.PollOnce() || t.progressAll(false, true) {
 			idle = 0
 			continue
 		}

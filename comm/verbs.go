@@ -11,7 +11,7 @@ import (
 
 	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/internal/ibv"
-	"github.com/gorun-hpc/gorun/comm/internal/shm"
+	"github.com/gorun-hpc/gorun/comm/internal/sched"
 
 	"github.com/gorun-hpc/gorun/comm/internal/verbs"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
@@ -377,7 +377,7 @@ func (p *verbsPeer) handle(b []byte) bool {
 			p.protocolError(fmt.Errorf("eager message of %d bytes says %d", len(payload), h.Length))
 			return false
 		}
-		arriveEager(eng, p.rank, h, payload)
+		eng.ArriveCopy(p.rank, h.Ctx, int(h.Tag), payload)
 	case wire.RTS:
 		sendID, tag, size := h.ID, int(h.Tag), h.Length
 		// A receive matched now or later (by a user goroutine) is answered by the poller.
@@ -417,18 +417,6 @@ func (p *verbsPeer) handle(b []byte) bool {
 		return false
 	}
 	return true
-}
-
-// arriveEager hands the engine a whole message whose payload aliases a transport buffer that
-// is reused afterwards: a posted receive gets it copied in, else it is queued as a copy.
-func arriveEager(eng *core.Engine, src int, h wire.Header, payload []byte) {
-	r, _ := eng.Arrive(src, h.Ctx, int(h.Tag), len(payload), func(m *core.InMsg) {
-		m.Data = append(make([]byte, 0, len(payload)), payload...)
-		m.Ready = true
-	})
-	if r != nil {
-		r.Deliver(src, int(h.Tag), payload)
-	}
 }
 
 // accept answers a large message that a receive matched: register the buffer for a zero-copy
@@ -626,7 +614,7 @@ func (p *verbsPeer) checkTimers(now time.Time) {
 	// silent on both is judged as any silent peer (a starved one on this host is waited for).
 	tp := p.t.tcp.peers[p.rank]
 	answers := tp != nil && p.t.tcp.clock()-time.Duration(tp.heard.Load()) <= p.t.timeout
-	if lost, why := p.t.tcp.live.lost(p.rank, now.Sub(p.ackAt)); answers || lost {
+	if lost, why := p.t.tcp.live.Lost(p.rank, now.Sub(p.ackAt)); answers || lost {
 		p.linkFailed(fmt.Errorf("no acknowledgement over RDMA for %v with %d messages outstanding: lost on the %s queue pair, or the peer's RDMA link is down%s", p.t.timeout, p.sent-ack, p.t.typ, why))
 	}
 }
@@ -656,7 +644,7 @@ func (p *verbsPeer) fail(cause error) {
 		return
 	}
 	p.FailPending(cause, sends, recvs)
-	p.t.w.lose(p.rank, cause)
+	p.t.tcp.live.Lose(p.rank, cause)
 	p.t.nudge()
 }
 
@@ -725,7 +713,7 @@ func (t *verbsTransport) Poll(r *Request) {
 		if spins < 100 && !r.Patient {
 			if t.tcp.oversubscribed {
 				// The core may be the one a peer on this host needs.
-				shm.Yield()
+				sched.Yield()
 			} else {
 				runtime.Gosched()
 			}

@@ -40,7 +40,7 @@ const verbsSetupCtx = worldCtx ^ 0x5642 // "VB"
 
 // verbsSetup is the verbs transport's set-up for the route table: it reaches every peer.
 func verbsSetup(b *meshBootstrap) (transport, func(int) bool, error) {
-	vt, err := setupVerbs(b.w, b.mesh, b.id)
+	vt, err := setupVerbs(b.w, b.mesh, b.ID)
 	if err != nil {
 		return nil, nil, err
 	}

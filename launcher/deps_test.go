@@ -18,7 +18,8 @@ func TestLauncherLinksNoTransport(t *testing.T) {
 		for _, dep := range strings.Fields(string(out)) {
 			switch dep {
 			case ModulePath + "/comm", ModulePath + "/comm/internal/tcp", ModulePath + "/comm/internal/verbs",
-				ModulePath + "/comm/internal/shm", ModulePath + "/comm/internal/core", ModulePath + "/comm/internal/inproc":
+				ModulePath + "/comm/internal/shm", ModulePath + "/comm/internal/shmtp", ModulePath + "/comm/internal/core",
+				ModulePath + "/comm/internal/inproc":
 				t.Errorf("%s depends on %s", pkg, dep)
 			}
 		}

@@ -29,3 +29,15 @@ func DeliverLocal(dst *Engine, src int, ctx uint64, tag int, payload []byte, req
 		req.Complete(Status{}, nil)
 	}
 }
+
+// ArriveCopy hands the engine a whole message whose payload aliases a transport buffer that
+// is reused afterwards: a posted receive gets it copied in, else it is queued as a copy.
+func (e *Engine) ArriveCopy(src int, ctx uint64, tag int, payload []byte) {
+	r, _ := e.Arrive(src, ctx, tag, len(payload), func(m *InMsg) {
+		m.Data = append(make([]byte, 0, len(payload)), payload...)
+		m.Ready = true
+	})
+	if r != nil {
+		r.Deliver(src, tag, payload)
+	}
+}

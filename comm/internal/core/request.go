@@ -25,7 +25,7 @@ type Request struct {
 	Prog Progressor
 	// Patient: the waiter sleeps at once instead of polling first (Comm.Patient).
 	Patient bool
-	// Spun: the caller polled for it already (shm_fast.go), so a waiter that would spin
+	// Spun: the caller polled for it already (comm/internal/shmtp/fast.go), so a waiter that would spin
 	// briefly before it sleeps sleeps sooner.
 	Spun bool
 

@@ -2,7 +2,6 @@ package shm
 
 import (
 	"errors"
-	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -31,9 +30,6 @@ func FutexWait(addr *uint32, val uint32, timeout time.Duration) {
 
 // FutexWake does nothing: FutexWait polls the word.
 func FutexWake(addr *uint32) {}
-
-// Yield lets another goroutine run.
-func Yield() { runtime.Gosched() }
 
 // mapPopulate: macOS has no MAP_POPULATE; its segments fault in lazily.
 const mapPopulate = 0

@@ -66,11 +66,5 @@ func FutexWake(addr *uint32) {
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1<<30, 0, 0, 0)
 }
 
-// Yield gives the core to another thread of the machine: on an oversubscribed host the peer
-// a waiter polls for may be waiting for this very core. It is a raw call: through the runtime's
-// syscall path, a yield that lasts the other task's whole turn lets sysmon take the processor
-// away, and getting it back costs more than the yield.
-func Yield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
-
 // mapPopulate allocates and maps a segment's pages when it is mapped (see segPopulateMax).
 const mapPopulate = unix.MAP_POPULATE

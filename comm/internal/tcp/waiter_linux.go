@@ -13,7 +13,7 @@ import (
 // epollWaiter sleeps on the links through an epoll set of its own whose descriptor is in Go's
 // netpoller: the goroutine parks in the scheduler, holding no processor, where one blocked
 // in poll(2) holds its processor for the whole sleep, which the runtime's monitor thread
-// hands off at the cost of preempting computing threads (see shmPatientNapMin in comm/shm.go).
+// hands off at the cost of preempting computing threads (see shmPatientNapMin in comm/internal/shmtp/shmtp.go).
 // Every rank with links sleeps here, shared-memory jobs included (their links carry liveness).
 type epollWaiter struct {
 	epfd   int

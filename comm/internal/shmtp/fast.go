@@ -1,10 +1,10 @@
 //go:build linux || darwin
 
-package comm
+package shmtp
 
 import (
 	"github.com/gorun-hpc/gorun/comm/internal/core"
-	"github.com/gorun-hpc/gorun/comm/internal/shm"
+	"github.com/gorun-hpc/gorun/comm/internal/sched"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
@@ -14,32 +14,33 @@ import (
 // each one a page fault, and a longer run pay the same in GC cycles, whose workers take a
 // core from a spinning rank.
 
-// sendDirect sends b to the shared-memory peer, a small message at once, when the link is in
+// SendDirect sends b to the shared-memory peer, a small message at once, when the link is in
 // good standing; it reports false (having done nothing) otherwise, and the general path, which
 // also produces every error, takes the message. The caller checked the arguments.
 //
 // A large message goes by rendezvous as from Isend, but its RTS tells the receiver that the
 // sender waits (polls) until the message is taken, which allows a split copy (see wire.Split);
 // a patient sender does not poll (it sleeps), so its receiver copies the whole message.
-func (p *shmPeer) eagerMax() int { return shmEagerLimit }
-
-func (p *shmPeer) sendDirect(c *Comm, b []byte, tag int) (bool, error) {
+func (p *shmPeer) SendDirect(ctx uint64, patient bool, b []byte, tag int) (bool, error) {
 	if p.t.stopping.Load() {
 		return false, nil
 	}
 	if len(b) > shmEagerLimit {
 		req := core.NewRequest()
-		req.Prog, req.Patient = p.t, c.patient
+		req.Prog, req.Patient = p.t, patient
 		flags := uint8(wire.FlagSenderWaits)
-		if c.patient {
+		if patient {
 			flags = 0
 		}
-		p.sendRTS(c.ctx, tag, b, req, flags)
+		p.sendRTS(ctx, tag, b, req, flags)
 		_, err := req.Wait()
 		return true, err
 	}
-	return true, p.writeBlocking(&wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: c.ctx, Length: uint64(len(b))}, b)
+	return true, p.writeBlocking(&wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: ctx, Length: uint64(len(b))}, b)
 }
+
+// EagerMax is the largest message SendDirect buffers.
+func (p *shmPeer) EagerMax() int { return shmEagerLimit }
 
 // fastRecv is a blocking receive from one shared-memory peer that its caller serves itself:
 // it holds pollMu while it polls, and the record that matches is copied from the ring straight
@@ -56,20 +57,20 @@ type fastRecv struct {
 	tag  int // or AnyTag
 	buf  []byte
 	rank int // src in the receive's communicator, for the status
-	st   Status
+	st   core.Status
 	err  error
 }
 
 func (f *fastRecv) takes(src int, ctx uint64, tag int) bool {
-	return src == f.src && ctx == f.ctx && (f.tag == AnyTag || f.tag == tag)
+	return src == f.src && ctx == f.ctx && (f.tag == core.AnyTag || f.tag == tag)
 }
 
 // deliver copies an eager message into the receive and ends it (as core.RecvOp.Target and Deliver).
 func (f *fastRecv) deliver(tag int, payload []byte) {
 	n := copy(f.buf, payload)
-	f.st = Status{Source: f.rank, Tag: tag, Count: len(payload)}
+	f.st = core.Status{Source: f.rank, Tag: tag, Count: len(payload)}
 	if n < len(payload) {
-		f.err = &TruncateError{Source: f.rank, Tag: tag, Size: len(payload), Have: len(f.buf)}
+		f.err = &core.TruncateError{Source: f.rank, Tag: tag, Size: len(payload), Have: len(f.buf)}
 	}
 	f.on, f.done = false, true
 }
@@ -79,24 +80,25 @@ func (f *fastRecv) deliver(tag int, payload []byte) {
 // path, which sleeps after a while.
 const shmFastPolls = 4096
 
-// recvFast serves a blocking receive from the peer (world rank ws, rank src of c) as a
+// recvFast serves a blocking receive from the peer (world rank ws, rank src of the receive's
+// communicator, whose message space is ctx) as a
 // fastRecv. It reports false, having taken nothing, when the receive must take the general
 // path: a patient caller, another goroutine polling or serving its own receive, a message or
 // receive already in the engine that comes first, a lost peer, a large message, or a wait
 // longer than shmFastPolls.
 // It also reports whether it spent its polls (spun).
-func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (ok, spun bool, st Status, err error) {
+func (p *shmPeer) recvFast(ctx uint64, patient bool, b []byte, src, ws, tag int) (ok, spun bool, st core.Status, err error) {
 	t := p.t
-	if c.patient || t.stopping.Load() || !t.pollMu.TryLock() {
-		return false, false, Status{}, nil
+	if patient || t.stopping.Load() || !t.pollMu.TryLock() {
+		return false, false, core.Status{}, nil
 	}
-	e := c.w.eng
-	if t.closed.Load() || e.NDead.Load() != 0 || !e.FirstFor(ws, c.ctx, tag) {
+	e := t.eng
+	if t.closed.Load() || e.NDead.Load() != 0 || !e.FirstFor(ws, ctx, tag) {
 		t.pollMu.Unlock()
-		return false, false, Status{}, nil
+		return false, false, core.Status{}, nil
 	}
 	f := &t.fast
-	*f = fastRecv{on: true, src: ws, ctx: c.ctx, tag: tag, buf: b, rank: src}
+	*f = fastRecv{on: true, src: ws, ctx: ctx, tag: tag, buf: b, rank: src}
 	t.waiters.Add(1)
 	t.waits.Add(1)
 	for idle := 0; f.on; {
@@ -111,7 +113,7 @@ func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (ok, spun bool, 
 		if t.oversubscribed && idle%shmYieldEvery == 0 {
 			// Still holding pollMu: no other goroutine of ours needs the rings meanwhile
 			// (the background one keeps off them while we wait).
-			shm.Yield()
+			sched.Yield()
 		}
 		if idle == shmFastPolls || (t.oversubscribed && idle == shmSharedSpinPolls) {
 			spun = true
@@ -125,31 +127,31 @@ func (p *shmPeer) recvFast(c *Comm, b []byte, src, ws, tag int) (ok, spun bool, 
 	return ok, spun, st, err
 }
 
-// recvNow serves an Irecv from the peer (world rank ws) whose message is the next record from
+// RecvNow serves an Irecv from the peer (world rank ws) whose message is the next record from
 // that peer in the rings, as recvFast does a Recv but without a wait. It reports false, having
 // taken nothing, where recvFast would, and when the next record is not that message (a
 // record of another message is left where a later receive of it takes it straight).
-func (p *shmPeer) recvNow(c *Comm, b []byte, ws, tag int) (bool, Status, error) {
+func (p *shmPeer) RecvNow(ctx uint64, index map[int]int, patient bool, b []byte, ws, tag int) (bool, core.Status, error) {
 	t := p.t
-	if c.patient || t.stopping.Load() || !t.pollMu.TryLock() {
-		return false, Status{}, nil
+	if patient || t.stopping.Load() || !t.pollMu.TryLock() {
+		return false, core.Status{}, nil
 	}
 	defer t.pollMu.Unlock()
-	e := c.w.eng
+	e := t.eng
 	if t.closed.Load() || e.NDead.Load() != 0 || !(p.fin.Ready() || p.in.Ready()) {
-		return false, Status{}, nil
+		return false, core.Status{}, nil
 	}
-	f := fastRecv{on: true, src: ws, ctx: c.ctx, tag: tag, buf: b, rank: c.commRank(ws)}
+	f := fastRecv{on: true, src: ws, ctx: ctx, tag: tag, buf: b, rank: core.CommRank(index, ws)}
 	rg, h, payload, ok, err := p.next()
-	if err != nil || !ok || h.Type != wire.Eager || !f.takes(ws, h.Ctx, int(h.Tag)) || !e.FirstFor(ws, c.ctx, tag) {
-		return false, Status{}, nil // a corrupt ring is the next poll's to report
+	if err != nil || !ok || h.Type != wire.Eager || !f.takes(ws, h.Ctx, int(h.Tag)) || !e.FirstFor(ws, ctx, tag) {
+		return false, core.Status{}, nil // a corrupt ring is the next poll's to report
 	}
 	f.deliver(int(h.Tag), payload)
 	rg.Advance(h)
 	return true, f.st, f.err
 }
 
-// recvDirect is Recv from the shared-memory peer (world rank ws) with a reused receive
+// RecvDirect is Recv from the shared-memory peer (world rank ws) with a reused receive
 // operation, after recvFast where it applies. The caller checked the arguments.
 //
 // A receive from a shared-memory peer completes successfully only in its caller's goroutine
@@ -157,8 +159,8 @@ func (p *shmPeer) recvNow(c *Comm, b []byte, ws, tag int) (bool, Status, error) 
 // throughout: once the waiter has seen it finished and taken pollMu once, no one touches the
 // operation any more and it can serve the next receive. One that ended in error (a failure,
 // completed elsewhere) is left to the garbage collector.
-func (p *shmPeer) recvDirect(c *Comm, b []byte, ws, tag int) (bool, Status, error) {
-	ok, spun, st, err := p.recvFast(c, b, c.commRank(ws), ws, tag)
+func (p *shmPeer) RecvDirect(ctx uint64, index map[int]int, patient bool, b []byte, ws, tag int) (bool, core.Status, error) {
+	ok, spun, st, err := p.recvFast(ctx, patient, b, core.CommRank(index, ws), ws, tag)
 	if ok {
 		return true, st, err
 	}
@@ -167,9 +169,9 @@ func (p *shmPeer) recvDirect(c *Comm, b []byte, ws, tag int) (bool, Status, erro
 	if r == nil {
 		r = &core.RecvOp{}
 	}
-	*r = core.RecvOp{Src: ws, Ctx: c.ctx, Tag: tag, Buf: b, Index: c.index}
-	r.Req.Prog, r.Req.Patient, r.Req.Spun = t, c.patient, spun
-	c.w.eng.Post(r)
+	*r = core.RecvOp{Src: ws, Ctx: ctx, Tag: tag, Buf: b, Index: index}
+	r.Req.Prog, r.Req.Patient, r.Req.Spun = t, patient, spun
+	t.eng.Post(r)
 	st, err = r.Req.Wait()
 	if err == nil {
 		t.pollMu.Lock()

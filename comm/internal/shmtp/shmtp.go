@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package comm
+package shmtp
 
 import (
 	"errors"
@@ -14,7 +14,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/gorun-hpc/gorun/comm/internal/boot"
 	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/sched"
 	"github.com/gorun-hpc/gorun/comm/internal/shm"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
@@ -72,9 +76,25 @@ const (
 	shmPatientNapMax = time.Millisecond
 )
 
-type shmTransport struct {
-	w        *world
-	seg      *shm.Segment // this rank's segment (the rings it consumes)
+// The protocol's size thresholds, by which comm's tests size their messages: EagerLimit, the
+// largest message copied through the ring (larger ones go by rendezvous); FastMax, the
+// largest that may take the fastbox; SplitMin, the smallest a waiting sender's receiver
+// copies in two parts.
+const (
+	EagerLimit = shmEagerLimit
+	FastMax    = shmFastMax
+	SplitMin   = shmSplitMin
+)
+
+// Transport is the shared-memory transport of one rank (core.Transport, core.ProgressSource,
+// core.Director).
+type Transport struct {
+	rank     int // this rank's, in the world
+	eng      *core.Engine
+	live     core.Liveness
+	closeErr error                            // a send's error once the world is finalized
+	logf     func(format string, args ...any) // the world's log
+	seg      *shm.Segment                     // this rank's segment (the rings it consumes)
 	peers    []*shmPeer
 	active   []*shmPeer   // the peers that use shared memory
 	pollMu   sync.Mutex   // one consumer of the incoming rings at a time
@@ -106,12 +126,12 @@ type shmTransport struct {
 	oversubscribed bool
 	closed         atomic.Bool                 // mappings gone; set under pollMu
 	probe          *uint64                     // a word peers read to test CMA
-	freeRecv       atomic.Pointer[core.RecvOp] // a receive operation for the next blocking Recv (shm_fast.go)
-	fast           fastRecv                    // the blocking receive served without a Request (shm_fast.go); under pollMu
+	freeRecv       atomic.Pointer[core.RecvOp] // a receive operation for the next blocking Recv (fast.go)
+	fast           fastRecv                    // the blocking receive served without a Request (fast.go); under pollMu
 }
 
 type shmPeer struct {
-	t    *shmTransport
+	t    *Transport
 	rank int
 	pid  int
 	seg  *shm.Segment // the peer's segment: we produce into out
@@ -164,31 +184,31 @@ type shmPush struct {
 	sent int
 }
 
-func (t *shmTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+func (t *Transport) Send(dst int, ctx uint64, tag int, payload []byte, req *core.Request) {
 	if t.stopping.Load() {
-		req.Complete(Status{}, ErrClosed)
+		req.Complete(core.Status{}, t.closeErr)
 		return
 	}
 	p := t.peers[dst]
 	if len(payload) <= shmEagerLimit {
-		req.Complete(Status{}, p.writeBlocking(&wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: ctx, Length: uint64(len(payload))}, payload))
+		req.Complete(core.Status{}, p.writeBlocking(&wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: ctx, Length: uint64(len(payload))}, payload))
 		return
 	}
 	p.sendRTS(ctx, tag, payload, req, 0)
 }
 
 // sendRTS starts a large send: registers it and tells the receiver where the data is.
-func (p *shmPeer) sendRTS(ctx uint64, tag int, payload []byte, req *Request, flags uint8) {
+func (p *shmPeer) sendRTS(ctx uint64, tag int, payload []byte, req *core.Request, flags uint8) {
 	id, err := p.AddSend(payload, req)
 	if err != nil {
-		req.Complete(Status{}, err)
+		req.Complete(core.Status{}, err)
 		return
 	}
 	// The RTS carries the buffer's address for a receiver that reads it directly.
 	addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(payload))))
 	if err := p.writeBlocking(&wire.Header{Type: wire.RTS, Flags: flags, Tag: int32(tag), Ctx: ctx, Length: uint64(len(payload)), ID: id, Offset: addr}, nil); err != nil {
 		p.TakeSend(id)
-		req.Complete(Status{}, err)
+		req.Complete(core.Status{}, err)
 	}
 }
 
@@ -207,7 +227,7 @@ func (p *shmPeer) writeBlocking(h *wire.Header, payload []byte) error {
 			return err
 		}
 		// While we wait for room, our own rings may hold what the peer needs from us first.
-		p.t.pollOnce()
+		p.t.PollOnce()
 		p.wakePeer()
 		backoff(spins)
 	}
@@ -329,7 +349,7 @@ func (p *shmPeer) flush() bool {
 		p.wakePeer()
 	}
 	for _, s := range finished {
-		s.send.Req.Complete(Status{}, nil)
+		s.send.Req.Complete(core.Status{}, nil)
 	}
 	return did
 }
@@ -342,14 +362,14 @@ func (p *shmPeer) queueCtrl(h wire.Header) {
 	p.flush()
 }
 
-// pollOnce drains what it can of every incoming ring and flushes outgoing control; it reports
+// PollOnce drains what it can of every incoming ring and flushes outgoing control; it reports
 // whether anything happened. Only one goroutine polls at a time; others return at once.
-func (t *shmTransport) pollOnce() bool { return t.pollFor(nil) }
+func (t *Transport) PollOnce() bool { return t.pollFor(nil) }
 
-// pollFor is pollOnce for a waiter on r: the pass ends once r is finished, leaving the records
+// pollFor is PollOnce for a waiter on r: the pass ends once r is finished, leaving the records
 // behind r's in the rings, where the receives their owner posts next take them straight (a
 // record drained ahead of its receive is queued, which allocates and copies it).
-func (t *shmTransport) pollFor(r *Request) bool {
+func (t *Transport) pollFor(r *core.Request) bool {
 	if !t.pollMu.TryLock() {
 		return false
 	}
@@ -358,9 +378,9 @@ func (t *shmTransport) pollFor(r *Request) bool {
 	return did
 }
 
-// pollLocked drains the rings as pollOnce, ending early once r (when not nil) is finished or
+// pollLocked drains the rings as PollOnce, ending early once r (when not nil) is finished or
 // the fast receive is served; the caller holds pollMu.
-func (t *shmTransport) pollLocked(r *Request) bool {
+func (t *Transport) pollLocked(r *core.Request) bool {
 	if t.closed.Load() {
 		return false
 	}
@@ -372,7 +392,7 @@ func (t *shmTransport) pollLocked(r *Request) bool {
 		for n := 0; n < 64; n++ {
 			rg, h, payload, ok, err := p.next()
 			if err != nil {
-				logf("gorun: rank %d: corrupt shared-memory ring from rank %d: %v; closing the link", t.w.rank, p.rank, err)
+				t.logf("gorun: rank %d: corrupt shared-memory ring from rank %d: %v; closing the link", t.rank, p.rank, err)
 				p.broken(fmt.Errorf("corrupt shared-memory ring: %w", err))
 				break
 			}
@@ -394,14 +414,14 @@ func (t *shmTransport) pollLocked(r *Request) bool {
 // handle processes one incoming record. payload points into the ring and is only valid until
 // the record is consumed, so everything that keeps it copies it.
 func (p *shmPeer) handle(h wire.Header, payload []byte) {
-	eng := p.t.w.eng
+	eng := p.t.eng
 	switch h.Type {
 	case wire.Eager:
 		if f := &p.t.fast; f.on && f.takes(p.rank, h.Ctx, int(h.Tag)) {
 			f.deliver(int(h.Tag), payload)
 			return
 		}
-		arriveEager(eng, p.rank, h, payload)
+		eng.ArriveCopy(p.rank, h.Ctx, int(h.Tag), payload)
 	case wire.RTS:
 		if f := &p.t.fast; f.on && f.takes(p.rank, h.Ctx, int(h.Tag)) {
 			f.on = false // a large message: the receive takes the general path
@@ -456,7 +476,7 @@ func (p *shmPeer) handle(h wire.Header, payload []byte) {
 		if s == nil {
 			p.protocolError(fmt.Errorf("clear-to-send for unknown message %d", h.ID))
 		} else if h.Flags&wire.FlagDiscard != 0 {
-			s.Req.Complete(Status{}, nil)
+			s.Req.Complete(core.Status{}, nil)
 		}
 	case wire.Fin:
 		s := p.TakeSend(h.ID)
@@ -464,7 +484,7 @@ func (p *shmPeer) handle(h wire.Header, payload []byte) {
 			p.protocolError(fmt.Errorf("completion for unknown message %d", h.ID))
 			return
 		}
-		s.Req.Complete(Status{}, nil)
+		s.Req.Complete(core.Status{}, nil)
 	case wire.Data:
 		pr := p.Recv(h.ID)
 		if pr == nil || h.Offset != pr.Got || h.Offset+h.Length > pr.Size {
@@ -503,7 +523,7 @@ func (p *shmPeer) acceptRTS(sendID, addr uint64, r *core.RecvOp, tag int, size u
 	}
 	rid, err := p.AddRecv(&core.PendingRecv{Op: r, Buf: dst, Size: size, Src: p.rank, Tag: tag})
 	if err != nil {
-		r.Req.Complete(Status{}, err)
+		r.Req.Complete(core.Status{}, err)
 		return
 	}
 	p.queueCtrl(wire.Header{Type: wire.CTS, ID: sendID, Offset: rid})
@@ -514,7 +534,7 @@ func (p *shmPeer) acceptSplit(sendID, addr uint64, r *core.RecvOp, tag int, size
 	part := size / 2 &^ 4095 // the sender's part starts on a page
 	rid, err := p.AddRecv(&core.PendingRecv{Op: r, Buf: dst, Size: size, Src: p.rank, Tag: tag})
 	if err != nil {
-		r.Req.Complete(Status{}, err)
+		r.Req.Complete(core.Status{}, err)
 		return
 	}
 	p.Mu.Lock()
@@ -551,12 +571,12 @@ func (p *shmPeer) splitDone(rid, n uint64) {
 }
 
 func (p *shmPeer) protocolError(err error) {
-	logf("gorun: rank %d: protocol error from rank %d over shared memory: %v; closing the link", p.t.w.rank, p.rank, err)
+	p.t.logf("gorun: rank %d: protocol error from rank %d over shared memory: %v; closing the link", p.t.rank, p.rank, err)
 	p.broken(fmt.Errorf("protocol error: %w", err))
 }
 
 // fail ends the shared-memory link once, failing what was pending with the peer, and reports
-// the peer lost to the world (which tells the TCP liveness link, and calls fail again when the
+// the peer lost to the world (core.Liveness.Lose, which tells the TCP liveness link, and calls fail again when the
 // loss was found elsewhere: a no-op).
 func (p *shmPeer) fail(cause error) {
 	if p.failure() != nil {
@@ -582,24 +602,24 @@ func (p *shmPeer) broken(cause error) {
 	p.Mu.Unlock()
 	p.FailPending(cause, sends, recvs)
 	for _, s := range pushes {
-		s.send.Req.Complete(Status{}, &PeerError{Rank: p.rank, Err: cause})
+		s.send.Req.Complete(core.Status{}, &core.PeerError{Rank: p.rank, Err: cause})
 	}
-	p.t.w.lose(p.rank, cause)
+	p.t.live.Lose(p.rank, cause)
 }
 
-// PeerLost ends the link to a peer the world found lost (liveness.go).
-func (t *shmTransport) PeerLost(rank int, cause error) {
+// PeerLost ends the link to a peer the world found lost (core.Liveness).
+func (t *Transport) PeerLost(rank int, cause error) {
 	if p := t.peers[rank]; p != nil {
 		p.fail(cause)
 	}
 }
 
 // Finalize and Abandon unmap the segments; what peers wrote before is drained as they fail.
-func (t *shmTransport) Finalize() error { t.shutdown(); return nil }
-func (t *shmTransport) Abandon(error)   { t.shutdown() }
+func (t *Transport) Finalize() error { t.shutdown(); return nil }
+func (t *Transport) Abandon(error)   { t.shutdown() }
 
-// directTo is the link to rank for blocking messages without a Request (shm_fast.go).
-func (t *shmTransport) directTo(rank int) directLink {
+// DirectTo is the link to rank for blocking messages without a Request (fast.go).
+func (t *Transport) DirectTo(rank int) core.DirectLink {
 	if p := t.peers[rank]; p != nil {
 		return p
 	}
@@ -630,7 +650,7 @@ func (p *shmPeer) drain() {
 
 // progressLoop drains the rings when no waiter does (a rank computing while messages for it
 // arrive, or its Isend waiting for the receiver's answer).
-func (t *shmTransport) progressLoop() {
+func (t *Transport) progressLoop() {
 	defer close(t.done)
 	nap := 20 * time.Microsecond
 	lastWaits := t.waits.Load()
@@ -672,7 +692,7 @@ func (t *shmTransport) progressLoop() {
 				continue
 			}
 		}
-		if t.pollOnce() {
+		if t.PollOnce() {
 			nap = 20 * time.Microsecond
 			continue
 		}
@@ -691,7 +711,7 @@ func (t *shmTransport) progressLoop() {
 // pending reports whether an incoming ring has a record (ready) and whether records wait to be
 // flushed into a peer's ring (backlog). The caller holds pollMu (the consumer's positions are
 // its).
-func (t *shmTransport) pending() (ready, backlog bool) {
+func (t *Transport) pending() (ready, backlog bool) {
 	for _, p := range t.active {
 		ready = ready || p.in.Ready() || p.fin.Ready()
 		backlog = backlog || p.backlog.Load()
@@ -700,7 +720,7 @@ func (t *shmTransport) pending() (ready, backlog bool) {
 }
 
 // quiet reports that nothing is pending; the caller holds pollMu.
-func (t *shmTransport) quiet() bool {
+func (t *Transport) quiet() bool {
 	ready, backlog := t.pending()
 	return !ready && !backlog
 }
@@ -709,7 +729,7 @@ func (t *shmTransport) quiet() bool {
 // process, bumps it (or the timeout passes), unless there is work already or r is done. The
 // sleep counts (in the segment for producers, in the process for completions) are raised
 // before the last look, so whoever adds work afterwards sees them and issues the futex wake.
-func (t *shmTransport) sleep(r *Request, timeout time.Duration) {
+func (t *Transport) sleep(r *core.Request, timeout time.Duration) {
 	t.segMu.RLock()
 	defer t.segMu.RUnlock()
 	if t.closed.Load() {
@@ -735,7 +755,7 @@ func (t *shmTransport) sleep(r *Request, timeout time.Duration) {
 // and after a while sleeps on the wake word, so a long wait costs no CPU. A patient request
 // leaves progress to the background goroutine instead, or naps between polls where there is
 // no doorbell (see shmPatientNapMax).
-func (t *shmTransport) Poll(r *Request) {
+func (t *Transport) Poll(r *core.Request) {
 	if r.Patient && t.bell != nil {
 		// Not counted as a waiter: the background goroutine keeps the rings.
 		if t.patients.Add(1) == 1 && t.bgNapping.Load() {
@@ -744,7 +764,7 @@ func (t *shmTransport) Poll(r *Request) {
 			default:
 			}
 		}
-		t.pollOnce()
+		t.PollOnce()
 		if !r.Finished() {
 			<-r.Done()
 		}
@@ -773,7 +793,7 @@ func (t *shmTransport) Poll(r *Request) {
 			continue
 		case t.oversubscribed:
 			if idle%shmYieldEvery == 0 {
-				shm.Yield()
+				sched.Yield()
 			}
 			if idle < shmSharedSpinPolls {
 				continue
@@ -801,7 +821,7 @@ func (t *shmTransport) Poll(r *Request) {
 
 // leave ends a wait in poll; the last waiter out hands progress back to the background
 // goroutine.
-func (t *shmTransport) leave() {
+func (t *Transport) leave() {
 	if t.waiters.Add(-1) == 0 && t.bgBlocked.Load() {
 		select {
 		case t.waitersGone <- struct{}{}:
@@ -816,7 +836,7 @@ func (t *shmTransport) leave() {
 // asks the caller to nap: there is no bell, another goroutine polls (a record it has passed
 // by may have come before the bell was armed), or records wait for room in a peer's ring (no
 // one rings when the peer makes room).
-func (t *shmTransport) bellSleep() bool {
+func (t *Transport) bellSleep() bool {
 	if t.bell == nil {
 		return false
 	}
@@ -846,7 +866,7 @@ func (t *shmTransport) bellSleep() bool {
 }
 
 // Kick wakes this process's waiters sleeping on its segment's wake word.
-func (t *shmTransport) Kick() {
+func (t *Transport) Kick() {
 	if t.sleepers.Load() == 0 {
 		return
 	}
@@ -861,7 +881,7 @@ func (t *shmTransport) Kick() {
 	}
 }
 
-func (t *shmTransport) shutdown() {
+func (t *Transport) shutdown() {
 	if t.stopping.Swap(true) {
 		return
 	}
@@ -896,11 +916,12 @@ var errNoShm = errors.New("no shared-memory peers")
 // setupShm connects this rank to the peers on its host through shared memory, using the
 // already-built TCP links to agree on segments. It returns nil, errNoShm when no peer shares
 // the host.
-func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTransport, error) {
-	me := table[w.rank]
+func setupShm(b *core.Setup) (*Transport, error) {
+	id, table, jobHash := b.ID, b.Table, b.JobHash
+	me := table[b.Rank]
 	var local []int
 	for r, info := range table {
-		if r != w.rank && info.HostID == me.HostID {
+		if r != b.Rank && info.HostID == me.HostID {
 			local = append(local, r)
 		}
 	}
@@ -908,24 +929,24 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		// Segment names are unlinked after a world-wide exchange (below): a rank alone on its
 		// host still joins it when some other host has several ranks, or they would wait forever.
 		if hostShared(table) {
-			if _, err := newComm(w, shmSetupCtx, nil).allgatherPair(0, 0, collTag(1)); err != nil {
-				return nil, fmt.Errorf("comm: rank %d: shared-memory setup: %w", w.rank, err)
+			if _, err := b.Channel(shmSetupSpace).AllgatherPair(0, 0, 1); err != nil {
+				return nil, fmt.Errorf("comm: rank %d: shared-memory setup: %w", b.Rank, err)
 			}
 		}
 		return nil, errNoShm
 	}
 	shm.AllowCMA()
-	seg, err := shm.CreateSegment(id.JobID, w.rank, local, shmRingCap, shmFastCap, jobHash)
+	seg, err := shm.CreateSegment(id.JobID, b.Rank, local, shmRingCap, shmFastCap, jobHash)
 	if err != nil {
 		return nil, err
 	}
-	t := &shmTransport{w: w, seg: seg, peers: make([]*shmPeer, w.size), stop: make(chan struct{}), done: make(chan struct{}),
+	t := &Transport{rank: b.Rank, eng: b.Eng, live: b.Live, closeErr: b.Closed, logf: b.Logf, seg: seg, peers: make([]*shmPeer, b.Size), stop: make(chan struct{}), done: make(chan struct{}),
 		waitersGone: make(chan struct{}, 1), patientCame: make(chan struct{}, 1), bell: shm.CreateBell(seg.Path)}
 	t.oversubscribed = id.Oversubscribed || len(local)+1 > runtime.NumCPU()
 	probe := new(uint64)
 	*probe = 0x676f72756e636d61 ^ uint64(os.Getpid())
 	t.probe = probe
-	setup := newComm(w, shmSetupCtx, nil)
+	setup := b.Channel(shmSetupSpace)
 	type shmInfo struct {
 		Path  string `msgpack:"path"`
 		PID   int    `msgpack:"pid"`
@@ -939,7 +960,7 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 			os.Remove(t.bell.Path)
 		}
 	}
-	fail := func(err error) (*shmTransport, error) {
+	fail := func(err error) (*Transport, error) {
 		removeNames()
 		for _, p := range t.active {
 			p.seg.Close()
@@ -958,20 +979,24 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		mine.Bell = t.bell.Path
 	}
 	ringsAll := int64(1) // whether we can ring every local peer that has a bell
-	var reqs []*Request
-	for _, r := range local {
-		reqs = append(reqs, Go(func() error { return setup.SendValue(mine, r, 1) }))
+	enc, err := msgpack.Marshal(mine)
+	if err != nil {
+		return fail(fmt.Errorf("comm: rank %d: shared-memory setup: %w", b.Rank, err))
 	}
-	for _, r := range local {
+	infos, err := setup.Exchange(local, enc)
+	if err != nil {
+		return fail(fmt.Errorf("comm: rank %d: shared-memory setup %w", b.Rank, err))
+	}
+	for i, r := range local {
 		var info shmInfo
-		if _, err := setup.RecvValue(&info, r, 1); err != nil {
-			return fail(fmt.Errorf("comm: rank %d: shared-memory setup with rank %d: %w", w.rank, r, err))
+		if err := msgpack.Unmarshal(infos[i], &info); err != nil {
+			return fail(fmt.Errorf("comm: rank %d: shared-memory setup with rank %d: %w", b.Rank, r, err))
 		}
 		pseg, err := shm.OpenSegment(info.Path, info.PID, jobHash)
 		if err != nil {
-			return fail(fmt.Errorf("comm: rank %d: rank %d's segment: %w", w.rank, r, err))
+			return fail(fmt.Errorf("comm: rank %d: rank %d's segment: %w", b.Rank, r, err))
 		}
-		out, fout, err := pseg.RingFrom(w.rank)
+		out, fout, err := pseg.RingFrom(b.Rank)
 		if err != nil {
 			pseg.Close()
 			return fail(err)
@@ -994,15 +1019,12 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 		t.peers[r] = p
 		t.active = append(t.active, p)
 	}
-	if err := WaitAll(reqs...); err != nil {
-		return fail(err)
-	}
 	// Everyone has mapped everything it needs: the file names can go. A rank keeps its
 	// doorbell only if every local peer can ring it (else it would sleep through their
 	// records); the others never arm theirs.
-	all, err := setup.allgatherPair(ringsAll, 0, collTag(1))
+	all, err := setup.AllgatherPair(ringsAll, 0, 1)
 	if err != nil {
-		return fail(fmt.Errorf("comm: rank %d: shared-memory setup: %w", w.rank, err))
+		return fail(fmt.Errorf("comm: rank %d: shared-memory setup: %w", b.Rank, err))
 	}
 	removeNames()
 	for _, r := range local {
@@ -1017,7 +1039,7 @@ func setupShm(w *world, id identity, table []rankInfo, jobHash uint64) (*shmTran
 }
 
 // hostShared reports whether any two ranks of the table share a host.
-func hostShared(table []rankInfo) bool {
+func hostShared(table []boot.RankInfo) bool {
 	seen := make(map[string]bool, len(table))
 	for _, info := range table {
 		if seen[info.HostID] {
@@ -1028,5 +1050,5 @@ func hostShared(table []rankInfo) bool {
 	return false
 }
 
-// shmSetupCtx is the message space of the shared-memory setup, apart from every user's.
-const shmSetupCtx = worldCtx ^ 0x5348 // "SH"
+// shmSetupSpace names the message space of the shared-memory setup (core.Setup.Channel).
+const shmSetupSpace = 0x5348 // "SH"
