@@ -197,6 +197,12 @@ func dotIQ4_NLVec(row []byte, v *Vec) float32 {
 	return dotIQ4_NL(row, v)
 }
 
+// kRows4 computes ys[k][lo:hi] for k < 4 for m's rows against xs[0:4] in one pass over the
+// weights, where a four-vector kernel exists for m's type, or reports false.
+func kRows4(m *Matrix, xs []Vec, ys [][]float32, lo, hi int) bool {
+	return legacyRows4(m, xs, ys, lo, hi)
+}
+
 // kRows2 computes ya[lo:hi] and yb[lo:hi] for m's rows against two vectors in one pass over
 // the weights, where a two-vector kernel exists for m's type, or reports false.
 func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {

@@ -102,6 +102,11 @@ func MatMul(p *Pool, m *Matrix, xs []Vec, ys [][]float32) {
 		for tb := lo; tb < hi; tb++ {
 			r0, r1 := tb*tile, min((tb+1)*tile, m.Rows)
 			t := 0
+			for ; t+4 <= len(xs); t += 4 {
+				if !kRows4(m, xs[t:t+4], ys[t:t+4], r0, r1) {
+					break
+				}
+			}
 			for ; t+2 <= len(xs); t += 2 {
 				rowsDot2(m, &xs[t], &xs[t+1], ys[t], ys[t+1], r0, r1)
 			}
