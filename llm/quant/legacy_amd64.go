@@ -187,37 +187,64 @@ func legacyRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {
 	return true
 }
 
+// The four-vector kernels (AVX-512 BW/VL/VNNI): rows against x0..x3 into out[4r..4r+3].
+//
 //go:noescape
 func rows4Q5_0VNNI(w *byte, stride int, x0, x1, x2, x3 *byte, xd0, xd1, xd2, xd3 *float32, xs0, xs1, xs2, xs3 *int32, nb, rows int, out *float32)
 
-// useLegacy4 selects the four-vector Q5_0 kernel in MatMul (off: the two-vector kernels;
+//go:noescape
+func rows4Q5_1VNNI(w *byte, stride int, x0, x1, x2, x3 *byte, xd0, xd1, xd2, xd3 *float32, xs0, xs1, xs2, xs3 *float32, nb, rows int, out *float32)
+
+//go:noescape
+func rows4Q4_1VNNI(w *byte, stride int, x0, x1, x2, x3 *byte, xd0, xd1, xd2, xd3 *float32, xs0, xs1, xs2, xs3 *float32, nb, rows int, out *float32)
+
+// useLegacy4 selects the four-vector kernels in MatMul (off: the two-vector kernels;
 // benchmarks compare the two).
 var useLegacy4 = true
 
-// legacyRows4 computes ys[k][lo:hi] for k < 4 for m's Q5_0 rows against four vectors in one
-// pass over the weights (each result dotQ5_0's, bit for bit), or reports false where it
-// cannot: it needs the AVX-512 forms and rows of a multiple of four blocks.
+// legacyRows4 computes ys[k][lo:hi] for k < 4 for m's Q4_1, Q5_0 or Q5_1 rows against four
+// vectors in one pass over the weights (each result the Go twin's, bit for bit), or reports
+// false where it cannot: it needs the AVX-512 forms and rows of a multiple of four blocks.
 func legacyRows4(m *Matrix, xs []Vec, ys [][]float32, lo, hi int) bool {
-	if !useLegacy4 || m.Type != gguf.Q5_0 || !legacy512() || len(xs) < 4 || len(ys) < 4 {
+	if !useLegacy4 || !legacy512() || len(xs) < 4 || len(ys) < 4 {
+		return false
+	}
+	switch m.Type {
+	case gguf.Q4_1, gguf.Q5_0, gguf.Q5_1:
+	default:
 		return false
 	}
 	nb := xs[0].N / QK8_0
 	if nb%4 != 0 {
 		return false
 	}
+	bs := m.Type.TypeSize()
 	for k := range 4 {
-		if !legacyRowsOK(m, &xs[k], lo, hi, BlockQ5_0) || len(xs[k].Q8Sum8) < nb || xs[k].N != xs[0].N {
+		x := &xs[k]
+		if !legacyRowsOK(m, x, lo, hi, bs) || x.N != xs[0].N {
+			return false
+		}
+		if m.Type == gguf.Q5_0 && len(x.Q8Sum8) < nb || m.Type != gguf.Q5_0 && len(x.S) < nb {
 			return false
 		}
 		_ = ys[k][lo:hi]
 	}
 	a, b, c, d := &xs[0], &xs[1], &xs[2], &xs[3]
-	var out [4 * 16]float32 // on the stack: the kernel is called directly (noescape)
+	var out [4 * 16]float32 // on the stack: the kernels are called directly (noescape)
 	for r0 := lo; r0 < hi; r0 += 16 {
 		n := min(16, hi-r0)
 		w := &m.Data[r0*m.RowBytes : (r0+n)*m.RowBytes][0]
-		rows4Q5_0VNNI(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &c.Q8[0], &d.Q8[0], &a.D[0], &b.D[0], &c.D[0], &d.D[0],
-			&a.Q8Sum8[0], &b.Q8Sum8[0], &c.Q8Sum8[0], &d.Q8Sum8[0], nb, n, &out[0])
+		switch m.Type {
+		case gguf.Q5_0:
+			rows4Q5_0VNNI(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &c.Q8[0], &d.Q8[0], &a.D[0], &b.D[0], &c.D[0], &d.D[0],
+				&a.Q8Sum8[0], &b.Q8Sum8[0], &c.Q8Sum8[0], &d.Q8Sum8[0], nb, n, &out[0])
+		case gguf.Q5_1:
+			rows4Q5_1VNNI(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &c.Q8[0], &d.Q8[0], &a.D[0], &b.D[0], &c.D[0], &d.D[0],
+				&a.S[0], &b.S[0], &c.S[0], &d.S[0], nb, n, &out[0])
+		default:
+			rows4Q4_1VNNI(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &c.Q8[0], &d.Q8[0], &a.D[0], &b.D[0], &c.D[0], &d.D[0],
+				&a.S[0], &b.S[0], &c.S[0], &d.S[0], nb, n, &out[0])
+		}
 		for i := 0; i < n; i++ {
 			ys[0][r0+i], ys[1][r0+i], ys[2][r0+i], ys[3][r0+i] = out[4*i], out[4*i+1], out[4*i+2], out[4*i+3]
 		}

@@ -1198,23 +1198,41 @@ DATA legspread<>+16(SB)/8, $0x0202020202020202
 DATA legspread<>+24(SB)/8, $0x0303030303030303
 GLOBL legspread<>(SB), RODATA|NOPTR, $32
 
-// The four-vector Q5_0 kernel (prefill, AVX-512 BW/VL/VNNI): rows against four activation
-// vectors in one pass, each block group's weights unpacked once into Y16..Y23 and used by all
-// four vectors, whose float sums (X0, X13, X14, X15) are four independent chains; each vector's
-// float operations are the one-vector kernels', so the results equal dotQ5_0's. nb must be a
-// multiple of four (groups of eight, then at most one of four). Registers: SI row, AX stride,
-// DX rows, R9 out (four per row), DI x0, CX x1, R8 x2, R14 x3, R13 one of xd0..xd3 or
+// The four-vector kernels (prefill, AVX-512 BW/VL/VNNI): rows against four activation vectors
+// in one pass, each block group's weights unpacked once into Y16..Y23 and used by all four
+// vectors, whose float sums (X0, X5, X14, X15) are four independent chains; each vector's
+// float operations are the one-vector kernels', so the results equal the Go twins'. nb must
+// be a multiple of four (groups of eight, then at most one of four). Registers: SI row, AX
+// stride, DX rows, R9 out (four per row), DI x0, CX x1, R8 x2, R14 x3, R13 one of xd0..xd3 or
 // xs0..xs3 at a time; per row R10 block, R11 the Q8_0 block's offset in the x's, R12 the
-// offset in the scales and sums, BX blocks left; X12 the group's F16 scales (VPINSRW).
+// offset in the scales and sums, BX blocks left; X12 the group's F16 scales d and (Q5_1, Q4_1)
+// X13 its minima m (VPINSRW).
 
-// WQ(K, Q): block K of the group at R10: its F16 scale into lane K of X12, its quants into Q.
-#define WQ(K, Q) \
+// WQ50(K, Q), WQ51(K, Q), WQ41(K, Q): block K of the group at R10: its F16 scale (and
+// minimum) into lane K of X12 (and X13), its unsigned quants into Q.
+#define WQ50(K, Q) \
 	VPINSRW $(K), ((K)*22)(R10), X12, X12 \
 	VBROADCASTI32X4 ((K)*22+6)(R10), Q \
 	VPSRLVQ Y10, Q, Q \
 	VPANDD leg0f<>(SB), Q, Q \
 	KMOVD ((K)*22+2)(R10), K1 \
 	VPADDB Y11, Q, K1, Q
+
+#define WQ51(K, Q) \
+	VPINSRW $(K), ((K)*24)(R10), X12, X12 \
+	VPINSRW $(K), ((K)*24+2)(R10), X13, X13 \
+	VBROADCASTI32X4 ((K)*24+8)(R10), Q \
+	VPSRLVQ Y10, Q, Q \
+	VPANDD leg0f<>(SB), Q, Q \
+	KMOVD ((K)*24+4)(R10), K1 \
+	VPADDB Y11, Q, K1, Q
+
+#define WQ41(K, Q) \
+	VPINSRW $(K), ((K)*20)(R10), X12, X12 \
+	VPINSRW $(K), ((K)*20+2)(R10), X13, X13 \
+	VBROADCASTI32X4 ((K)*20+4)(R10), Q \
+	VPSRLVQ Y10, Q, Q \
+	VPANDD leg0f<>(SB), Q, Q
 
 // DPQ(K, Q, BA, BB, YA, YB): the int32 sums of four products of the quants Q of block K with
 // its Q8_0 blocks in x at BA (into YA) and at BB (into YB).
@@ -1231,7 +1249,7 @@ GLOBL legspread<>(SB), RODATA|NOPTR, $32
 	VPHADDD YD, YC, YC
 
 // GROUP8Q(BA, BB): GROUP8X2 from the unpacked quants Y16..Y23, the vectors at BA and BB:
-// totals of BA's in Y3, of BB's in Y8.
+// totals of BA's in Y3, of BB's in Y8. Clobbers Y1..Y4, Y6..Y9.
 #define GROUP8Q(BA, BB) \
 	PAIRQ(0, Y16, Y17, BA, BB, Y1, Y2, Y6, Y7) \
 	PAIRQ(2, Y18, Y19, BA, BB, Y2, Y3, Y7, Y8) \
@@ -1259,18 +1277,8 @@ GLOBL legspread<>(SB), RODATA|NOPTR, $32
 	VEXTRACTI128 $1, Y6, X7 \
 	VPADDD X7, X6, X8
 
-// FLT50(XS, XD, T, SUM): FLOAT50X for the totals in T of the vector whose Q8Sum8 and scales
-// are at the argument slots XS and XD, added in block order to SUM. Clobbers Y4, R13.
-#define FLT50(XS, XD, T, SUM) \
-	MOVQ XS, R13 \
-	VMOVDQU (R13)(R12*1), Y4 \
-	VPADDD Y4, Y4, Y4 \
-	VPSUBD Y4, T, T \
-	VCVTDQ2PS T, T \
-	MOVQ XD, R13 \
-	VCVTPH2PS X12, Y4 \
-	VMULPS (R13)(R12*1), Y4, Y4 \
-	VMULPS Y4, T, Y4 \
+// ADDQ8(SUM), ADDQ4(SUM): SUM += the eight (four) float32 lanes of Y4 (X4), in order.
+#define ADDQ8(SUM) \
 	VMOVUPS Y4, (SP) \
 	VADDSS 0(SP), SUM, SUM \
 	VADDSS 4(SP), SUM, SUM \
@@ -1281,7 +1289,28 @@ GLOBL legspread<>(SB), RODATA|NOPTR, $32
 	VADDSS 24(SP), SUM, SUM \
 	VADDSS 28(SP), SUM, SUM
 
-// FLT50_4: FLT50 for four blocks (totals in the X form of T).
+#define ADDQ4(SUM) \
+	VMOVUPS X4, (SP) \
+	VADDSS 0(SP), SUM, SUM \
+	VADDSS 4(SP), SUM, SUM \
+	VADDSS 8(SP), SUM, SUM \
+	VADDSS 12(SP), SUM, SUM
+
+// FLT50(XS, XD, T, SUM): FLOAT50X for the totals in T of the vector whose Q8Sum8 and scales
+// are at the argument slots XS and XD, added in block order to SUM. Clobbers Y4, R13.
+// FLT50_4: the same for four blocks (T an X register).
+#define FLT50(XS, XD, T, SUM) \
+	MOVQ XS, R13 \
+	VMOVDQU (R13)(R12*1), Y4 \
+	VPADDD Y4, Y4, Y4 \
+	VPSUBD Y4, T, T \
+	VCVTDQ2PS T, T \
+	MOVQ XD, R13 \
+	VCVTPH2PS X12, Y4 \
+	VMULPS (R13)(R12*1), Y4, Y4 \
+	VMULPS Y4, T, Y4 \
+	ADDQ8(SUM)
+
 #define FLT50_4(XS, XD, T, SUM) \
 	MOVQ XS, R13 \
 	VMOVDQU (R13)(R12*1), X4 \
@@ -1292,89 +1321,118 @@ GLOBL legspread<>(SB), RODATA|NOPTR, $32
 	VCVTPH2PS X12, X4 \
 	VMULPS (R13)(R12*1), X4, X4 \
 	VMULPS X4, T, X4 \
-	VMOVUPS X4, (SP) \
-	VADDSS 0(SP), SUM, SUM \
-	VADDSS 4(SP), SUM, SUM \
-	VADDSS 8(SP), SUM, SUM \
-	VADDSS 12(SP), SUM, SUM
+	ADDQ4(SUM)
+
+// FLT1(XS, XD, T, SUM), FLT1_4: FLOAT1BX's d_w*d_x*float32(t) + m_w*s_x for the vector whose
+// sums S and scales are at the argument slots XS and XD. Clobbers Y4, Y24, R13.
+#define FLT1(XS, XD, T, SUM) \
+	MOVQ XS, R13 \
+	VCVTPH2PS X13, Y24 \
+	VMULPS (R13)(R12*1), Y24, Y24 \
+	MOVQ XD, R13 \
+	VCVTDQ2PS T, T \
+	VCVTPH2PS X12, Y4 \
+	VMULPS (R13)(R12*1), Y4, Y4 \
+	VMULPS T, Y4, Y4 \
+	VADDPS Y24, Y4, Y4 \
+	ADDQ8(SUM)
+
+#define FLT1_4(XS, XD, T, SUM) \
+	MOVQ XS, R13 \
+	VCVTPH2PS X13, X24 \
+	VMULPS (R13)(R12*1), X24, X24 \
+	MOVQ XD, R13 \
+	VCVTDQ2PS T, T \
+	VCVTPH2PS X12, X4 \
+	VMULPS (R13)(R12*1), X4, X4 \
+	VMULPS T, X4, X4 \
+	VADDPS X24, X4, X4 \
+	ADDQ4(SUM)
+
+// ROWS4(WQ, BS, FLT, FLT4, labels...): the four-vector row loop.
+#define ROWS4(WQ, BS, FLT, FLT4, ROW, GRP, TAIL, ROWEND, END) \
+	MOVQ w+0(FP), SI \
+	MOVQ stride+8(FP), AX \
+	MOVQ x0+16(FP), DI \
+	MOVQ x1+24(FP), CX \
+	MOVQ x2+32(FP), R8 \
+	MOVQ x3+40(FP), R14 \
+	MOVQ rows+120(FP), DX \
+	MOVQ out+128(FP), R9 \
+	VMOVDQU legshift<>(SB), Y10 \
+	MOVL $0x10101010, R10 \
+	VMOVD R10, X11 \
+	VPBROADCASTD X11, Y11 \
+	TESTQ DX, DX \
+	JZ END \
+	MOVQ nb+112(FP), BX \
+	TESTQ BX, BX \
+	JZ END \
+ROW: \
+	MOVQ SI, R10 \
+	XORQ R11, R11 \
+	XORQ R12, R12 \
+	MOVQ nb+112(FP), BX \
+	VXORPS X0, X0, X0 \
+	VXORPS X5, X5, X5 \
+	VXORPS X14, X14, X14 \
+	VXORPS X15, X15, X15 \
+GRP: \
+	CMPQ BX, $8 \
+	JLT TAIL \
+	WQ(0, Y16) \
+	WQ(1, Y17) \
+	WQ(2, Y18) \
+	WQ(3, Y19) \
+	WQ(4, Y20) \
+	WQ(5, Y21) \
+	WQ(6, Y22) \
+	WQ(7, Y23) \
+	GROUP8Q(DI, CX) \
+	FLT(xs0+80(FP), xd0+48(FP), Y3, X0) \
+	FLT(xs1+88(FP), xd1+56(FP), Y8, X5) \
+	GROUP8Q(R8, R14) \
+	FLT(xs2+96(FP), xd2+64(FP), Y3, X14) \
+	FLT(xs3+104(FP), xd3+72(FP), Y8, X15) \
+	ADDQ $(8*BS), R10 \
+	ADDQ $(8*34), R11 \
+	ADDQ $32, R12 \
+	SUBQ $8, BX \
+	JMP GRP \
+TAIL: \
+	TESTQ BX, BX \
+	JZ ROWEND \
+	WQ(0, Y16) \
+	WQ(1, Y17) \
+	WQ(2, Y18) \
+	WQ(3, Y19) \
+	GROUP4Q(DI, CX) \
+	FLT4(xs0+80(FP), xd0+48(FP), X3, X0) \
+	FLT4(xs1+88(FP), xd1+56(FP), X8, X5) \
+	GROUP4Q(R8, R14) \
+	FLT4(xs2+96(FP), xd2+64(FP), X3, X14) \
+	FLT4(xs3+104(FP), xd3+72(FP), X8, X15) \
+ROWEND: \
+	VMOVSS X0, (R9) \
+	VMOVSS X5, 4(R9) \
+	VMOVSS X14, 8(R9) \
+	VMOVSS X15, 12(R9) \
+	ADDQ $16, R9 \
+	ADDQ AX, SI \
+	DECQ DX \
+	JNZ ROW \
+END: \
+	VZEROUPPER \
+	RET
 
 // func rows4Q5_0VNNI(w *byte, stride int, x0, x1, x2, x3 *byte, xd0, xd1, xd2, xd3 *float32, xs0, xs1, xs2, xs3 *int32, nb, rows int, out *float32)
 TEXT ·rows4Q5_0VNNI(SB), NOSPLIT, $32-136
-	MOVQ w+0(FP), SI
-	MOVQ stride+8(FP), AX
-	MOVQ x0+16(FP), DI
-	MOVQ x1+24(FP), CX
-	MOVQ x2+32(FP), R8
-	MOVQ x3+40(FP), R14
-	MOVQ rows+120(FP), DX
-	MOVQ out+128(FP), R9
-	VMOVDQU legshift<>(SB), Y10
-	MOVL $0x10101010, R10
-	VMOVD R10, X11
-	VPBROADCASTD X11, Y11
-	TESTQ DX, DX
-	JZ done4k50
-	MOVQ nb+112(FP), BX
-	TESTQ BX, BX
-	JZ done4k50
+	ROWS4(WQ50, 22, FLT50, FLT50_4, row4k50, grp4k50, tail4k50, rowend4k50, done4k50)
 
-row4k50:
-	MOVQ SI, R10
-	XORQ R11, R11
-	XORQ R12, R12
-	MOVQ nb+112(FP), BX
-	VXORPS X0, X0, X0
-	VXORPS X13, X13, X13
-	VXORPS X14, X14, X14
-	VXORPS X15, X15, X15
+// func rows4Q5_1VNNI(w *byte, stride int, x0, x1, x2, x3 *byte, xd0, xd1, xd2, xd3 *float32, xs0, xs1, xs2, xs3 *float32, nb, rows int, out *float32)
+TEXT ·rows4Q5_1VNNI(SB), NOSPLIT, $32-136
+	ROWS4(WQ51, 24, FLT1, FLT1_4, row4k51, grp4k51, tail4k51, rowend4k51, done4k51)
 
-grp4k50:
-	CMPQ BX, $8
-	JLT tail4k50
-	WQ(0, Y16)
-	WQ(1, Y17)
-	WQ(2, Y18)
-	WQ(3, Y19)
-	WQ(4, Y20)
-	WQ(5, Y21)
-	WQ(6, Y22)
-	WQ(7, Y23)
-	GROUP8Q(DI, CX)
-	FLT50(xs0+80(FP), xd0+48(FP), Y3, X0)
-	FLT50(xs1+88(FP), xd1+56(FP), Y8, X13)
-	GROUP8Q(R8, R14)
-	FLT50(xs2+96(FP), xd2+64(FP), Y3, X14)
-	FLT50(xs3+104(FP), xd3+72(FP), Y8, X15)
-	ADDQ $(8*22), R10
-	ADDQ $(8*34), R11
-	ADDQ $32, R12
-	SUBQ $8, BX
-	JMP grp4k50
-
-tail4k50:
-	TESTQ BX, BX
-	JZ rowend4k50
-	WQ(0, Y16)
-	WQ(1, Y17)
-	WQ(2, Y18)
-	WQ(3, Y19)
-	GROUP4Q(DI, CX)
-	FLT50_4(xs0+80(FP), xd0+48(FP), X3, X0)
-	FLT50_4(xs1+88(FP), xd1+56(FP), X8, X13)
-	GROUP4Q(R8, R14)
-	FLT50_4(xs2+96(FP), xd2+64(FP), X3, X14)
-	FLT50_4(xs3+104(FP), xd3+72(FP), X8, X15)
-
-rowend4k50:
-	VMOVSS X0, (R9)
-	VMOVSS X13, 4(R9)
-	VMOVSS X14, 8(R9)
-	VMOVSS X15, 12(R9)
-	ADDQ $16, R9
-	ADDQ AX, SI
-	DECQ DX
-	JNZ row4k50
-
-done4k50:
-	VZEROUPPER
-	RET
+// func rows4Q4_1VNNI(w *byte, stride int, x0, x1, x2, x3 *byte, xd0, xd1, xd2, xd3 *float32, xs0, xs1, xs2, xs3 *float32, nb, rows int, out *float32)
+TEXT ·rows4Q4_1VNNI(SB), NOSPLIT, $32-136
+	ROWS4(WQ41, 20, FLT1, FLT1_4, row4k41, grp4k41, tail4k41, rowend4k41, done4k41)

@@ -249,7 +249,7 @@ func BenchmarkLegacyMatVec(b *testing.B) {
 
 // BenchmarkLegacyMatMul: prefill's product with a batch of 16 vectors at Qwen2.5-0.5B's FFN
 // shapes: the one-vector AVX2 kernel per vector, the two-vector AVX2 kernel, its AVX-512 form
-// and (Q5_0) the four-vector AVX-512 kernel.
+// and the four-vector AVX-512 kernel.
 func BenchmarkLegacyMatMul(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, sh := range []struct{ rows, cols int }{{4864, 896}, {896, 4864}} {
@@ -265,9 +265,6 @@ func BenchmarkLegacyMatMul(b *testing.B) {
 				ys[i] = make([]float32, sh.rows)
 			}
 			for _, mode := range []string{"one-avx2", "two-avx2", "two-vnni", "four-vnni"} {
-				if mode == "four-vnni" && typ != gguf.Q5_0 {
-					continue
-				}
 				b.Run(fmt.Sprintf("%s/%dx%d/%s", typ, sh.rows, sh.cols, mode), func(b *testing.B) {
 					restore := setLegacy2(mode != "one-avx2")
 					defer restore()
