@@ -197,10 +197,16 @@ func dotIQ4_NLVec(row []byte, v *Vec) float32 {
 	return dotIQ4_NL(row, v)
 }
 
-// kRows4 computes ys[k][lo:hi] for k < 4 for m's rows against xs[0:4] in one pass over the
-// weights, where a four-vector kernel exists for m's type, or reports false.
-func kRows4(m *Matrix, xs []Vec, ys [][]float32, lo, hi int) bool {
-	return legacyRows4(m, xs, ys, lo, hi)
+// kRowsN computes ys[k][lo:hi] for m's rows against the first vectors of xs, eight or four
+// at a time in one pass over the weights where such kernels exist for m's type, and returns
+// how many vectors it did (0 where none).
+func kRowsN(m *Matrix, xs []Vec, ys [][]float32, lo, hi int) int {
+	t := 0
+	for ; t+8 <= len(xs) && legacyRows8(m, xs[t:t+8], ys[t:t+8], lo, hi); t += 8 {
+	}
+	for ; t+4 <= len(xs) && legacyRows4(m, xs[t:t+4], ys[t:t+4], lo, hi); t += 4 {
+	}
+	return t
 }
 
 // kRows2 computes ya[lo:hi] and yb[lo:hi] for m's rows against two vectors in one pass over

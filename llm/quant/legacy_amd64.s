@@ -1324,29 +1324,29 @@ GLOBL legspread<>(SB), RODATA|NOPTR, $32
 	ADDQ4(SUM)
 
 // FLT1(XS, XD, T, SUM), FLT1_4: FLOAT1BX's d_w*d_x*float32(t) + m_w*s_x for the vector whose
-// sums S and scales are at the argument slots XS and XD. Clobbers Y4, Y24, R13.
+// sums S and scales are at the argument slots XS and XD. Clobbers Y4, Y28, R13.
 #define FLT1(XS, XD, T, SUM) \
 	MOVQ XS, R13 \
-	VCVTPH2PS X13, Y24 \
-	VMULPS (R13)(R12*1), Y24, Y24 \
+	VCVTPH2PS X13, Y28 \
+	VMULPS (R13)(R12*1), Y28, Y28 \
 	MOVQ XD, R13 \
 	VCVTDQ2PS T, T \
 	VCVTPH2PS X12, Y4 \
 	VMULPS (R13)(R12*1), Y4, Y4 \
 	VMULPS T, Y4, Y4 \
-	VADDPS Y24, Y4, Y4 \
+	VADDPS Y28, Y4, Y4 \
 	ADDQ8(SUM)
 
 #define FLT1_4(XS, XD, T, SUM) \
 	MOVQ XS, R13 \
-	VCVTPH2PS X13, X24 \
-	VMULPS (R13)(R12*1), X24, X24 \
+	VCVTPH2PS X13, X28 \
+	VMULPS (R13)(R12*1), X28, X28 \
 	MOVQ XD, R13 \
 	VCVTDQ2PS T, T \
 	VCVTPH2PS X12, X4 \
 	VMULPS (R13)(R12*1), X4, X4 \
 	VMULPS T, X4, X4 \
-	VADDPS X24, X4, X4 \
+	VADDPS X28, X4, X4 \
 	ADDQ4(SUM)
 
 // ROWS4(WQ, BS, FLT, FLT4, labels...): the four-vector row loop.
@@ -1424,6 +1424,110 @@ ROWEND: \
 END: \
 	VZEROUPPER \
 	RET
+
+// The eight-vector kernels: ROWS4 for x0..x7, the weights of a group unpacked once for all
+// eight. The x bases are read into DI and CX two at a time; the sums are X0, X5, X14, X15 and
+// X24..X27; out gets eight per row.
+#define GRP8V(XA, XB, SA, SB, DA, DB, UA, UB, FLT) \
+	MOVQ XA, DI \
+	MOVQ XB, CX \
+	GROUP8Q(DI, CX) \
+	FLT(SA, DA, Y3, UA) \
+	FLT(SB, DB, Y8, UB)
+
+#define GRP4V(XA, XB, SA, SB, DA, DB, UA, UB, FLT4) \
+	MOVQ XA, DI \
+	MOVQ XB, CX \
+	GROUP4Q(DI, CX) \
+	FLT4(SA, DA, X3, UA) \
+	FLT4(SB, DB, X8, UB)
+
+#define ROWS8(WQ, BS, FLT, FLT4, ROW, GRP, TAIL, ROWEND, END) \
+	MOVQ w+0(FP), SI \
+	MOVQ stride+8(FP), AX \
+	MOVQ rows+216(FP), DX \
+	MOVQ out+224(FP), R9 \
+	VMOVDQU legshift<>(SB), Y10 \
+	MOVL $0x10101010, R10 \
+	VMOVD R10, X11 \
+	VPBROADCASTD X11, Y11 \
+	TESTQ DX, DX \
+	JZ END \
+	MOVQ nb+208(FP), BX \
+	TESTQ BX, BX \
+	JZ END \
+ROW: \
+	MOVQ SI, R10 \
+	XORQ R11, R11 \
+	XORQ R12, R12 \
+	MOVQ nb+208(FP), BX \
+	VXORPS X0, X0, X0 \
+	VXORPS X5, X5, X5 \
+	VXORPS X14, X14, X14 \
+	VXORPS X15, X15, X15 \
+	VPXORD X24, X24, X24 \
+	VPXORD X25, X25, X25 \
+	VPXORD X26, X26, X26 \
+	VPXORD X27, X27, X27 \
+GRP: \
+	CMPQ BX, $8 \
+	JLT TAIL \
+	WQ(0, Y16) \
+	WQ(1, Y17) \
+	WQ(2, Y18) \
+	WQ(3, Y19) \
+	WQ(4, Y20) \
+	WQ(5, Y21) \
+	WQ(6, Y22) \
+	WQ(7, Y23) \
+	GRP8V(x0+16(FP), x1+24(FP), xs0+144(FP), xs1+152(FP), xd0+80(FP), xd1+88(FP), X0, X5, FLT) \
+	GRP8V(x2+32(FP), x3+40(FP), xs2+160(FP), xs3+168(FP), xd2+96(FP), xd3+104(FP), X14, X15, FLT) \
+	GRP8V(x4+48(FP), x5+56(FP), xs4+176(FP), xs5+184(FP), xd4+112(FP), xd5+120(FP), X24, X25, FLT) \
+	GRP8V(x6+64(FP), x7+72(FP), xs6+192(FP), xs7+200(FP), xd6+128(FP), xd7+136(FP), X26, X27, FLT) \
+	ADDQ $(8*BS), R10 \
+	ADDQ $(8*34), R11 \
+	ADDQ $32, R12 \
+	SUBQ $8, BX \
+	JMP GRP \
+TAIL: \
+	TESTQ BX, BX \
+	JZ ROWEND \
+	WQ(0, Y16) \
+	WQ(1, Y17) \
+	WQ(2, Y18) \
+	WQ(3, Y19) \
+	GRP4V(x0+16(FP), x1+24(FP), xs0+144(FP), xs1+152(FP), xd0+80(FP), xd1+88(FP), X0, X5, FLT4) \
+	GRP4V(x2+32(FP), x3+40(FP), xs2+160(FP), xs3+168(FP), xd2+96(FP), xd3+104(FP), X14, X15, FLT4) \
+	GRP4V(x4+48(FP), x5+56(FP), xs4+176(FP), xs5+184(FP), xd4+112(FP), xd5+120(FP), X24, X25, FLT4) \
+	GRP4V(x6+64(FP), x7+72(FP), xs6+192(FP), xs7+200(FP), xd6+128(FP), xd7+136(FP), X26, X27, FLT4) \
+ROWEND: \
+	VMOVSS X0, (R9) \
+	VMOVSS X5, 4(R9) \
+	VMOVSS X14, 8(R9) \
+	VMOVSS X15, 12(R9) \
+	VMOVSS X24, 16(R9) \
+	VMOVSS X25, 20(R9) \
+	VMOVSS X26, 24(R9) \
+	VMOVSS X27, 28(R9) \
+	ADDQ $32, R9 \
+	ADDQ AX, SI \
+	DECQ DX \
+	JNZ ROW \
+END: \
+	VZEROUPPER \
+	RET
+
+// func rows8Q5_0VNNI(w *byte, stride int, x0, x1, x2, x3, x4, x5, x6, x7 *byte, xd0, xd1, xd2, xd3, xd4, xd5, xd6, xd7 *float32, xs0, xs1, xs2, xs3, xs4, xs5, xs6, xs7 *int32, nb, rows int, out *float32)
+TEXT ·rows8Q5_0VNNI(SB), NOSPLIT, $32-232
+	ROWS8(WQ50, 22, FLT50, FLT50_4, row8k50, grp8k50, tail8k50, rowend8k50, done8k50)
+
+// func rows8Q5_1VNNI(w *byte, stride int, x0, x1, x2, x3, x4, x5, x6, x7 *byte, xd0, xd1, xd2, xd3, xd4, xd5, xd6, xd7 *float32, xs0, xs1, xs2, xs3, xs4, xs5, xs6, xs7 *float32, nb, rows int, out *float32)
+TEXT ·rows8Q5_1VNNI(SB), NOSPLIT, $32-232
+	ROWS8(WQ51, 24, FLT1, FLT1_4, row8k51, grp8k51, tail8k51, rowend8k51, done8k51)
+
+// func rows8Q4_1VNNI(w *byte, stride int, x0, x1, x2, x3, x4, x5, x6, x7 *byte, xd0, xd1, xd2, xd3, xd4, xd5, xd6, xd7 *float32, xs0, xs1, xs2, xs3, xs4, xs5, xs6, xs7 *float32, nb, rows int, out *float32)
+TEXT ·rows8Q4_1VNNI(SB), NOSPLIT, $32-232
+	ROWS8(WQ41, 20, FLT1, FLT1_4, row8k41, grp8k41, tail8k41, rowend8k41, done8k41)
 
 // func rows4Q5_0VNNI(w *byte, stride int, x0, x1, x2, x3 *byte, xd0, xd1, xd2, xd3 *float32, xs0, xs1, xs2, xs3 *int32, nb, rows int, out *float32)
 TEXT ·rows4Q5_0VNNI(SB), NOSPLIT, $32-136

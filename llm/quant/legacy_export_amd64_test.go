@@ -20,3 +20,10 @@ func setLegacy4(on bool) func() {
 	useLegacy4 = on
 	return func() { useLegacy4 = old }
 }
+
+// setLegacy8 is setLegacy4 for the eight-vector kernels.
+func setLegacy8(on bool) func() {
+	old := useLegacy8
+	useLegacy8 = on
+	return func() { useLegacy8 = old }
+}

@@ -8,3 +8,5 @@ func setLegacy2(on bool) func() { return func() {} }
 func legacyISA512() bool { return false }
 
 func setLegacy4(on bool) func() { return func() {} }
+
+func setLegacy8(on bool) func() { return func() {} }
