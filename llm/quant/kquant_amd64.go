@@ -202,9 +202,11 @@ func dotIQ4_NLVec(row []byte, v *Vec) float32 {
 // how many vectors it did (0 where none).
 func kRowsN(m *Matrix, xs []Vec, ys [][]float32, lo, hi int) int {
 	t := 0
-	for ; t+8 <= len(xs) && legacyRows8(m, xs[t:t+8], ys[t:t+8], lo, hi); t += 8 {
+	for t+8 <= len(xs) && legacyRows8(m, xs[t:t+8], ys[t:t+8], lo, hi) {
+		t += 8
 	}
-	for ; t+4 <= len(xs) && legacyRows4(m, xs[t:t+4], ys[t:t+4], lo, hi); t += 4 {
+	for t+4 <= len(xs) && legacyRows4(m, xs[t:t+4], ys[t:t+4], lo, hi) {
+		t += 4
 	}
 	return t
 }
