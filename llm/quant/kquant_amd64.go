@@ -197,6 +197,20 @@ func dotIQ4_NLVec(row []byte, v *Vec) float32 {
 	return dotIQ4_NL(row, v)
 }
 
+// kRowsN computes ys[k][lo:hi] for m's rows against the first vectors of xs, eight or four
+// at a time in one pass over the weights where such kernels exist for m's type, and returns
+// how many vectors it did (0 where none).
+func kRowsN(m *Matrix, xs []Vec, ys [][]float32, lo, hi int) int {
+	t := 0
+	for t+8 <= len(xs) && legacyRows8(m, xs[t:t+8], ys[t:t+8], lo, hi) {
+		t += 8
+	}
+	for t+4 <= len(xs) && legacyRows4(m, xs[t:t+4], ys[t:t+4], lo, hi) {
+		t += 4
+	}
+	return t
+}
+
 // kRows2 computes ya[lo:hi] and yb[lo:hi] for m's rows against two vectors in one pass over
 // the weights, where a two-vector kernel exists for m's type, or reports false.
 func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {

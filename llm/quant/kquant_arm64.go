@@ -132,5 +132,8 @@ func rowsQ3_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
 	return kRows(dotQ3_KRowsNEON, BlockQ3_K, m, v, y, lo, hi)
 }
 
+// kRowsN: no four- or eight-vector kernels on arm64.
+func kRowsN(m *Matrix, xs []Vec, ys [][]float32, lo, hi int) int { return 0 }
+
 // kRows2: no two-vector kernels on arm64; MatMul runs the row kernel per vector.
 func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool { return false }

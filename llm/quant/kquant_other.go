@@ -21,4 +21,6 @@ func rowsQ5_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool   { return false 
 func rowsQ6_K(m *Matrix, v *Vec, y []float32, lo, hi int) bool   { return false }
 func rowsIQ4_XS(m *Matrix, v *Vec, y []float32, lo, hi int) bool { return false }
 
+func kRowsN(m *Matrix, xs []Vec, ys [][]float32, lo, hi int) int { return 0 }
+
 func kRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool { return false }

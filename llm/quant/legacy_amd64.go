@@ -186,3 +186,127 @@ func legacyRows2(m *Matrix, a, b *Vec, ya, yb []float32, lo, hi int) bool {
 	}
 	return true
 }
+
+// The four-vector kernels (AVX-512 BW/VL/VNNI): rows against x0..x3 into out[4r..4r+3].
+//
+//go:noescape
+func rows4Q5_0VNNI(w *byte, stride int, x0, x1, x2, x3 *byte, xd0, xd1, xd2, xd3 *float32, xs0, xs1, xs2, xs3 *int32, nb, rows int, out *float32)
+
+//go:noescape
+func rows4Q5_1VNNI(w *byte, stride int, x0, x1, x2, x3 *byte, xd0, xd1, xd2, xd3 *float32, xs0, xs1, xs2, xs3 *float32, nb, rows int, out *float32)
+
+//go:noescape
+func rows4Q4_1VNNI(w *byte, stride int, x0, x1, x2, x3 *byte, xd0, xd1, xd2, xd3 *float32, xs0, xs1, xs2, xs3 *float32, nb, rows int, out *float32)
+
+//go:noescape
+func rows8Q5_0VNNI(w *byte, stride int, x0, x1, x2, x3, x4, x5, x6, x7 *byte, xd0, xd1, xd2, xd3, xd4, xd5, xd6, xd7 *float32, xs0, xs1, xs2, xs3, xs4, xs5, xs6, xs7 *int32, nb, rows int, out *float32)
+
+//go:noescape
+func rows8Q5_1VNNI(w *byte, stride int, x0, x1, x2, x3, x4, x5, x6, x7 *byte, xd0, xd1, xd2, xd3, xd4, xd5, xd6, xd7 *float32, xs0, xs1, xs2, xs3, xs4, xs5, xs6, xs7 *float32, nb, rows int, out *float32)
+
+//go:noescape
+func rows8Q4_1VNNI(w *byte, stride int, x0, x1, x2, x3, x4, x5, x6, x7 *byte, xd0, xd1, xd2, xd3, xd4, xd5, xd6, xd7 *float32, xs0, xs1, xs2, xs3, xs4, xs5, xs6, xs7 *float32, nb, rows int, out *float32)
+
+// useLegacy8 selects the eight-vector kernels in MatMul (off: four vectors at a time).
+var useLegacy8 = true
+
+// legacyRows8 is legacyRows4 for eight vectors.
+func legacyRows8(m *Matrix, xs []Vec, ys [][]float32, lo, hi int) bool {
+	if !useLegacy8 || !legacy4OK(m, xs, ys, 8, lo, hi) {
+		return false
+	}
+	nb := xs[0].N / QK8_0
+	x := xs[:8]
+	var out [8 * 16]float32 // on the stack: the kernels are called directly (noescape)
+	for r0 := lo; r0 < hi; r0 += 16 {
+		n := min(16, hi-r0)
+		w := &m.Data[r0*m.RowBytes : (r0+n)*m.RowBytes][0]
+		switch m.Type {
+		case gguf.Q5_0:
+			rows8Q5_0VNNI(w, m.RowBytes, &x[0].Q8[0], &x[1].Q8[0], &x[2].Q8[0], &x[3].Q8[0], &x[4].Q8[0], &x[5].Q8[0], &x[6].Q8[0], &x[7].Q8[0],
+				&x[0].D[0], &x[1].D[0], &x[2].D[0], &x[3].D[0], &x[4].D[0], &x[5].D[0], &x[6].D[0], &x[7].D[0],
+				&x[0].Q8Sum8[0], &x[1].Q8Sum8[0], &x[2].Q8Sum8[0], &x[3].Q8Sum8[0], &x[4].Q8Sum8[0], &x[5].Q8Sum8[0], &x[6].Q8Sum8[0], &x[7].Q8Sum8[0], nb, n, &out[0])
+		case gguf.Q5_1:
+			rows8Q5_1VNNI(w, m.RowBytes, &x[0].Q8[0], &x[1].Q8[0], &x[2].Q8[0], &x[3].Q8[0], &x[4].Q8[0], &x[5].Q8[0], &x[6].Q8[0], &x[7].Q8[0],
+				&x[0].D[0], &x[1].D[0], &x[2].D[0], &x[3].D[0], &x[4].D[0], &x[5].D[0], &x[6].D[0], &x[7].D[0],
+				&x[0].S[0], &x[1].S[0], &x[2].S[0], &x[3].S[0], &x[4].S[0], &x[5].S[0], &x[6].S[0], &x[7].S[0], nb, n, &out[0])
+		default:
+			rows8Q4_1VNNI(w, m.RowBytes, &x[0].Q8[0], &x[1].Q8[0], &x[2].Q8[0], &x[3].Q8[0], &x[4].Q8[0], &x[5].Q8[0], &x[6].Q8[0], &x[7].Q8[0],
+				&x[0].D[0], &x[1].D[0], &x[2].D[0], &x[3].D[0], &x[4].D[0], &x[5].D[0], &x[6].D[0], &x[7].D[0],
+				&x[0].S[0], &x[1].S[0], &x[2].S[0], &x[3].S[0], &x[4].S[0], &x[5].S[0], &x[6].S[0], &x[7].S[0], nb, n, &out[0])
+		}
+		for i := 0; i < n; i++ {
+			for k := range 8 {
+				ys[k][r0+i] = out[8*i+k]
+			}
+		}
+	}
+	return true
+}
+
+// legacy4OK reports whether the four- and eight-vector kernels can run ys[k][lo:hi] for
+// k < nv of m against xs[:nv]: the AVX-512 forms, a legacy type, rows of a multiple of four
+// blocks, every vector loaded for it.
+func legacy4OK(m *Matrix, xs []Vec, ys [][]float32, nv, lo, hi int) bool {
+	if !legacy512() || len(xs) < nv || len(ys) < nv {
+		return false
+	}
+	switch m.Type {
+	case gguf.Q4_1, gguf.Q5_0, gguf.Q5_1:
+	default:
+		return false
+	}
+	nb := xs[0].N / QK8_0
+	if nb%4 != 0 {
+		return false
+	}
+	bs := m.Type.TypeSize()
+	for k := range nv {
+		x := &xs[k]
+		if !legacyRowsOK(m, x, lo, hi, bs) || x.N != xs[0].N {
+			return false
+		}
+		if m.Type == gguf.Q5_0 && len(x.Q8Sum8) < nb || m.Type != gguf.Q5_0 && len(x.S) < nb {
+			return false
+		}
+		if len(ys[k]) < hi {
+			return false
+		}
+	}
+	return true
+}
+
+// useLegacy4 selects the four-vector kernels in MatMul (off: the two-vector kernels;
+// benchmarks compare the two).
+var useLegacy4 = true
+
+// legacyRows4 computes ys[k][lo:hi] for k < 4 for m's Q4_1, Q5_0 or Q5_1 rows against four
+// vectors in one pass over the weights (each result the Go twin's, bit for bit), or reports
+// false where it cannot: it needs the AVX-512 forms and rows of a multiple of four blocks.
+func legacyRows4(m *Matrix, xs []Vec, ys [][]float32, lo, hi int) bool {
+	if !useLegacy4 || !legacy4OK(m, xs, ys, 4, lo, hi) {
+		return false
+	}
+	nb := xs[0].N / QK8_0
+	a, b, c, d := &xs[0], &xs[1], &xs[2], &xs[3]
+	var out [4 * 16]float32 // on the stack: the kernels are called directly (noescape)
+	for r0 := lo; r0 < hi; r0 += 16 {
+		n := min(16, hi-r0)
+		w := &m.Data[r0*m.RowBytes : (r0+n)*m.RowBytes][0]
+		switch m.Type {
+		case gguf.Q5_0:
+			rows4Q5_0VNNI(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &c.Q8[0], &d.Q8[0], &a.D[0], &b.D[0], &c.D[0], &d.D[0],
+				&a.Q8Sum8[0], &b.Q8Sum8[0], &c.Q8Sum8[0], &d.Q8Sum8[0], nb, n, &out[0])
+		case gguf.Q5_1:
+			rows4Q5_1VNNI(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &c.Q8[0], &d.Q8[0], &a.D[0], &b.D[0], &c.D[0], &d.D[0],
+				&a.S[0], &b.S[0], &c.S[0], &d.S[0], nb, n, &out[0])
+		default:
+			rows4Q4_1VNNI(w, m.RowBytes, &a.Q8[0], &b.Q8[0], &c.Q8[0], &d.Q8[0], &a.D[0], &b.D[0], &c.D[0], &d.D[0],
+				&a.S[0], &b.S[0], &c.S[0], &d.S[0], nb, n, &out[0])
+		}
+		for i := 0; i < n; i++ {
+			ys[0][r0+i], ys[1][r0+i], ys[2][r0+i], ys[3][r0+i] = out[4*i], out[4*i+1], out[4*i+2], out[4*i+3]
+		}
+	}
+	return true
+}

@@ -1197,3 +1197,346 @@ DATA legspread<>+8(SB)/8, $0x0101010101010101
 DATA legspread<>+16(SB)/8, $0x0202020202020202
 DATA legspread<>+24(SB)/8, $0x0303030303030303
 GLOBL legspread<>(SB), RODATA|NOPTR, $32
+
+// The four-vector kernels (prefill, AVX-512 BW/VL/VNNI): rows against four activation vectors
+// in one pass, each block group's weights unpacked once into Y16..Y23 and used by all four
+// vectors, whose float sums (X0, X5, X14, X15) are four independent chains; each vector's
+// float operations are the one-vector kernels', so the results equal the Go twins'. nb must
+// be a multiple of four (groups of eight, then at most one of four). Registers: SI row, AX
+// stride, DX rows, R9 out (four per row), DI x0, CX x1, R8 x2, R14 x3, R13 one of xd0..xd3 or
+// xs0..xs3 at a time; per row R10 block, R11 the Q8_0 block's offset in the x's, R12 the
+// offset in the scales and sums, BX blocks left; X12 the group's F16 scales d and (Q5_1, Q4_1)
+// X13 its minima m (VPINSRW).
+
+// WQ50(K, Q), WQ51(K, Q), WQ41(K, Q): block K of the group at R10: its F16 scale (and
+// minimum) into lane K of X12 (and X13), its unsigned quants into Q.
+#define WQ50(K, Q) \
+	VPINSRW $(K), ((K)*22)(R10), X12, X12 \
+	VBROADCASTI32X4 ((K)*22+6)(R10), Q \
+	VPSRLVQ Y10, Q, Q \
+	VPANDD leg0f<>(SB), Q, Q \
+	KMOVD ((K)*22+2)(R10), K1 \
+	VPADDB Y11, Q, K1, Q
+
+#define WQ51(K, Q) \
+	VPINSRW $(K), ((K)*24)(R10), X12, X12 \
+	VPINSRW $(K), ((K)*24+2)(R10), X13, X13 \
+	VBROADCASTI32X4 ((K)*24+8)(R10), Q \
+	VPSRLVQ Y10, Q, Q \
+	VPANDD leg0f<>(SB), Q, Q \
+	KMOVD ((K)*24+4)(R10), K1 \
+	VPADDB Y11, Q, K1, Q
+
+#define WQ41(K, Q) \
+	VPINSRW $(K), ((K)*20)(R10), X12, X12 \
+	VPINSRW $(K), ((K)*20+2)(R10), X13, X13 \
+	VBROADCASTI32X4 ((K)*20+4)(R10), Q \
+	VPSRLVQ Y10, Q, Q \
+	VPANDD leg0f<>(SB), Q, Q
+
+// DPQ(K, Q, BA, BB, YA, YB): the int32 sums of four products of the quants Q of block K with
+// its Q8_0 blocks in x at BA (into YA) and at BB (into YB).
+#define DPQ(K, Q, BA, BB, YA, YB) \
+	VPXOR YA, YA, YA \
+	VPDPBUSD ((K)*34+2)(BA)(R11*1), Q, YA \
+	VPXOR YB, YB, YB \
+	VPDPBUSD ((K)*34+2)(BB)(R11*1), Q, YB
+
+#define PAIRQ(K, QA, QB, BA, BB, YA, YB, YC, YD) \
+	DPQ(K, QA, BA, BB, YA, YC) \
+	DPQ((K+1), QB, BA, BB, YB, YD) \
+	VPHADDD YB, YA, YA \
+	VPHADDD YD, YC, YC
+
+// GROUP8Q(BA, BB): GROUP8X2 from the unpacked quants Y16..Y23, the vectors at BA and BB:
+// totals of BA's in Y3, of BB's in Y8. Clobbers Y1..Y4, Y6..Y9.
+#define GROUP8Q(BA, BB) \
+	PAIRQ(0, Y16, Y17, BA, BB, Y1, Y2, Y6, Y7) \
+	PAIRQ(2, Y18, Y19, BA, BB, Y2, Y3, Y7, Y8) \
+	VPHADDD Y2, Y1, Y1 \
+	VPHADDD Y7, Y6, Y6 \
+	PAIRQ(4, Y20, Y21, BA, BB, Y2, Y3, Y7, Y8) \
+	PAIRQ(6, Y22, Y23, BA, BB, Y3, Y4, Y8, Y9) \
+	VPHADDD Y3, Y2, Y2 \
+	VPHADDD Y8, Y7, Y7 \
+	VPERM2I128 $0x20, Y2, Y1, Y3 \
+	VPERM2I128 $0x31, Y2, Y1, Y4 \
+	VPADDD Y4, Y3, Y3 \
+	VPERM2I128 $0x20, Y7, Y6, Y8 \
+	VPERM2I128 $0x31, Y7, Y6, Y9 \
+	VPADDD Y9, Y8, Y8
+
+// GROUP4Q(BA, BB): GROUP8Q for four blocks (Y16..Y19; totals in X3 and X8).
+#define GROUP4Q(BA, BB) \
+	PAIRQ(0, Y16, Y17, BA, BB, Y1, Y2, Y6, Y7) \
+	PAIRQ(2, Y18, Y19, BA, BB, Y2, Y3, Y7, Y8) \
+	VPHADDD Y2, Y1, Y1 \
+	VPHADDD Y7, Y6, Y6 \
+	VEXTRACTI128 $1, Y1, X2 \
+	VPADDD X2, X1, X3 \
+	VEXTRACTI128 $1, Y6, X7 \
+	VPADDD X7, X6, X8
+
+// ADDQ8(SUM), ADDQ4(SUM): SUM += the eight (four) float32 lanes of Y4 (X4), in order.
+#define ADDQ8(SUM) \
+	VMOVUPS Y4, (SP) \
+	VADDSS 0(SP), SUM, SUM \
+	VADDSS 4(SP), SUM, SUM \
+	VADDSS 8(SP), SUM, SUM \
+	VADDSS 12(SP), SUM, SUM \
+	VADDSS 16(SP), SUM, SUM \
+	VADDSS 20(SP), SUM, SUM \
+	VADDSS 24(SP), SUM, SUM \
+	VADDSS 28(SP), SUM, SUM
+
+#define ADDQ4(SUM) \
+	VMOVUPS X4, (SP) \
+	VADDSS 0(SP), SUM, SUM \
+	VADDSS 4(SP), SUM, SUM \
+	VADDSS 8(SP), SUM, SUM \
+	VADDSS 12(SP), SUM, SUM
+
+// FLT50(XS, XD, T, SUM): FLOAT50X for the totals in T of the vector whose Q8Sum8 and scales
+// are at the argument slots XS and XD, added in block order to SUM. Clobbers Y4, R13.
+// FLT50_4: the same for four blocks (T an X register).
+#define FLT50(XS, XD, T, SUM) \
+	MOVQ XS, R13 \
+	VMOVDQU (R13)(R12*1), Y4 \
+	VPADDD Y4, Y4, Y4 \
+	VPSUBD Y4, T, T \
+	VCVTDQ2PS T, T \
+	MOVQ XD, R13 \
+	VCVTPH2PS X12, Y4 \
+	VMULPS (R13)(R12*1), Y4, Y4 \
+	VMULPS Y4, T, Y4 \
+	ADDQ8(SUM)
+
+#define FLT50_4(XS, XD, T, SUM) \
+	MOVQ XS, R13 \
+	VMOVDQU (R13)(R12*1), X4 \
+	VPADDD X4, X4, X4 \
+	VPSUBD X4, T, T \
+	VCVTDQ2PS T, T \
+	MOVQ XD, R13 \
+	VCVTPH2PS X12, X4 \
+	VMULPS (R13)(R12*1), X4, X4 \
+	VMULPS X4, T, X4 \
+	ADDQ4(SUM)
+
+// FLT1(XS, XD, T, SUM), FLT1_4: FLOAT1BX's d_w*d_x*float32(t) + m_w*s_x for the vector whose
+// sums S and scales are at the argument slots XS and XD. Clobbers Y4, Y28, R13.
+#define FLT1(XS, XD, T, SUM) \
+	MOVQ XS, R13 \
+	VCVTPH2PS X13, Y28 \
+	VMULPS (R13)(R12*1), Y28, Y28 \
+	MOVQ XD, R13 \
+	VCVTDQ2PS T, T \
+	VCVTPH2PS X12, Y4 \
+	VMULPS (R13)(R12*1), Y4, Y4 \
+	VMULPS T, Y4, Y4 \
+	VADDPS Y28, Y4, Y4 \
+	ADDQ8(SUM)
+
+#define FLT1_4(XS, XD, T, SUM) \
+	MOVQ XS, R13 \
+	VCVTPH2PS X13, X28 \
+	VMULPS (R13)(R12*1), X28, X28 \
+	MOVQ XD, R13 \
+	VCVTDQ2PS T, T \
+	VCVTPH2PS X12, X4 \
+	VMULPS (R13)(R12*1), X4, X4 \
+	VMULPS T, X4, X4 \
+	VADDPS X28, X4, X4 \
+	ADDQ4(SUM)
+
+// ROWS4(WQ, BS, FLT, FLT4, labels...): the four-vector row loop.
+#define ROWS4(WQ, BS, FLT, FLT4, ROW, GRP, TAIL, ROWEND, END) \
+	MOVQ w+0(FP), SI \
+	MOVQ stride+8(FP), AX \
+	MOVQ x0+16(FP), DI \
+	MOVQ x1+24(FP), CX \
+	MOVQ x2+32(FP), R8 \
+	MOVQ x3+40(FP), R14 \
+	MOVQ rows+120(FP), DX \
+	MOVQ out+128(FP), R9 \
+	VMOVDQU legshift<>(SB), Y10 \
+	MOVL $0x10101010, R10 \
+	VMOVD R10, X11 \
+	VPBROADCASTD X11, Y11 \
+	TESTQ DX, DX \
+	JZ END \
+	MOVQ nb+112(FP), BX \
+	TESTQ BX, BX \
+	JZ END \
+ROW: \
+	MOVQ SI, R10 \
+	XORQ R11, R11 \
+	XORQ R12, R12 \
+	MOVQ nb+112(FP), BX \
+	VXORPS X0, X0, X0 \
+	VXORPS X5, X5, X5 \
+	VXORPS X14, X14, X14 \
+	VXORPS X15, X15, X15 \
+GRP: \
+	CMPQ BX, $8 \
+	JLT TAIL \
+	WQ(0, Y16) \
+	WQ(1, Y17) \
+	WQ(2, Y18) \
+	WQ(3, Y19) \
+	WQ(4, Y20) \
+	WQ(5, Y21) \
+	WQ(6, Y22) \
+	WQ(7, Y23) \
+	GROUP8Q(DI, CX) \
+	FLT(xs0+80(FP), xd0+48(FP), Y3, X0) \
+	FLT(xs1+88(FP), xd1+56(FP), Y8, X5) \
+	GROUP8Q(R8, R14) \
+	FLT(xs2+96(FP), xd2+64(FP), Y3, X14) \
+	FLT(xs3+104(FP), xd3+72(FP), Y8, X15) \
+	ADDQ $(8*BS), R10 \
+	ADDQ $(8*34), R11 \
+	ADDQ $32, R12 \
+	SUBQ $8, BX \
+	JMP GRP \
+TAIL: \
+	TESTQ BX, BX \
+	JZ ROWEND \
+	WQ(0, Y16) \
+	WQ(1, Y17) \
+	WQ(2, Y18) \
+	WQ(3, Y19) \
+	GROUP4Q(DI, CX) \
+	FLT4(xs0+80(FP), xd0+48(FP), X3, X0) \
+	FLT4(xs1+88(FP), xd1+56(FP), X8, X5) \
+	GROUP4Q(R8, R14) \
+	FLT4(xs2+96(FP), xd2+64(FP), X3, X14) \
+	FLT4(xs3+104(FP), xd3+72(FP), X8, X15) \
+ROWEND: \
+	VMOVSS X0, (R9) \
+	VMOVSS X5, 4(R9) \
+	VMOVSS X14, 8(R9) \
+	VMOVSS X15, 12(R9) \
+	ADDQ $16, R9 \
+	ADDQ AX, SI \
+	DECQ DX \
+	JNZ ROW \
+END: \
+	VZEROUPPER \
+	RET
+
+// The eight-vector kernels: ROWS4 for x0..x7, the weights of a group unpacked once for all
+// eight. The x bases are read into DI and CX two at a time; the sums are X0, X5, X14, X15 and
+// X24..X27; out gets eight per row.
+#define GRP8V(XA, XB, SA, SB, DA, DB, UA, UB, FLT) \
+	MOVQ XA, DI \
+	MOVQ XB, CX \
+	GROUP8Q(DI, CX) \
+	FLT(SA, DA, Y3, UA) \
+	FLT(SB, DB, Y8, UB)
+
+#define GRP4V(XA, XB, SA, SB, DA, DB, UA, UB, FLT4) \
+	MOVQ XA, DI \
+	MOVQ XB, CX \
+	GROUP4Q(DI, CX) \
+	FLT4(SA, DA, X3, UA) \
+	FLT4(SB, DB, X8, UB)
+
+#define ROWS8(WQ, BS, FLT, FLT4, ROW, GRP, TAIL, ROWEND, END) \
+	MOVQ w+0(FP), SI \
+	MOVQ stride+8(FP), AX \
+	MOVQ rows+216(FP), DX \
+	MOVQ out+224(FP), R9 \
+	VMOVDQU legshift<>(SB), Y10 \
+	MOVL $0x10101010, R10 \
+	VMOVD R10, X11 \
+	VPBROADCASTD X11, Y11 \
+	TESTQ DX, DX \
+	JZ END \
+	MOVQ nb+208(FP), BX \
+	TESTQ BX, BX \
+	JZ END \
+ROW: \
+	MOVQ SI, R10 \
+	XORQ R11, R11 \
+	XORQ R12, R12 \
+	MOVQ nb+208(FP), BX \
+	VXORPS X0, X0, X0 \
+	VXORPS X5, X5, X5 \
+	VXORPS X14, X14, X14 \
+	VXORPS X15, X15, X15 \
+	VPXORD X24, X24, X24 \
+	VPXORD X25, X25, X25 \
+	VPXORD X26, X26, X26 \
+	VPXORD X27, X27, X27 \
+GRP: \
+	CMPQ BX, $8 \
+	JLT TAIL \
+	WQ(0, Y16) \
+	WQ(1, Y17) \
+	WQ(2, Y18) \
+	WQ(3, Y19) \
+	WQ(4, Y20) \
+	WQ(5, Y21) \
+	WQ(6, Y22) \
+	WQ(7, Y23) \
+	GRP8V(x0+16(FP), x1+24(FP), xs0+144(FP), xs1+152(FP), xd0+80(FP), xd1+88(FP), X0, X5, FLT) \
+	GRP8V(x2+32(FP), x3+40(FP), xs2+160(FP), xs3+168(FP), xd2+96(FP), xd3+104(FP), X14, X15, FLT) \
+	GRP8V(x4+48(FP), x5+56(FP), xs4+176(FP), xs5+184(FP), xd4+112(FP), xd5+120(FP), X24, X25, FLT) \
+	GRP8V(x6+64(FP), x7+72(FP), xs6+192(FP), xs7+200(FP), xd6+128(FP), xd7+136(FP), X26, X27, FLT) \
+	ADDQ $(8*BS), R10 \
+	ADDQ $(8*34), R11 \
+	ADDQ $32, R12 \
+	SUBQ $8, BX \
+	JMP GRP \
+TAIL: \
+	TESTQ BX, BX \
+	JZ ROWEND \
+	WQ(0, Y16) \
+	WQ(1, Y17) \
+	WQ(2, Y18) \
+	WQ(3, Y19) \
+	GRP4V(x0+16(FP), x1+24(FP), xs0+144(FP), xs1+152(FP), xd0+80(FP), xd1+88(FP), X0, X5, FLT4) \
+	GRP4V(x2+32(FP), x3+40(FP), xs2+160(FP), xs3+168(FP), xd2+96(FP), xd3+104(FP), X14, X15, FLT4) \
+	GRP4V(x4+48(FP), x5+56(FP), xs4+176(FP), xs5+184(FP), xd4+112(FP), xd5+120(FP), X24, X25, FLT4) \
+	GRP4V(x6+64(FP), x7+72(FP), xs6+192(FP), xs7+200(FP), xd6+128(FP), xd7+136(FP), X26, X27, FLT4) \
+ROWEND: \
+	VMOVSS X0, (R9) \
+	VMOVSS X5, 4(R9) \
+	VMOVSS X14, 8(R9) \
+	VMOVSS X15, 12(R9) \
+	VMOVSS X24, 16(R9) \
+	VMOVSS X25, 20(R9) \
+	VMOVSS X26, 24(R9) \
+	VMOVSS X27, 28(R9) \
+	ADDQ $32, R9 \
+	ADDQ AX, SI \
+	DECQ DX \
+	JNZ ROW \
+END: \
+	VZEROUPPER \
+	RET
+
+// func rows8Q5_0VNNI(w *byte, stride int, x0, x1, x2, x3, x4, x5, x6, x7 *byte, xd0, xd1, xd2, xd3, xd4, xd5, xd6, xd7 *float32, xs0, xs1, xs2, xs3, xs4, xs5, xs6, xs7 *int32, nb, rows int, out *float32)
+TEXT ·rows8Q5_0VNNI(SB), NOSPLIT, $32-232
+	ROWS8(WQ50, 22, FLT50, FLT50_4, row8k50, grp8k50, tail8k50, rowend8k50, done8k50)
+
+// func rows8Q5_1VNNI(w *byte, stride int, x0, x1, x2, x3, x4, x5, x6, x7 *byte, xd0, xd1, xd2, xd3, xd4, xd5, xd6, xd7 *float32, xs0, xs1, xs2, xs3, xs4, xs5, xs6, xs7 *float32, nb, rows int, out *float32)
+TEXT ·rows8Q5_1VNNI(SB), NOSPLIT, $32-232
+	ROWS8(WQ51, 24, FLT1, FLT1_4, row8k51, grp8k51, tail8k51, rowend8k51, done8k51)
+
+// func rows8Q4_1VNNI(w *byte, stride int, x0, x1, x2, x3, x4, x5, x6, x7 *byte, xd0, xd1, xd2, xd3, xd4, xd5, xd6, xd7 *float32, xs0, xs1, xs2, xs3, xs4, xs5, xs6, xs7 *float32, nb, rows int, out *float32)
+TEXT ·rows8Q4_1VNNI(SB), NOSPLIT, $32-232
+	ROWS8(WQ41, 20, FLT1, FLT1_4, row8k41, grp8k41, tail8k41, rowend8k41, done8k41)
+
+// func rows4Q5_0VNNI(w *byte, stride int, x0, x1, x2, x3 *byte, xd0, xd1, xd2, xd3 *float32, xs0, xs1, xs2, xs3 *int32, nb, rows int, out *float32)
+TEXT ·rows4Q5_0VNNI(SB), NOSPLIT, $32-136
+	ROWS4(WQ50, 22, FLT50, FLT50_4, row4k50, grp4k50, tail4k50, rowend4k50, done4k50)
+
+// func rows4Q5_1VNNI(w *byte, stride int, x0, x1, x2, x3 *byte, xd0, xd1, xd2, xd3 *float32, xs0, xs1, xs2, xs3 *float32, nb, rows int, out *float32)
+TEXT ·rows4Q5_1VNNI(SB), NOSPLIT, $32-136
+	ROWS4(WQ51, 24, FLT1, FLT1_4, row4k51, grp4k51, tail4k51, rowend4k51, done4k51)
+
+// func rows4Q4_1VNNI(w *byte, stride int, x0, x1, x2, x3 *byte, xd0, xd1, xd2, xd3 *float32, xs0, xs1, xs2, xs3 *float32, nb, rows int, out *float32)
+TEXT ·rows4Q4_1VNNI(SB), NOSPLIT, $32-136
+	ROWS4(WQ41, 20, FLT1, FLT1_4, row4k41, grp4k41, tail4k41, rowend4k41, done4k41)

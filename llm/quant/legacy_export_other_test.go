@@ -6,3 +6,7 @@ package quant
 func setLegacy2(on bool) func() { return func() {} }
 
 func legacyISA512() bool { return false }
+
+func setLegacy4(on bool) func() { return func() {} }
+
+func setLegacy8(on bool) func() { return func() {} }

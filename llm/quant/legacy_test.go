@@ -61,7 +61,8 @@ func legacyVec(t gguf.Type, nb int, tc legacyCase) *Vec {
 // sub-ranges) against dotQ4_1, dotQ5_0 and dotQ5_1, bit for bit: random blocks with scales
 // and minima of both signs and every finite F16 magnitude, all-zero blocks, every quant at
 // its largest (qh all ones) against activations at -128 and 127, alternating patterns; odd
-// row counts; batches of one to five vectors (the two-vector path and the single tail).
+// row counts; batches of one to thirteen vectors (the eight-, four-, two- and one-vector
+// paths).
 func TestLegacyKernelsMatchGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	randF16 := func() uint16 {
@@ -93,7 +94,7 @@ func TestLegacyKernelsMatchGo(t *testing.T) {
 			bs := typ.TypeSize()
 			f := lookup(typ)
 			for _, tc := range cases {
-				for _, nb := range []int{1, 2, 3, 4, 7, 8, 13, 16, 28} {
+				for _, nb := range []int{1, 2, 3, 4, 7, 8, 12, 13, 16, 28} {
 					const rows = 7
 					data := make([]byte, rows*nb*bs)
 					for i := range data {
@@ -109,7 +110,10 @@ func TestLegacyKernelsMatchGo(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					xs := []Vec{*legacyVec(typ, nb, tc), *legacyVec(typ, nb, tc), *legacyVec(typ, nb, tc), *legacyVec(typ, nb, tc), *legacyVec(typ, nb, tc)}
+					xs := make([]Vec, 13) // eight, four and one: every MatMul path
+					for k := range xs {
+						xs[k] = *legacyVec(typ, nb, tc)
+					}
 					want := make([][]float32, len(xs))
 					for k := range xs {
 						want[k] = make([]float32, rows)
@@ -248,8 +252,8 @@ func BenchmarkLegacyMatVec(b *testing.B) {
 }
 
 // BenchmarkLegacyMatMul: prefill's product with a batch of 16 vectors at Qwen2.5-0.5B's FFN
-// shapes: the one-vector AVX2 kernel per vector, the two-vector AVX2 kernel and its AVX-512
-// form.
+// shapes: the one-vector AVX2 kernel per vector, the two-vector AVX2 kernel, its AVX-512 form
+// and the four- and eight-vector AVX-512 kernels.
 func BenchmarkLegacyMatMul(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, sh := range []struct{ rows, cols int }{{4864, 896}, {896, 4864}} {
@@ -264,11 +268,15 @@ func BenchmarkLegacyMatMul(b *testing.B) {
 				xs[i].Load(typ, randVec(r, sh.cols))
 				ys[i] = make([]float32, sh.rows)
 			}
-			for _, mode := range []string{"one-avx2", "two-avx2", "two-vnni"} {
+			for _, mode := range []string{"one-avx2", "two-avx2", "two-vnni", "four-vnni", "eight-vnni"} {
 				b.Run(fmt.Sprintf("%s/%dx%d/%s", typ, sh.rows, sh.cols, mode), func(b *testing.B) {
 					restore := setLegacy2(mode != "one-avx2")
 					defer restore()
-					restoreV := setVNNI(mode == "two-vnni")
+					restore4 := setLegacy4(mode == "four-vnni" || mode == "eight-vnni")
+					defer restore4()
+					restore8 := setLegacy8(mode == "eight-vnni")
+					defer restore8()
+					restoreV := setVNNI(strings.HasSuffix(mode, "-vnni"))
 					defer restoreV()
 					b.SetBytes(int64(len(m.Data)))
 					for i := 0; i < b.N; i++ {

@@ -101,7 +101,7 @@ func MatMul(p *Pool, m *Matrix, xs []Vec, ys [][]float32) {
 	p.For(tiles, func(lo, hi int) {
 		for tb := lo; tb < hi; tb++ {
 			r0, r1 := tb*tile, min((tb+1)*tile, m.Rows)
-			t := 0
+			t := kRowsN(m, xs, ys, r0, r1) // the vectors done by four- or eight-vector kernels
 			for ; t+2 <= len(xs); t += 2 {
 				rowsDot2(m, &xs[t], &xs[t+1], ys[t], ys[t+1], r0, r1)
 			}
