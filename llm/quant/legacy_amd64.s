@@ -612,16 +612,6 @@ END: \
 	VMULPS Y4, Y3, Y4 \
 	ADD8
 
-#define FLOATR50X \
-	VMOVDQU (R14)(R12*1), Y4 \
-	VPADDD Y4, Y4, Y4 \
-	VPSUBD Y4, Y8, Y8 \
-	VCVTDQ2PS Y8, Y8 \
-	VCVTPH2PS X13, Y4 \
-	VMULPS (R8)(R12*1), Y4, Y4 \
-	VMULPS Y4, Y8, Y4 \
-	ADD8B
-
 #define FLOAT50_4X \
 	VMOVDQU (R14)(R12*1), X4 \
 	VPADDD X4, X4, X4 \
@@ -631,16 +621,6 @@ END: \
 	VMULPS (R8)(R12*1), X4, X4 \
 	VMULPS X4, X3, X4 \
 	ADD4
-
-#define FLOATR50_4X \
-	VMOVDQU (R14)(R12*1), X4 \
-	VPADDD X4, X4, X4 \
-	VPSUBD X4, X8, X8 \
-	VCVTDQ2PS X8, X8 \
-	VCVTPH2PS X13, X4 \
-	VMULPS (R8)(R12*1), X4, X4 \
-	VMULPS X4, X8, X4 \
-	ADD4B
 
 #define FLOAT50BX \
 	MOVQ xs1+56(FP), R13 \
@@ -666,12 +646,21 @@ END: \
 	VMULPS X4, X8, X4 \
 	ADD4B
 
+// WKR(QS, QH): WK with the 0x0f bytes in Y14 (free in the two-row Q5_0 VNNI kernel, whose
+// scales are in X12 and X13) rather than read from memory for each block.
+#define WKR(QS, QH) \
+	VBROADCASTI128 QS, Y5 \
+	VPSRLVQ Y10, Y5, Y5 \
+	VPAND Y14, Y5, Y5 \
+	KMOVD QH, K1 \
+	VPADDB Y11, Y5, K1, Y5
+
 #define BLKRKX_50(K, YA, YB) \
 	VPINSRW $(K), ((K)*22)(R10), X12, X12 \
-	WK(((K)*22+6)(R10), ((K)*22+2)(R10)) \
+	WKR(((K)*22+6)(R10), ((K)*22+2)(R10)) \
 	DP(((K)*34+2)(R11), YA) \
 	VPINSRW $(K), ((K)*22)(R10)(AX*1), X13, X13 \
-	WK(((K)*22+6)(R10)(AX*1), ((K)*22+2)(R10)(AX*1)) \
+	WKR(((K)*22+6)(R10)(AX*1), ((K)*22+2)(R10)(AX*1)) \
 	DP(((K)*34+2)(R11), YB)
 
 #define BLK2KX_50(K, YA, YB) \
@@ -679,6 +668,143 @@ END: \
 	WK(((K)*22+6)(R10), ((K)*22+2)(R10)) \
 	DP(((K)*34+2)(DI)(R11*1), YA) \
 	DP(((K)*34+2)(CX)(R11*1), YB)
+
+// The two-row Q5_0 kernels keep row 1's float sum in X15 (row 0's in X0), so that both rows'
+// block terms are added in registers as two independent chains.
+//
+// FLOATRR50(SA, SB), FLOATRR50_4(SA, SB): FLOAT50X (FLOAT50_4X) for both rows at once, the
+// F16 scales of row 0 in SA and of row 1 in SB, the activation sums and scales read once: row 0's terms at 0(SP), row 1's at 32(SP),
+// each added to its sum in block order (the same operations on the same operands).
+#define FLOATRR50(SA, SB) \
+	VMOVDQU (R14)(R12*1), Y4 \
+	VPADDD Y4, Y4, Y4 \
+	VPSUBD Y4, Y3, Y3 \
+	VPSUBD Y4, Y8, Y8 \
+	VCVTDQ2PS Y3, Y3 \
+	VCVTDQ2PS Y8, Y8 \
+	VMOVUPS (R8)(R12*1), Y6 \
+	VCVTPH2PS SA, Y4 \
+	VMULPS Y6, Y4, Y4 \
+	VMULPS Y4, Y3, Y4 \
+	VCVTPH2PS SB, Y5 \
+	VMULPS Y6, Y5, Y5 \
+	VMULPS Y5, Y8, Y5 \
+	VMOVUPS Y4, (SP) \
+	VMOVUPS Y5, 32(SP) \
+	VADDSS 0(SP), X0, X0 \
+	VADDSS 32(SP), X15, X15 \
+	VADDSS 4(SP), X0, X0 \
+	VADDSS 36(SP), X15, X15 \
+	VADDSS 8(SP), X0, X0 \
+	VADDSS 40(SP), X15, X15 \
+	VADDSS 12(SP), X0, X0 \
+	VADDSS 44(SP), X15, X15 \
+	VADDSS 16(SP), X0, X0 \
+	VADDSS 48(SP), X15, X15 \
+	VADDSS 20(SP), X0, X0 \
+	VADDSS 52(SP), X15, X15 \
+	VADDSS 24(SP), X0, X0 \
+	VADDSS 56(SP), X15, X15 \
+	VADDSS 28(SP), X0, X0 \
+	VADDSS 60(SP), X15, X15
+
+#define FLOATRR50_4(SA, SB) \
+	VMOVDQU (R14)(R12*1), X4 \
+	VPADDD X4, X4, X4 \
+	VPSUBD X4, X3, X3 \
+	VPSUBD X4, X8, X8 \
+	VCVTDQ2PS X3, X3 \
+	VCVTDQ2PS X8, X8 \
+	VMOVUPS (R8)(R12*1), X6 \
+	VCVTPH2PS SA, X4 \
+	VMULPS X6, X4, X4 \
+	VMULPS X4, X3, X4 \
+	VCVTPH2PS SB, X5 \
+	VMULPS X6, X5, X5 \
+	VMULPS X5, X8, X5 \
+	VMOVUPS X4, (SP) \
+	VMOVUPS X5, 32(SP) \
+	VADDSS 0(SP), X0, X0 \
+	VADDSS 32(SP), X15, X15 \
+	VADDSS 4(SP), X0, X0 \
+	VADDSS 36(SP), X15, X15 \
+	VADDSS 8(SP), X0, X0 \
+	VADDSS 40(SP), X15, X15 \
+	VADDSS 12(SP), X0, X0 \
+	VADDSS 44(SP), X15, X15
+
+// The scale registers of the VNNI form (X12, X13) and of the AVX2 one (X10, X14).
+#define FLOATRR50K FLOATRR50(X12, X13)
+#define FLOATRR50K_4 FLOATRR50_4(X12, X13)
+#define FLOATRR50A FLOATRR50(X10, X14)
+#define FLOATRR50A_4 FLOATRR50_4(X10, X14)
+
+// ONERK(ONE): ONER with row 1's sum in X15 (X9 holds row 0's; ONE50 and ONE50K leave X9
+// alone).
+#define ONERK(ONE) \
+	VMOVAPS X0, X9 \
+	VMOVAPS X15, X0 \
+	ADDQ AX, R10 \
+	ONE \
+	SUBQ AX, R10 \
+	VMOVAPS X0, X15 \
+	VMOVAPS X9, X0
+
+// ROWSRK: ROWSR for the two-row Q5_0 kernels (row 1's sum in X15; FLOAT and FLOAT4 the
+// FLOATRR50 forms).
+#define ROWSRK(BLK, BS, FLOAT, FLOAT4, ONE, ROW, GRP, TAIL, TAIL1, ROWEND, END) \
+	TESTQ DX, DX \
+	JZ END \
+	TESTQ CX, CX \
+	JZ END \
+ROW: \
+	ROWSTART \
+	VXORPS X15, X15, X15 \
+GRP: \
+	CMPQ BX, $8 \
+	JLT TAIL \
+	PREFETCHT0 4096(R10) \
+	PREFETCHT0 4160(R10) \
+	PREFETCHT0 4224(R10) \
+	PREFETCHT0 4096(R10)(AX*1) \
+	PREFETCHT0 4160(R10)(AX*1) \
+	PREFETCHT0 4224(R10)(AX*1) \
+	GROUP8X2(BLK) \
+	FLOAT \
+	ADDQ $(8*BS), R10 \
+	ADDQ $(8*34), R11 \
+	ADDQ $32, R12 \
+	SUBQ $8, BX \
+	JMP GRP \
+TAIL: \
+	CMPQ BX, $4 \
+	JLT TAIL1 \
+	GROUP4X2(BLK) \
+	FLOAT4 \
+	ADDQ $(4*BS), R10 \
+	ADDQ $(4*34), R11 \
+	ADDQ $16, R12 \
+	SUBQ $4, BX \
+TAIL1: \
+	TESTQ BX, BX \
+	JZ ROWEND \
+	ONE \
+	ONERK(ONE) \
+	ADDQ $BS, R10 \
+	ADDQ $34, R11 \
+	ADDQ $4, R12 \
+	DECQ BX \
+	JMP TAIL1 \
+ROWEND: \
+	MOVSS X0, (R9) \
+	VMOVSS X15, 4(R9) \
+	ADDQ $8, R9 \
+	LEAQ (SI)(AX*2), SI \
+	DECQ DX \
+	JNZ ROW \
+END: \
+	VZEROUPPER \
+	RET
 
 // ONE50K, ONE2_50K: ONE50 and ONE2_50 with the fifth bits by KMOVD and a masked VPADDB (the
 // X forms keep their scales in X12 and X13, which HIBITS needs).
@@ -921,26 +1047,6 @@ END: \
 
 // Row 1's scales and minima by VPINSRW into X14 and X15 in the two-row kernels (the 0x0f and
 // int16-one constants read from memory).
-#define FLOATR50V \
-	VMOVDQU (R14)(R12*1), Y4 \
-	VPADDD Y4, Y4, Y4 \
-	VPSUBD Y4, Y8, Y8 \
-	VCVTDQ2PS Y8, Y8 \
-	VCVTPH2PS X14, Y4 \
-	VMULPS (R8)(R12*1), Y4, Y4 \
-	VMULPS Y4, Y8, Y4 \
-	ADD8B
-
-#define FLOATR50_4V \
-	VMOVDQU (R14)(R12*1), X4 \
-	VPADDD X4, X4, X4 \
-	VPSUBD X4, X8, X8 \
-	VCVTDQ2PS X8, X8 \
-	VCVTPH2PS X14, X4 \
-	VMULPS (R8)(R12*1), X4, X4 \
-	VMULPS X4, X8, X4 \
-	ADD4B
-
 #define FLOATR1V \
 	VCVTDQ2PS Y8, Y8 \
 	VCVTPH2PS X14, Y4 \
@@ -1073,7 +1179,7 @@ TEXT ·rowsR2Q5_0AVX2(SB), NOSPLIT, $112-64
 	MOVQ out+56(FP), R9
 	VMOVDQU legshift<>(SB), Y10
 	LEGCONSTS
-	ROWSR(BLKR_50AV, 22, FLOAT50A, FLOATR50V, FLOAT50_4A, FLOATR50_4V, ONE50, rowr50, grpr50, tailr50, oner50, rowendr50, doner50)
+	ROWSRK(BLKR_50AV, 22, FLOATRR50A, FLOATRR50A_4, ONE50, rowr50, grpr50, tailr50, oner50, rowendr50, doner50)
 
 // func rowsR2Q5_1AVX2(w *byte, stride int, x *byte, xd *float32, xs *float32, nb, pairs int, out *float32)
 TEXT ·rowsR2Q5_1AVX2(SB), NOSPLIT, $112-64
@@ -1114,8 +1220,9 @@ TEXT ·rowsR2Q5_0VNNI(SB), NOSPLIT, $112-64
 	MOVQ pairs+48(FP), DX
 	MOVQ out+56(FP), R9
 	VMOVDQU legshift<>(SB), Y10
+	VMOVDQU leg0f<>(SB), Y14
 	LEGCONSTS
-	ROWSR(BLKRKX_50, 22, FLOAT50X, FLOATR50X, FLOAT50_4X, FLOATR50_4X, ONE50K, rowrk50, grprk50, tailrk50, onerk50, rowendrk50, donerk50)
+	ROWSRK(BLKRKX_50, 22, FLOATRR50K, FLOATRR50K_4, ONE50K, rowrk50, grprk50, tailrk50, onerk50, rowendrk50, donerk50)
 
 // func rows2Q5_0VNNI(w *byte, stride int, x0, x1 *byte, xd0, xd1 *float32, xs0, xs1 *int32, nb, rows int, out *float32)
 TEXT ·rows2Q5_0VNNI(SB), NOSPLIT, $80-88
