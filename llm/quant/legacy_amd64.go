@@ -55,68 +55,55 @@ func legacyRowsOK(m *Matrix, v *Vec, lo, hi, bs int) bool {
 		len(v.Q8) >= nb*BlockQ8_0 && len(v.D) >= nb
 }
 
-// rowsQ5_0 computes y[lo:hi] for m's Q5_0 rows with the AVX2 kernel (dotQ5_0 bit for bit), or
-// reports false where it cannot.
-func rowsQ5_0(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
-	if !legacyRowsOK(m, v, lo, hi, BlockQ5_0) || len(v.Q8Sum8) < v.N/QK8_0 {
+// legacyDecode is one type's decode kernels: two rows per pass (AVX-512 and AVX2 forms) and
+// one row; S is the type of the activations' per-block sums the kernels take (Q8_0's integer
+// sums for Q5_0, Q8_1's scaled sums for Q5_1 and Q4_1).
+type legacyDecode[S int32 | float32] struct {
+	r2VNNI, r2AVX2, r1 func(w *byte, stride int, x *byte, xd *float32, xs *S, nb, rows int, out *float32)
+}
+
+var (
+	q5_0Decode = legacyDecode[int32]{rowsR2Q5_0VNNI, rowsR2Q5_0AVX2, rowsQ5_0AVX2}
+	q5_1Decode = legacyDecode[float32]{rowsR2Q5_1VNNI, rowsR2Q5_1AVX2, rowsQ5_1AVX2}
+	q4_1Decode = legacyDecode[float32]{rowsR2Q4_1VNNI, rowsR2Q4_1AVX2, rowsQ4_1AVX2}
+)
+
+// legacyRows computes y[lo:hi] for m's rows of blocks of bs bytes with k's kernels (the Go dot
+// function bit for bit), or reports false where they cannot run.
+func legacyRows[S int32 | float32](m *Matrix, v *Vec, y []float32, lo, hi, bs int, sums []S, k *legacyDecode[S]) bool {
+	nb := v.N / QK8_0
+	if !legacyRowsOK(m, v, lo, hi, bs) || len(sums) < nb {
 		return false
 	}
 	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes] // hi-lo whole rows of nb blocks each
 	_ = y[lo:hi]
-	nb, pairs := v.N/QK8_0, (hi-lo)/2
+	pairs := (hi - lo) / 2
 	if pairs > 0 {
+		r2 := k.r2AVX2
 		if legacy512() {
-			rowsR2Q5_0VNNI(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.Q8Sum8[0], nb, pairs, &y[lo])
-		} else {
-			rowsR2Q5_0AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.Q8Sum8[0], nb, pairs, &y[lo])
+			r2 = k.r2VNNI
 		}
+		r2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &sums[0], nb, pairs, &y[lo])
 	}
 	if lo+2*pairs < hi {
-		rowsQ5_0AVX2(&rows[2*pairs*m.RowBytes], m.RowBytes, &v.Q8[0], &v.D[0], &v.Q8Sum8[0], nb, 1, &y[hi-1])
+		k.r1(&rows[2*pairs*m.RowBytes], m.RowBytes, &v.Q8[0], &v.D[0], &sums[0], nb, 1, &y[hi-1])
 	}
 	return true
 }
 
-// rowsQ5_1 is rowsQ5_0 for Q5_1 rows against Q8_1 (dotQ5_1 bit for bit).
+// rowsQ5_0 computes y[lo:hi] for m's Q5_0 rows against Q8_0 (dotQ5_0 bit for bit).
+func rowsQ5_0(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
+	return legacyRows(m, v, y, lo, hi, BlockQ5_0, v.Q8Sum8, &q5_0Decode)
+}
+
+// rowsQ5_1 computes y[lo:hi] for m's Q5_1 rows against Q8_1 (dotQ5_1 bit for bit).
 func rowsQ5_1(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
-	if !legacyRowsOK(m, v, lo, hi, BlockQ5_1) || len(v.S) < v.N/QK8_0 {
-		return false
-	}
-	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes]
-	_ = y[lo:hi]
-	nb, pairs := v.N/QK8_0, (hi-lo)/2
-	if pairs > 0 {
-		if legacy512() {
-			rowsR2Q5_1VNNI(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, pairs, &y[lo])
-		} else {
-			rowsR2Q5_1AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, pairs, &y[lo])
-		}
-	}
-	if lo+2*pairs < hi {
-		rowsQ5_1AVX2(&rows[2*pairs*m.RowBytes], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, 1, &y[hi-1])
-	}
-	return true
+	return legacyRows(m, v, y, lo, hi, BlockQ5_1, v.S, &q5_1Decode)
 }
 
-// rowsQ4_1 is rowsQ5_0 for Q4_1 rows against Q8_1 (dotQ4_1 bit for bit).
+// rowsQ4_1 computes y[lo:hi] for m's Q4_1 rows against Q8_1 (dotQ4_1 bit for bit).
 func rowsQ4_1(m *Matrix, v *Vec, y []float32, lo, hi int) bool {
-	if !legacyRowsOK(m, v, lo, hi, BlockQ4_1) || len(v.S) < v.N/QK8_0 {
-		return false
-	}
-	rows := m.Data[lo*m.RowBytes : hi*m.RowBytes]
-	_ = y[lo:hi]
-	nb, pairs := v.N/QK8_0, (hi-lo)/2
-	if pairs > 0 {
-		if legacy512() {
-			rowsR2Q4_1VNNI(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, pairs, &y[lo])
-		} else {
-			rowsR2Q4_1AVX2(&rows[0], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, pairs, &y[lo])
-		}
-	}
-	if lo+2*pairs < hi {
-		rowsQ4_1AVX2(&rows[2*pairs*m.RowBytes], m.RowBytes, &v.Q8[0], &v.D[0], &v.S[0], nb, 1, &y[hi-1])
-	}
-	return true
+	return legacyRows(m, v, y, lo, hi, BlockQ4_1, v.S, &q4_1Decode)
 }
 
 // useLegacy2 selects the two-vector kernels in MatMul (off: the one-vector kernel per vector;
