@@ -10,7 +10,9 @@
 #  2. 3 network-namespace hosts (sshd each) cabled in a full mesh (netns_mesh: a veth per pair
 #     of hosts): the whole report takes under 30 s and measures every pair.
 #  3. One cable throttled by tc tbf to a tenth of the median bandwidth: doctor fails that pair
-#     and flags no other link.
+#     and fails no other link. Other links may warn: on a loaded 2-core VM the veths drop packets
+#     when softirqs wait for the CPU (a real 2-3% retransmit rate that doctor reports as lossy),
+#     so a warning there says nothing of the throttled cable; the warnings are printed.
 #  4. A different gorun build on one host: the build skew fails and names that host.
 #  5. One host's ssh cut (its link to the bridge down): doctor names it within the peer timeout
 #     and still reports the other two and their link.
@@ -124,23 +126,23 @@ rate=$(awk -v b="$mbps" 'BEGIN {r = int(b * 8 / 10); print (r < 8) ? 8 : r}') # 
 burst=$((rate / 8 > 64 ? rate / 8 : 64))kb
 ip netns exec h1 tc qdisc add dev m2 root tbf rate "${rate}mbit" burst "$burst" latency 20ms
 ip netns exec h2 tc qdisc add dev m1 root tbf rate "${rate}mbit" burst "$burst" latency 20ms
-# flagged: run doctor; rc is its exit code, got the links it flagged.
+# flagged: run doctor; rc is its exit code, got the links it failed; prints every link it flagged.
 flagged() {
 	rc=0
 	timeout 120 "${D[@]}" --program "$bin/gorun" --json >slow.json || rc=$?
-	got=$(json slow.json "sorted(c['subject'] for c in r['checks'] if c['name'] == 'link' and c['verdict'] != 'ok')")
+	got=$(json slow.json "sorted(c['subject'] for c in r['checks'] if c['name'] == 'link' and c['verdict'] == 'fail')")
+	json slow.json "'\\n'.join(c['verdict'] + ' ' + c['subject'] + ': ' + c['detail'] for c in r['checks'] if c['name'] == 'link' and c['verdict'] != 'ok')" | sed 's/^/    /'
 }
 want="['tcp 10.99.0.1-10.99.0.2']"
 flagged
 if [ "$got" != "$want" ] || [ "$rc" != 1 ]; then
-	say "flagged $got (exit $rc); once more"
+	say "failed $got (exit $rc); once more"
 	flagged
 fi
-[ "$got" = "$want" ] && [ "$rc" = 1 ] || fail "throttled 10.99.0.1-10.99.0.2 to ${rate} Mbit/s (median link $mbps MB/s): doctor flagged $got, exit $rc"
-json slow.json "[c['detail'] for c in r['checks'] if c['name'] == 'link'][0]" | sed 's/^/    /'
+[ "$got" = "$want" ] && [ "$rc" = 1 ] || fail "throttled 10.99.0.1-10.99.0.2 to ${rate} Mbit/s (median link $mbps MB/s): doctor failed $got, exit $rc"
 ip netns exec h1 tc qdisc del dev m2 root
 ip netns exec h2 tc qdisc del dev m1 root
-say "a cable throttled to ${rate} Mbit/s (a tenth): that pair failed, no other link flagged"
+say "a cable throttled to ${rate} Mbit/s (a tenth): that pair failed, no other link"
 
 # ---- 4. Another gorun build on one host --------------------------------------------------------
 printf '#!/bin/sh\n[ "$(hostname)" = h3 ] && exec %s "$@"\nexec %s "$@"\n' "$bin/gorun-other" "$bin/gorun" >pick
