@@ -87,7 +87,7 @@ func initTCP(id identity) (*Comm, error) {
 	w.abort = processAbort
 	t := &tcpTransport{w: w, peers: make([]*tcpPeer, id.Size), timeout: id.PeerTimeout}
 	t.oversubscribed = id.Oversubscribed || countHost(table, table[id.Rank].HostID) > runtime.NumCPU()
-	t.live = worldLiveness{w: w, l: newLiveness(id.PeerTimeout, table, id.Rank)}
+	t.live = worldLiveness{w: w, l: newLiveness(id.PeerTimeout, table, id.Rank), mesh: t}
 	err = buildMesh(t, dataLn, id, jobHash, table, deadline)
 	if err == nil {
 		for _, p := range t.peers {

@@ -22,10 +22,19 @@ func (w *world) lose(rank int, cause error) {
 }
 
 // worldLiveness is the world's core.Liveness, which the network transports are given: Lose is
-// world.lose, Lost the liveness rule below.
+// world.lose, Lost the liveness rule below, Answers what the mesh last heard.
 type worldLiveness struct {
-	w *world
-	l *liveness
+	w    *world
+	l    *liveness
+	mesh *tcpTransport
+}
+
+func (v worldLiveness) Answers(rank int) bool {
+	t := v.mesh
+	if t == nil || rank < 0 || rank >= len(t.peers) || t.peers[rank] == nil {
+		return false
+	}
+	return t.clock()-time.Duration(t.peers[rank].heard.Load()) <= t.timeout
 }
 
 func (v worldLiveness) Lose(rank int, cause error) { v.w.lose(rank, cause) }

@@ -612,8 +612,7 @@ func (p *verbsPeer) checkTimers(now time.Time) {
 	}
 	// A peer that still answers on its TCP link is alive: its RDMA path is what failed. One
 	// silent on both is judged as any silent peer (a starved one on this host is waited for).
-	tp := p.t.tcp.peers[p.rank]
-	answers := tp != nil && p.t.tcp.clock()-time.Duration(tp.heard.Load()) <= p.t.timeout
+	answers := p.t.tcp.live.Answers(p.rank)
 	if lost, why := p.t.tcp.live.Lost(p.rank, now.Sub(p.ackAt)); answers || lost {
 		p.linkFailed(fmt.Errorf("no acknowledgement over RDMA for %v with %d messages outstanding: lost on the %s queue pair, or the peer's RDMA link is down%s", p.t.timeout, p.sent-ack, p.t.typ, why))
 	}

@@ -18,6 +18,10 @@ type Liveness interface {
 	// Lost reports whether the peer rank, silent for silent, is to be declared lost, and what
 	// was found of it, for the error. A peer on this host whose process still runs is not.
 	Lost(rank int, silent time.Duration) (bool, string)
+	// Answers reports whether the peer rank was heard from over the TCP mesh (data or a
+	// heartbeat) within the peer timeout: a transport whose own link to it went silent learns
+	// that its link, not the peer, failed.
+	Answers(rank int) bool
 }
 
 // Setup is what a data transport's set-up gets from the bootstrap, once the TCP mesh is up.

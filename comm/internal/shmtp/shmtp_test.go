@@ -108,6 +108,9 @@ func (l *testLive) Lose(rank int, cause error) {
 
 func (l *testLive) Lost(int, time.Duration) (bool, string) { return false, "" }
 
+// Answers: the test has no mesh; a peer answers until it is lost.
+func (l *testLive) Answers(rank int) bool { return l.cause(rank) == nil }
+
 func (l *testLive) cause(rank int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
