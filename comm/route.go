@@ -46,7 +46,7 @@ type transportKind struct {
 // dataTransports lists the data transports, in the order auto tries them.
 var dataTransports = []transportKind{
 	{name: jobenv.TransportShm, auto: true, check: shmtp.Check, setup: viaSetup(shmtp.Setup)},
-	{name: jobenv.TransportVerbs, setup: verbsSetup},
+	{name: jobenv.TransportVerbs, setup: viaSetup(verbsSetup)},
 }
 
 // viaSetup is the set-up of a transport that needs no more than core.Setup.

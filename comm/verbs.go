@@ -69,13 +69,19 @@ func wrID(kind, peer int, idx uint32) uint64 {
 }
 
 type verbsTransport struct {
-	w       *world
-	tcp     *tcpTransport
-	devs    []*verbsDev
-	typ     ibv.QPType
-	timeout time.Duration
-	peers   []*verbsPeer
-	active  []*verbsPeer
+	rank     int // this rank's, in the world
+	eng      *core.Engine
+	live     core.Liveness
+	closeErr error                            // a send's error once the world is finalized
+	logf     func(format string, args ...any) // the world's log
+	// oversubscribed: ranks outnumber cores on this host, so a waiter yields the core while
+	// it spins (the core may be the one a peer here needs).
+	oversubscribed bool
+	devs           []*verbsDev
+	typ            ibv.QPType
+	timeout        time.Duration
+	peers          []*verbsPeer
+	active         []*verbsPeer
 
 	// Registered (with every device) as a whole; each peer uses its own slots and words.
 	recvBuf, sendBuf, ctrlBuf, credBuf []byte
@@ -141,8 +147,8 @@ type verbsPeer struct {
 
 type verbsOut struct {
 	h     wire.Header
-	extra []byte   // eager payload, or a zero-copy CTS's address and key
-	req   *Request // an eager send: complete once staged
+	extra []byte        // eager payload, or a zero-copy CTS's address and key
+	req   *core.Request // an eager send: complete once staged
 }
 
 // verbsPush streams a large message through staging buffers.
@@ -178,14 +184,14 @@ func (t *verbsTransport) slot(buf []byte, peer int, idx uint32) []byte {
 	return buf[base : base+verbsSlot]
 }
 
-func (t *verbsTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+func (t *verbsTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *core.Request) {
 	if t.stopping.Load() {
-		req.Complete(Status{}, ErrClosed)
+		req.Complete(core.Status{}, t.closeErr)
 		return
 	}
 	p := t.peers[dst]
 	if err := p.failure(); err != nil {
-		req.Complete(Status{}, err)
+		req.Complete(core.Status{}, err)
 		return
 	}
 	n := uint64(len(payload))
@@ -195,7 +201,7 @@ func (t *verbsTransport) Send(dst int, ctx uint64, tag int, payload []byte, req 
 	}
 	id, err := p.AddSend(payload, req)
 	if err != nil {
-		req.Complete(Status{}, err)
+		req.Complete(core.Status{}, err)
 		return
 	}
 	t.enqueue(p, &verbsOut{h: wire.Header{Type: wire.RTS, Tag: int32(tag), Ctx: ctx, Length: n, ID: id}})
@@ -287,7 +293,7 @@ func (t *verbsTransport) deviceFailed(d *verbsDev, err error) {
 func (t *verbsTransport) complete(wc *ibv.WC) {
 	kind, peer, idx := int(wc.WRID>>56), int(wc.WRID>>32&0xffffff), uint32(wc.WRID)
 	if peer >= len(t.peers) || t.peers[peer] == nil {
-		logf("gorun: rank %d: RDMA completion for unknown work request %#x", t.w.rank, wc.WRID)
+		t.logf("gorun: rank %d: RDMA completion for unknown work request %#x", t.rank, wc.WRID)
 		return
 	}
 	p := t.peers[peer]
@@ -315,7 +321,7 @@ func (t *verbsTransport) complete(wc *ibv.WC) {
 				if z.final && z.inflight == 0 {
 					p.zcs = append(p.zcs[:i], p.zcs[i+1:]...)
 					p.d.cache.Release(z.reg)
-					z.send.Req.Complete(Status{}, nil)
+					z.send.Req.Complete(core.Status{}, nil)
 				}
 				break
 			}
@@ -370,7 +376,7 @@ func (p *verbsPeer) handle(b []byte) bool {
 	}
 	p.seqIn++
 	payload := b[verbsHdrSize:]
-	eng := p.t.w.eng
+	eng := p.t.eng
 	switch h.Type {
 	case wire.Eager:
 		if uint64(len(payload)) != h.Length {
@@ -398,7 +404,7 @@ func (p *verbsPeer) handle(b []byte) bool {
 		}
 		switch {
 		case h.Flags&wire.FlagDiscard != 0:
-			s.Req.Complete(Status{}, nil)
+			s.Req.Complete(core.Status{}, nil)
 		case len(payload) == verbsCtsZCLen:
 			p.startZC(s, h.Offset, binary.LittleEndian.Uint64(payload), binary.LittleEndian.Uint32(payload[8:]))
 		default:
@@ -444,7 +450,7 @@ func (p *verbsPeer) accept(a verbsAccept) {
 	rid, err := p.AddRecv(pr)
 	if err != nil {
 		p.d.cache.Release(reg)
-		r.Req.Complete(Status{}, err)
+		r.Req.Complete(core.Status{}, err)
 		return
 	}
 	if extra != nil {
@@ -456,7 +462,7 @@ func (p *verbsPeer) accept(a verbsAccept) {
 func (p *verbsPeer) startZC(s *core.PendingSend, recv, raddr uint64, rkey uint32) {
 	reg, err := p.d.cache.Acquire(s.Payload, ibv.AccessLocalWrite)
 	if err != nil {
-		s.Req.Complete(Status{}, &PeerError{Rank: p.rank, Err: fmt.Errorf("registering a %d-byte send buffer: %w", len(s.Payload), err)})
+		s.Req.Complete(core.Status{}, &core.PeerError{Rank: p.rank, Err: fmt.Errorf("registering a %d-byte send buffer: %w", len(s.Payload), err)})
 		return
 	}
 	p.t.nextZC++
@@ -527,7 +533,7 @@ func (p *verbsPeer) flush() bool {
 		p.pend[0] = nil
 		p.pend = p.pend[1:]
 		if o.req != nil {
-			o.req.Complete(Status{}, nil)
+			o.req.Complete(core.Status{}, nil)
 		}
 		did = true
 	}
@@ -543,7 +549,7 @@ func (p *verbsPeer) flush() bool {
 		s.sent = end
 		if s.sent == len(data) {
 			p.pushes = p.pushes[1:]
-			s.send.Req.Complete(Status{}, nil)
+			s.send.Req.Complete(core.Status{}, nil)
 		}
 	}
 	for _, z := range p.zcs {
@@ -612,14 +618,14 @@ func (p *verbsPeer) checkTimers(now time.Time) {
 	}
 	// A peer that still answers on its TCP link is alive: its RDMA path is what failed. One
 	// silent on both is judged as any silent peer (a starved one on this host is waited for).
-	answers := p.t.tcp.live.Answers(p.rank)
-	if lost, why := p.t.tcp.live.Lost(p.rank, now.Sub(p.ackAt)); answers || lost {
+	answers := p.t.live.Answers(p.rank)
+	if lost, why := p.t.live.Lost(p.rank, now.Sub(p.ackAt)); answers || lost {
 		p.linkFailed(fmt.Errorf("no acknowledgement over RDMA for %v with %d messages outstanding: lost on the %s queue pair, or the peer's RDMA link is down%s", p.t.timeout, p.sent-ack, p.t.typ, why))
 	}
 }
 
 func (p *verbsPeer) protocolError(err error) {
-	logf("gorun: rank %d: protocol error from rank %d over RDMA: %v; closing the link", p.t.w.rank, p.rank, err)
+	p.t.logf("gorun: rank %d: protocol error from rank %d over RDMA: %v; closing the link", p.t.rank, p.rank, err)
 	p.fail(fmt.Errorf("protocol error: %w", err))
 }
 
@@ -627,14 +633,15 @@ func (p *verbsPeer) protocolError(err error) {
 // TCP link close), then the link ends.
 func (p *verbsPeer) linkFailed(cause error) {
 	if p.failure() == nil {
-		logf("gorun: rank %d: RDMA link to rank %d (%s): %v; closing the link", p.t.w.rank, p.rank, p.d.dev.Name(), cause)
+		p.t.logf("gorun: rank %d: RDMA link to rank %d (%s): %v; closing the link", p.t.rank, p.rank, p.d.dev.Name(), cause)
 	}
 	p.fail(cause)
 }
 
 // fail ends the link once: pending operations with the peer fail, and the peer is reported
-// lost to the world (liveness.go), which closes the TCP link so the peer learns too. It takes no transport lock (the TCP side calls it when the peer dies);
-// the poller then abandons what was queued.
+// lost to the world (core.Liveness.Lose), which closes the TCP link so the peer learns too. It
+// takes no transport lock (the TCP side calls it when the peer dies); the poller then abandons
+// what was queued.
 func (p *verbsPeer) fail(cause error) {
 	p.Mu.Lock()
 	sends, recvs, first := p.MarkFailed(cause)
@@ -643,7 +650,7 @@ func (p *verbsPeer) fail(cause error) {
 		return
 	}
 	p.FailPending(cause, sends, recvs)
-	p.t.tcp.live.Lose(p.rank, cause)
+	p.t.live.Lose(p.rank, cause)
 	p.t.nudge()
 }
 
@@ -654,8 +661,8 @@ func (p *verbsPeer) abandon(cause error) {
 	}
 	p.abandoned = true
 	perr := cause
-	if _, ok := cause.(*PeerError); !ok {
-		perr = &PeerError{Rank: p.rank, Err: cause}
+	if _, ok := cause.(*core.PeerError); !ok {
+		perr = &core.PeerError{Rank: p.rank, Err: cause}
 	}
 	p.t.qmu.Lock()
 	queued := append(p.pend, p.outq...)
@@ -663,15 +670,15 @@ func (p *verbsPeer) abandon(cause error) {
 	p.t.qmu.Unlock()
 	for _, o := range queued {
 		if o.req != nil {
-			o.req.Complete(Status{}, perr)
+			o.req.Complete(core.Status{}, perr)
 		}
 	}
 	for _, s := range p.pushes {
-		s.send.Req.Complete(Status{}, perr)
+		s.send.Req.Complete(core.Status{}, perr)
 	}
 	for _, z := range p.zcs {
 		p.d.cache.Release(z.reg)
-		z.send.Req.Complete(Status{}, perr)
+		z.send.Req.Complete(core.Status{}, perr)
 	}
 	for _, reg := range p.zcRegs {
 		p.d.cache.Release(reg)
@@ -681,7 +688,7 @@ func (p *verbsPeer) abandon(cause error) {
 	clear(p.zcRegs)
 }
 
-// PeerLost is the world reporting the peer gone (liveness.go). What the peer sent before it
+// PeerLost is the world reporting the peer gone (core.Liveness). What the peer sent before it
 // went is taken first (it may sit in the completion queue), as the other transports do.
 func (t *verbsTransport) PeerLost(rank int, cause error) {
 	p := t.peers[rank]
@@ -696,7 +703,7 @@ func (t *verbsTransport) PeerLost(rank int, cause error) {
 
 // Poll drives progress while the caller waits for r: polling first, then naps that grow to a
 // millisecond, so a long wait costs little CPU.
-func (t *verbsTransport) Poll(r *Request) {
+func (t *verbsTransport) Poll(r *core.Request) {
 	nap := 10 * time.Microsecond
 	var timer *time.Timer
 	var done <-chan struct{}
@@ -710,7 +717,7 @@ func (t *verbsTransport) Poll(r *Request) {
 			}
 		}
 		if spins < 100 && !r.Patient {
-			if t.tcp.oversubscribed {
+			if t.oversubscribed {
 				// The core may be the one a peer on this host needs.
 				sched.Yield()
 			} else {
@@ -815,7 +822,7 @@ func (t *verbsTransport) shutdown(graceful bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, p := range t.active {
-		p.abandon(ErrClosed)
+		p.abandon(t.closeErr)
 	}
 	t.release()
 }

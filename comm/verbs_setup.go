@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/internal/ibv"
@@ -35,12 +38,14 @@ type verbsGID struct {
 	Type  string `msgpack:"type"`
 }
 
-// verbsSetupCtx is the message space of the verbs setup, apart from every user's.
-const verbsSetupCtx = worldCtx ^ 0x5642 // "VB"
+// verbsSetupSpace names the message space of the verbs set-up (core.Setup.Channel).
+const verbsSetupSpace = 0x5642 // "VB"
 
-// verbsSetup is the verbs transport's set-up for the route table: it reaches every peer.
-func verbsSetup(b *meshBootstrap) (transport, func(int) bool, error) {
-	vt, err := setupVerbs(b.w, b.mesh, b.ID)
+// verbsSetup connects this rank to every peer through RDMA queue pairs, exchanging what it
+// needs over the mesh (every rank of the world calls it). It returns the transport, which
+// reaches every peer.
+func verbsSetup(b *core.Setup) (core.Transport, func(int) bool, error) {
+	vt, err := setupVerbs(b)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -49,28 +54,37 @@ func verbsSetup(b *meshBootstrap) (transport, func(int) bool, error) {
 
 // setupVerbs connects every pair of ranks with a queue pair, exchanging what each needs over
 // the TCP mesh, which stays the liveness channel.
-func setupVerbs(w *world, t *tcpTransport, id identity) (_ *verbsTransport, err error) {
+func setupVerbs(b *core.Setup) (_ *verbsTransport, err error) {
+	rank, size, id := b.Rank, b.Size, b.ID
 	spec := os.Getenv(jobenv.RDMADevice)
-	names, err := verbs.DeviceNames(spec, w.rank, w.size)
+	names, err := verbs.DeviceNames(spec, rank, size)
 	if err != nil {
-		return nil, fmt.Errorf("comm: rank %d: %s=%s: %w", w.rank, jobenv.RDMADevice, spec, err)
+		return nil, fmt.Errorf("comm: rank %d: %s=%s: %w", rank, jobenv.RDMADevice, spec, err)
 	}
-	vt := &verbsTransport{w: w, tcp: t, timeout: id.PeerTimeout, peers: make([]*verbsPeer, w.size),
+	here := 0
+	for _, info := range b.Table {
+		if info.HostID == b.Table[rank].HostID {
+			here++
+		}
+	}
+	vt := &verbsTransport{rank: rank, eng: b.Eng, live: b.Live, closeErr: b.Closed, logf: b.Logf,
+		oversubscribed: id.Oversubscribed || here > runtime.NumCPU(),
+		timeout:        id.PeerTimeout, peers: make([]*verbsPeer, size),
 		wcs: make([]ibv.WC, 64), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			vt.release()
-			err = fmt.Errorf("comm: rank %d: RDMA setup: %w", w.rank, err)
+			err = fmt.Errorf("comm: rank %d: RDMA setup: %w", rank, err)
 		}
 	}()
-	vt.recvBuf = make([]byte, w.size*verbsCredits*verbsSlot)
-	vt.sendBuf = make([]byte, w.size*verbsStaging*verbsSlot)
-	vt.ctrlBuf = make([]byte, w.size*8)
-	vt.credBuf = make([]byte, w.size*8)
+	vt.recvBuf = make([]byte, size*verbsCredits*verbsSlot)
+	vt.sendBuf = make([]byte, size*verbsStaging*verbsSlot)
+	vt.ctrlBuf = make([]byte, size*8)
+	vt.credBuf = make([]byte, size*8)
 	byName := map[string]*verbsDev{}
-	devOf := make([]*verbsDev, w.size)
+	devOf := make([]*verbsDev, size)
 	for r, name := range names {
-		if r == w.rank {
+		if r == rank {
 			continue
 		}
 		d := byName[name]
@@ -90,16 +104,16 @@ func setupVerbs(w *world, t *tcpTransport, id identity) (_ *verbsTransport, err 
 	}
 
 	// Queue pair type, the same for the whole job: RC where every rank's devices offer it.
-	typ, err := verbsQPType(w, vt)
+	setup := b.Channel(verbsSetupSpace)
+	typ, err := verbsQPType(setup, vt)
 	if err != nil {
 		return nil, err
 	}
 	vt.typ = typ
 
-	setup := newComm(w, verbsSetupCtx, nil)
-	var reqs []*Request
-	for r := 0; r < w.size; r++ {
-		if r == w.rank {
+	infos := make([]verbsInfo, size)
+	for r := 0; r < size; r++ {
+		if r == rank {
 			continue
 		}
 		d := devOf[r]
@@ -129,25 +143,31 @@ func setupVerbs(w *world, t *tcpTransport, id identity) (_ *verbsTransport, err 
 		for _, g := range d.gids {
 			gids = append(gids, verbsGID{Index: g.Index, GID: append([]byte(nil), g.GID[:]...), Type: g.Type})
 		}
-		info := verbsInfo{Device: d.dev.Name(), Port: d.port, LID: d.pattr.LID, MTU: d.pattr.ActiveMTU, IB: d.pattr.LinkLayer == "InfiniBand",
+		infos[r] = verbsInfo{Device: d.dev.Name(), Port: d.port, LID: d.pattr.LID, MTU: d.pattr.ActiveMTU, IB: d.pattr.LinkLayer == "InfiniBand",
 			QPN: p.qp.Num(), PSN: verbs.RandomPSN(), GIDs: gids, Ctrl: d.ctrlMR.Addr(), CtrlKey: d.ctrlMR.RKey()}
-		reqs = append(reqs, Go(func() error { return setup.SendValue(info, r, 1) }))
-		p.ackAt, p.localPSN = time.Now(), info.PSN
+		p.ackAt, p.localPSN = time.Now(), infos[r].PSN
 	}
+	// Each pair of ranks exchanges its queue pairs' attributes, every rank taking its peers in
+	// ascending order: the lowest pair not yet done has both ranks at it, so none waits forever.
 	for _, p := range vt.active {
+		mine, err := msgpack.Marshal(&infos[p.rank])
+		if err != nil {
+			return nil, err
+		}
+		got, err := setup.Exchange([]int{p.rank}, mine)
+		if err != nil {
+			return nil, fmt.Errorf("exchanging queue pair attributes: %w", err)
+		}
 		var info verbsInfo
-		if _, err := setup.RecvValue(&info, p.rank, 1); err != nil {
-			return nil, fmt.Errorf("exchanging queue pair attributes with rank %d: %w", p.rank, err)
+		if err := msgpack.Unmarshal(got[0], &info); err != nil {
+			return nil, fmt.Errorf("queue pair attributes from rank %d: %w", p.rank, err)
 		}
 		if err := p.connect(info); err != nil {
 			return nil, fmt.Errorf("connecting %s port %d to rank %d (%s port %d, QP %d): %w", p.d.dev.Name(), p.d.port, p.rank, info.Device, info.Port, info.QPN, err)
 		}
 	}
-	if err := WaitAll(reqs...); err != nil {
-		return nil, err
-	}
 	// Every queue pair is ready to receive before anyone sends: UC drops what arrives earlier.
-	if _, err := setup.allgatherPair(0, 0, collTag(2)); err != nil {
+	if _, err := setup.AllgatherPair(0, 0, 2); err != nil {
 		return nil, err
 	}
 	go vt.loop()
@@ -225,7 +245,7 @@ func (p *verbsPeer) connect(info verbsInfo) error {
 	if err := p.qp.ToRTR(a); err != nil {
 		return fmt.Errorf("%w (local GID [%d], remote %v; %s=N picks another GID index, as ibv_devinfo -v numbers them)", err, a.SGIDIndex, a.Remote.GID, jobenv.RDMAGIDIndex)
 	}
-	p.remoteCtrl, p.remoteKey = info.Ctrl+uint64(8*p.t.w.rank), info.CtrlKey
+	p.remoteCtrl, p.remoteKey = info.Ctrl+uint64(8*p.t.rank), info.CtrlKey
 	// Local ACK timeout 4.096 us * 2^18 (about 1 s) and 7 retries; 7 RNR retries means forever.
 	return p.qp.ToRTS(ibv.RTSAttr{PSN: p.localPSN, Timeout: 18, RetryCnt: 7, RNRRetry: 7})
 }
@@ -233,7 +253,7 @@ func (p *verbsPeer) connect(info verbsInfo) error {
 // verbsQPType decides RC or UC for the job: GORUN_VERBS_QP forces one; otherwise each rank
 // tries to create an RC queue pair (Apple's Thunderbolt RDMA refuses, errno 102) and the job
 // uses RC only if every rank could.
-func verbsQPType(w *world, vt *verbsTransport) (ibv.QPType, error) {
+func verbsQPType(setup core.SetupChannel, vt *verbsTransport) (ibv.QPType, error) {
 	mode := strings.ToLower(os.Getenv(jobenv.VerbsQP))
 	rcOK := int64(0)
 	var rcErr error
@@ -255,15 +275,14 @@ func verbsQPType(w *world, vt *verbsTransport) (ibv.QPType, error) {
 	default:
 		return 0, fmt.Errorf("%s=%q: want rc, uc or auto", jobenv.VerbsQP, mode)
 	}
-	setup := newComm(w, verbsSetupCtx, nil)
-	all, err := setup.allgatherPair(rcOK, 0, collTag(1))
+	all, err := setup.AllgatherPair(rcOK, 0, 1)
 	if err != nil {
 		return 0, err
 	}
-	for r := 0; r < w.size; r++ {
+	for r := 0; r < len(all)/2; r++ {
 		if all[2*r] == 0 {
 			if rcErr != nil {
-				logf("gorun: rank %d: no RC queue pairs (%v): using UC", w.rank, rcErr)
+				vt.logf("gorun: rank %d: no RC queue pairs (%v): using UC", vt.rank, rcErr)
 			}
 			return ibv.UC, nil
 		}
