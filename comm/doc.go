@@ -21,7 +21,7 @@
 // full mesh of TCP connections set up at Init from a rendezvous with rank 0 (or the launcher),
 // each connection authenticated both ways with the job's secret (comm/internal/boot); ranks sharing
 // a host through shared memory; with GORUN_TRANSPORT=verbs, every peer through RDMA queue
-// pairs (verbs.go). As in MPI libraries, a goroutine waiting for a request drives the progress
+// pairs (comm/internal/verbstp). As in MPI libraries, a goroutine waiting for a request drives the progress
 // of the shared-memory and TCP transports itself, polling for a bounded time before it sleeps.
 //
 // Layers, bottom up (docs/comm.md has the details and the folder list): the bootstrap protocol
@@ -29,14 +29,15 @@
 // rendezvous) gives every rank the table of all ranks; the TCP mesh links every pair and is
 // every peer's liveness channel (its socket layer is comm/internal/tcp); the data transports
 // (shared memory: its protocol comm/internal/shmtp, over the device layer of segments and
-// rings, comm/internal/shm; RDMA verbs, with comm/internal/verbs and comm/internal/ibv) are set
-// up over it for the peers each reaches, each given what it needs (core.Setup: the engine,
-// liveness, the rendezvous table, set-up exchanges over the mesh), and a route table fixed at
+// rings, comm/internal/shm; RDMA verbs: its protocol comm/internal/verbstp, over
+// comm/internal/verbs and comm/internal/ibv) are set up over it for the peers each reaches,
+// each given what it needs (core.Setup: the engine, liveness, the rendezvous table, set-up
+// exchanges over the mesh), and a route table fixed at
 // Init says which transport carries each peer's messages; liveness reports a lost peer once
 // to every transport; the engine (comm/internal/core, with the requests, which this package
 // re-exports as Request, Status, PeerError and TruncateError) matches messages with receives
-// for all of them; Comm is the API above. The TCP and verbs protocols are still files of this
-// package; the in-process transport of Run is comm/internal/inproc. Beside it, for
+// for all of them; Comm is the API above. The TCP protocol is still files of this package;
+// the in-process transport of Run is comm/internal/inproc. Beside it, for
 // launchers, and linking no transport: comm/bootstrap
 // serves the rendezvous, comm/jobenv defines the environment contract and the transports'
 // names (jobenv.Transports), comm/rdmadev lists RDMA devices.

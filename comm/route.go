@@ -6,6 +6,7 @@ import (
 
 	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/internal/shmtp"
+	"github.com/gorun-hpc/gorun/comm/internal/verbstp"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -17,7 +18,7 @@ import (
 //     liveness channel of every peer (heartbeats, a link that ends) and the data plane of the
 //     peers no other transport reaches;
 //   - the data transports of dataTransports below (shared memory, comm/internal/shmtp; RDMA
-//     verbs, verbs.go), each set up over the mesh for the peers it reaches;
+//     verbs, comm/internal/verbstp), each set up over the mesh for the peers it reaches;
 //   - the route table (world.routes): which transport carries the messages to each peer, fixed
 //     once at bootstrap, and the progress mode (which transports a waiter polls);
 //   - liveness (liveness.go; core.Liveness to the transports): a lost peer is reported once,
@@ -46,7 +47,7 @@ type transportKind struct {
 // dataTransports lists the data transports, in the order auto tries them.
 var dataTransports = []transportKind{
 	{name: jobenv.TransportShm, auto: true, check: shmtp.Check, setup: viaSetup(shmtp.Setup)},
-	{name: jobenv.TransportVerbs, setup: viaSetup(verbsSetup)},
+	{name: jobenv.TransportVerbs, setup: viaSetup(verbstp.Setup)},
 }
 
 // viaSetup is the set-up of a transport that needs no more than core.Setup.

@@ -19,7 +19,7 @@ func TestLauncherLinksNoTransport(t *testing.T) {
 			switch dep {
 			case ModulePath + "/comm", ModulePath + "/comm/internal/tcp", ModulePath + "/comm/internal/verbs",
 				ModulePath + "/comm/internal/shm", ModulePath + "/comm/internal/shmtp", ModulePath + "/comm/internal/core",
-				ModulePath + "/comm/internal/inproc":
+				ModulePath + "/comm/internal/inproc", ModulePath + "/comm/internal/verbstp":
 				t.Errorf("%s depends on %s", pkg, dep)
 			}
 		}

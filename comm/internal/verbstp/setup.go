@@ -1,4 +1,4 @@
-package comm
+package verbstp
 
 import (
 	"errors"
@@ -41,10 +41,10 @@ type verbsGID struct {
 // verbsSetupSpace names the message space of the verbs set-up (core.Setup.Channel).
 const verbsSetupSpace = 0x5642 // "VB"
 
-// verbsSetup connects this rank to every peer through RDMA queue pairs, exchanging what it
-// needs over the mesh (every rank of the world calls it). It returns the transport, which
-// reaches every peer.
-func verbsSetup(b *core.Setup) (core.Transport, func(int) bool, error) {
+// Setup connects this rank to every peer through RDMA queue pairs, on the devices that
+// GORUN_RDMA_DEVICE names, exchanging what it needs over the mesh (every rank of the world
+// calls it). It returns the transport, which reaches every peer.
+func Setup(b *core.Setup) (core.Transport, func(int) bool, error) {
 	vt, err := setupVerbs(b)
 	if err != nil {
 		return nil, nil, err
@@ -54,7 +54,7 @@ func verbsSetup(b *core.Setup) (core.Transport, func(int) bool, error) {
 
 // setupVerbs connects every pair of ranks with a queue pair, exchanging what each needs over
 // the TCP mesh, which stays the liveness channel.
-func setupVerbs(b *core.Setup) (_ *verbsTransport, err error) {
+func setupVerbs(b *core.Setup) (_ *Transport, err error) {
 	rank, size, id := b.Rank, b.Size, b.ID
 	spec := os.Getenv(jobenv.RDMADevice)
 	names, err := verbs.DeviceNames(spec, rank, size)
@@ -67,7 +67,7 @@ func setupVerbs(b *core.Setup) (_ *verbsTransport, err error) {
 			here++
 		}
 	}
-	vt := &verbsTransport{rank: rank, eng: b.Eng, live: b.Live, closeErr: b.Closed, logf: b.Logf,
+	vt := &Transport{rank: rank, eng: b.Eng, live: b.Live, closeErr: b.Closed, logf: b.Logf,
 		oversubscribed: id.Oversubscribed || here > runtime.NumCPU(),
 		timeout:        id.PeerTimeout, peers: make([]*verbsPeer, size),
 		wcs: make([]ibv.WC, 64), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
@@ -175,7 +175,7 @@ func setupVerbs(b *core.Setup) (_ *verbsTransport, err error) {
 }
 
 // openDev opens a device and finds its active port and GID table.
-func (vt *verbsTransport) openDev(name string) (*verbsDev, error) {
+func (vt *Transport) openDev(name string) (*verbsDev, error) {
 	dev, err := ibv.Open(name)
 	if err != nil {
 		return nil, err
@@ -196,7 +196,7 @@ func (vt *verbsTransport) openDev(name string) (*verbsDev, error) {
 
 // setup allocates the device's protection domain and completion queue and registers the
 // transport's buffers with it.
-func (d *verbsDev) setup(vt *verbsTransport) (err error) {
+func (d *verbsDev) setup(vt *Transport) (err error) {
 	if d.pd, err = d.dev.AllocPD(); err != nil {
 		return fmt.Errorf("protection domain: %w", err)
 	}
@@ -253,7 +253,7 @@ func (p *verbsPeer) connect(info verbsInfo) error {
 // verbsQPType decides RC or UC for the job: GORUN_VERBS_QP forces one; otherwise each rank
 // tries to create an RC queue pair (Apple's Thunderbolt RDMA refuses, errno 102) and the job
 // uses RC only if every rank could.
-func verbsQPType(setup core.SetupChannel, vt *verbsTransport) (ibv.QPType, error) {
+func verbsQPType(setup core.SetupChannel, vt *Transport) (ibv.QPType, error) {
 	mode := strings.ToLower(os.Getenv(jobenv.VerbsQP))
 	rcOK := int64(0)
 	var rcErr error

@@ -1,4 +1,4 @@
-package comm
+package verbstp
 
 import (
 	"encoding/binary"
@@ -68,7 +68,8 @@ func wrID(kind, peer int, idx uint32) uint64 {
 	return uint64(kind)<<56 | uint64(peer)<<32 | uint64(idx)
 }
 
-type verbsTransport struct {
+// Transport is the verbs transport of one rank (core.Transport, core.Progressor).
+type Transport struct {
 	rank     int // this rank's, in the world
 	eng      *core.Engine
 	live     core.Liveness
@@ -115,7 +116,7 @@ type verbsDev struct {
 }
 
 type verbsPeer struct {
-	t    *verbsTransport
+	t    *Transport
 	d    *verbsDev
 	rank int
 	qp   ibv.QP
@@ -179,12 +180,12 @@ type verbsAccept struct {
 	size   uint64
 }
 
-func (t *verbsTransport) slot(buf []byte, peer int, idx uint32) []byte {
+func (t *Transport) slot(buf []byte, peer int, idx uint32) []byte {
 	base := (peer*verbsCredits + int(idx)) * verbsSlot
 	return buf[base : base+verbsSlot]
 }
 
-func (t *verbsTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *core.Request) {
+func (t *Transport) Send(dst int, ctx uint64, tag int, payload []byte, req *core.Request) {
 	if t.stopping.Load() {
 		req.Complete(core.Status{}, t.closeErr)
 		return
@@ -214,7 +215,7 @@ func (p *verbsPeer) failure() error {
 }
 
 // enqueue queues a message for the peer and makes progress now if no one else is.
-func (t *verbsTransport) enqueue(p *verbsPeer, o *verbsOut) {
+func (t *Transport) enqueue(p *verbsPeer, o *verbsOut) {
 	t.qmu.Lock()
 	p.outq = append(p.outq, o)
 	t.qmu.Unlock()
@@ -226,7 +227,7 @@ func (t *verbsTransport) enqueue(p *verbsPeer, o *verbsOut) {
 	t.nudge()
 }
 
-func (t *verbsTransport) nudge() {
+func (t *Transport) nudge() {
 	select {
 	case t.wake <- struct{}{}:
 	default:
@@ -234,7 +235,7 @@ func (t *verbsTransport) nudge() {
 }
 
 // progressLocked polls completions and posts what waits; it reports whether anything happened.
-func (t *verbsTransport) progressLocked() bool {
+func (t *Transport) progressLocked() bool {
 	if t.closed {
 		return false
 	}
@@ -281,7 +282,7 @@ func (t *verbsTransport) progressLocked() bool {
 }
 
 // deviceFailed ends every link through d: the adapter or its completion queue is unusable.
-func (t *verbsTransport) deviceFailed(d *verbsDev, err error) {
+func (t *Transport) deviceFailed(d *verbsDev, err error) {
 	for _, p := range t.active {
 		if p.d == d {
 			p.linkFailed(err)
@@ -290,7 +291,7 @@ func (t *verbsTransport) deviceFailed(d *verbsDev, err error) {
 }
 
 // complete handles one work completion.
-func (t *verbsTransport) complete(wc *ibv.WC) {
+func (t *Transport) complete(wc *ibv.WC) {
 	kind, peer, idx := int(wc.WRID>>56), int(wc.WRID>>32&0xffffff), uint32(wc.WRID)
 	if peer >= len(t.peers) || t.peers[peer] == nil {
 		t.logf("gorun: rank %d: RDMA completion for unknown work request %#x", t.rank, wc.WRID)
@@ -690,7 +691,7 @@ func (p *verbsPeer) abandon(cause error) {
 
 // PeerLost is the world reporting the peer gone (core.Liveness). What the peer sent before it
 // went is taken first (it may sit in the completion queue), as the other transports do.
-func (t *verbsTransport) PeerLost(rank int, cause error) {
+func (t *Transport) PeerLost(rank int, cause error) {
 	p := t.peers[rank]
 	if p == nil || p.failure() != nil {
 		return // this side failed the link first (and closed the TCP link itself)
@@ -703,7 +704,7 @@ func (t *verbsTransport) PeerLost(rank int, cause error) {
 
 // Poll drives progress while the caller waits for r: polling first, then naps that grow to a
 // millisecond, so a long wait costs little CPU.
-func (t *verbsTransport) Poll(r *core.Request) {
+func (t *Transport) Poll(r *core.Request) {
 	nap := 10 * time.Microsecond
 	var timer *time.Timer
 	var done <-chan struct{}
@@ -742,10 +743,10 @@ func (t *verbsTransport) Poll(r *core.Request) {
 }
 
 // Kick: waiters sleep on their request's channel, which completion closes.
-func (t *verbsTransport) Kick() {}
+func (t *Transport) Kick() {}
 
 // loop makes progress nobody waits for and runs the timers.
-func (t *verbsTransport) loop() {
+func (t *Transport) loop() {
 	defer close(t.done)
 	nap := 20 * time.Microsecond
 	timer := time.NewTimer(nap)
@@ -778,7 +779,7 @@ func (t *verbsTransport) loop() {
 
 // idle reports that nothing waits to be sent or acknowledged by the adapter (credit writes
 // aside: a finalized peer no longer polls).
-func (t *verbsTransport) idle() bool {
+func (t *Transport) idle() bool {
 	t.qmu.Lock()
 	defer t.qmu.Unlock()
 	for _, p := range t.active {
@@ -797,12 +798,12 @@ func (t *verbsTransport) idle() bool {
 }
 
 // Finalize closes the transport once what was posted completed; Abandon at once.
-func (t *verbsTransport) Finalize() error { t.shutdown(true); return nil }
-func (t *verbsTransport) Abandon(error)   { t.shutdown(false) }
+func (t *Transport) Finalize() error { t.shutdown(true); return nil }
+func (t *Transport) Abandon(error)   { t.shutdown(false) }
 
 // shutdown closes the transport. Graceful (Finalize): first everything posted completes (on RC
 // the peer's adapter has it), within the peer timeout.
-func (t *verbsTransport) shutdown(graceful bool) {
+func (t *Transport) shutdown(graceful bool) {
 	if t.stopping.Swap(true) {
 		return
 	}
@@ -828,7 +829,7 @@ func (t *verbsTransport) shutdown(graceful bool) {
 }
 
 // release frees the verbs resources, in dependency order. The caller holds t.mu (or owns t).
-func (t *verbsTransport) release() {
+func (t *Transport) release() {
 	if t.closed {
 		return
 	}
