@@ -199,11 +199,11 @@ func within(t *testing.T, what string, fn func()) {
 	}
 }
 
-// TestMessages: messages of every protocol path arrive whole and in order between two ranks set
-// up from core.Setup: eager SENDs, large ones staged through the buffers (UC, or RC below the
-// zero-copy threshold), large ones written straight into the receiver's buffer (RC); with RC
-// refused by the device, the set-up settles on UC and says so.
-func TestMessages(t *testing.T) {
+// TestVerbsMessages: messages of every protocol path arrive whole and in order between two
+// ranks set up from core.Setup: eager SENDs, large ones staged through the buffers (UC, or RC
+// below the zero-copy threshold), large ones written straight into the receiver's buffer
+// (RC); with RC refused by the device, the set-up settles on UC and says so.
+func TestVerbsMessages(t *testing.T) {
 	sizes := []int{0, 1, 100, verbsEagerMax, verbsEagerMax + 1, verbsZCMin - 1, verbsZCMin, 1<<20 + 123}
 	for _, tc := range []struct {
 		name, qp string
@@ -282,10 +282,10 @@ func TestMessages(t *testing.T) {
 	}
 }
 
-// TestProtocolErrorFailsLink: a message of an unknown type (a peer of another build) ends the
-// link on the receiver with an error naming the peer: the receive waiting for that peer fails,
-// the loss is reported to the world as the peer's, and the error is logged.
-func TestProtocolErrorFailsLink(t *testing.T) {
+// TestVerbsProtocolErrorFailsLink: a message of an unknown type (a peer of another build)
+// ends the link on the receiver with an error naming the peer: the receive waiting for that
+// peer fails, the loss is reported to the world as the peer's, and the error is logged.
+func TestVerbsProtocolErrorFailsLink(t *testing.T) {
 	trs, lives, log := pair(t, "rc")
 	p := trs[0].peers[1]
 	trs[0].mu.Lock()
@@ -314,9 +314,9 @@ func TestProtocolErrorFailsLink(t *testing.T) {
 	}
 }
 
-// TestSetupNamesBadDevice: a device that does not exist fails the set-up of the rank that
+// TestVerbsSetupNamesBadDevice: a device that does not exist fails the set-up of the rank that
 // names it with an error naming the device, before any exchange.
-func TestSetupNamesBadDevice(t *testing.T) {
+func TestVerbsSetupNamesBadDevice(t *testing.T) {
 	t.Setenv(jobenv.RDMADevice, "mlx5_nowhere")
 	eng := core.NewEngine(0)
 	s := &core.Setup{Rank: 0, Size: 2, Eng: eng, Live: &testLive{lost: map[int]error{}, eng: eng},
