@@ -341,6 +341,15 @@ const tieMargin = 0.015
 // to gorun alone or to both (moe2.md); llama.cpp's choice then falls up to 1.7 below gorun's
 // best logit, at routing near-ties only. qwen2moe Q4_K_M's step 61 (0-based) is such a flip
 // of llama.cpp's.
+//
+// The runs up-ARCH-TYPE are stories260K, a trained dense model, upcycled by model.WriteUpcycled
+// (`llm mkmodel --from`; peaked next-token distributions, median top-2 margin ~2.5): those of
+// upcycledExact have no near-ties: all 64 free-running tokens equal llama.cpp's at EP 1, 2 and
+// 4, gorun's argmax is llama.cpp's token at every step, and the first logits are within 1e-3.
+// The others (qwen2moe Q8_0, deepseek2) take the rule above, with the float64 forward's
+// certificates (a near-tie step where a router's float64 margin is under tieMargin may move the
+// logits past forcedTol). Each upcycled run logs llama.cpp's top-2 margins. A router flipped
+// on purpose in gorun moves every upcycled run's first logits by 0.47 or more.
 func TestMoEMatchesLlamaCpp(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("testdata", "moe-reference.json"))
 	if err != nil {
