@@ -384,7 +384,8 @@ func TestMoEMatchesLlamaCpp(t *testing.T) {
 		// forward's margins on llama.cpp's tokens, which certify the near-ties; the runs of
 		// upcycledExact have none
 		var nsteps []naiveStep
-		if typ != "f32" && !upcycled || upcycled && !upcycledExact[run.Model] {
+		var cert []naiveStep // the float64 forward's margins, also logged for upcycledExact
+		if typ != "f32" || upcycled {
 			f, err := gguf.Open(path)
 			if err != nil {
 				t.Fatal(err)
@@ -397,10 +398,13 @@ func TestMoEMatchesLlamaCpp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			nsteps, err = naiveMargins(f, prompt, run.IDs)
+			cert, err = naiveMargins(f, prompt, run.IDs)
 			f.Close()
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !upcycledExact[run.Model] {
+				nsteps = cert
 			}
 		}
 		tol := 1e-3
@@ -447,8 +451,14 @@ func TestMoEMatchesLlamaCpp(t *testing.T) {
 					small++
 				}
 			}
-			t.Logf("%s: llama.cpp's top-2 margins: smallest %.3g, median %.3g; %d of %d under %g (steps the random-weight runs' rule could excuse as logit near-ties)",
-				run.Model, slices.Min(run.Margins), median(run.Margins), small, len(run.Margins), logitTie)
+			var would []int
+			for i, st := range cert {
+				if st.flipLead < logitTie || st.logit < logitTie {
+					would = append(would, i)
+				}
+			}
+			t.Logf("%s: llama.cpp's top-2 margins: smallest %.3g, median %.3g, %d of %d under %g; the float64 forward's near-ties (the random-weight runs' rule): %d, at %v",
+				run.Model, slices.Min(run.Margins), median(run.Margins), small, len(run.Margins), logitTie, len(would), would)
 		}
 		firstTie := len(run.IDs)
 		var tiesRoute, tiesLogit []int
