@@ -143,7 +143,7 @@ func WriteUpcycled(w io.Writer, src *gguf.File, u Upcycle) error {
 	switch u.Arch {
 	case "qwen2moe":
 		sh.SharedFFN, sh.HeadDim = u.FFN, 0
-		if u.Dim%cfg.Heads != 0 || u.Dim/cfg.Heads%hd != 0 {
+		if u.Dim%cfg.Heads != 0 || u.Dim/cfg.Heads%hd != 0 || u.Dim/cfg.Heads < hd {
 			return fmt.Errorf("model: upcycle: qwen2moe's heads are dim/heads = %d/%d wide, which must be a multiple of the source's %d", u.Dim, cfg.Heads, hd)
 		}
 	case "deepseek2":
