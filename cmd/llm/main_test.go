@@ -119,3 +119,50 @@ func TestMkmodelInfoBenchMoE(t *testing.T) {
 		t.Errorf("bench output lacks %q:\n%s", want, out.String())
 	}
 }
+
+// mkmodel --from upcycles the trained stories260K: the file has the asked MoE shape, and its
+// greedy text is the trained model's opening (llama.cpp's tokens on it are checked in
+// llm/model's TestMoEMatchesLlamaCpp); flags that do not apply are refused by name.
+func TestMkmodelFrom(t *testing.T) {
+	src := testfiles.Path(t, "llm", "stories260K.gguf")
+	dir := t.TempDir()
+	p := filepath.Join(dir, "up.gguf")
+	var out, errb bytes.Buffer
+	if rc := run([]string{"mkmodel", "--from", src, "--arch", "qwen2moe", "--experts", "4", "-o", p}, &out, &errb); rc != 0 {
+		t.Fatalf("mkmodel rc %d: %s", rc, errb.String())
+	}
+	if !strings.Contains(out.String(), "upcycled to qwen2moe, dim 256, FFN 256, 4 experts (2 per token), perturbation 0.2") {
+		t.Errorf("mkmodel: %s", out.String())
+	}
+	out.Reset()
+	if rc := run([]string{"info", "-m", p}, &out, &errb); rc != 0 ||
+		!strings.Contains(out.String(), "model: qwen2moe, dim 256, 5 layers, 8 heads / 4 KV heads of 32") ||
+		!strings.Contains(out.String(), "mixture of experts: 4 experts, 2 active per token, expert FFN 256, shared expert FFN 256, 0 dense layers") {
+		t.Fatalf("info rc %d: %s %s", rc, out.String(), errb.String())
+	}
+	out.Reset()
+	if rc := run([]string{"generate", "-m", p, "-n", "12", "--quiet"}, &out, &errb); rc != 0 {
+		t.Fatalf("generate rc %d: %s", rc, errb.String())
+	}
+	if want := "Once upon a time, there was a little girl named Lily."; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("upcycled model's text %q, want it to start %q", out.String(), want)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--type", "q8_0"}, "--from writes F32"},
+		{[]string{"--shape", "tiny"}, "--shape does not apply with --from"},
+		{[]string{"--arch", "qwen3moe"}, `architecture "qwen3moe"`},
+		{[]string{"--dim", "32"}, "want at least the source's 64"},
+	} {
+		errb.Reset()
+		args := append([]string{"mkmodel", "--from", src, "-o", filepath.Join(dir, "bad.gguf")}, c.args...)
+		if rc := run(args, &out, &errb); rc != 1 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: rc %d, %q; want %q", c.args, rc, errb.String(), c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bad.gguf")); err == nil {
+		t.Error("a refused mkmodel left its output file")
+	}
+}

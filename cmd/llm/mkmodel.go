@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -24,6 +25,9 @@ func mkmodel(args []string, stdout, stderr io.Writer) error {
 	outPath := fs.StringP("output", "o", "", "file to write")
 	vocabFrom := fs.String("vocab-from", "", "copy the tokenizer from this GGUF file (its vocabulary size wins)")
 	seed := fs.Uint64("seed", 1, "random seed (the same seed writes the same file)")
+	from := fs.String("from", "", "upcycle this trained dense llama GGUF instead of random weights: widened to --dim and --ffn (default 256), --experts experts (default 8, 0: dense) of family --arch (llama, qwen2moe, deepseek2); F32 only (quantize after)")
+	perturb := fs.Float64("perturb", model.DefaultUpcycle.Perturb, "with --from: each expert's perturbation, relative to the RMS of the dense FFN's matrices")
+	routerScale := fs.Float64("router-scale", model.DefaultUpcycle.RouterScale, "with --from: router weights are this times N(0,1)/sqrt(source dim)")
 	var sh model.Shape
 	fs.StringVar(&sh.Arch, "arch", "", "architecture: "+strings.Join(model.Architectures(), ", "))
 	fs.IntVar(&sh.Dim, "dim", 0, "embedding length")
@@ -42,6 +46,9 @@ func mkmodel(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *from != "" {
+		return upcycle(fs, *from, *outPath, *typName, sh, *seed, *perturb, *routerScale, stdout)
 	}
 	base, ok := model.Shapes[*shapeName]
 	if !ok {
@@ -108,6 +115,66 @@ func mkmodel(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "wrote %s: %s, dim %d, %d layers, %d heads (%d KV), FFN %d, vocab %d, %s, %.1f M params, %.1f MiB in %.1fs\n",
 		*outPath, base.Arch, base.Dim, base.Layers, base.Heads, base.KVHeads, base.FFN, base.Vocab, typ,
 		float64(base.Params())/1e6, float64(st.Size())/(1<<20), time.Since(start).Seconds())
+	return nil
+}
+
+// upcycle writes `mkmodel --from`: a trained dense model widened and upcycled to experts.
+func upcycle(fs *pflag.FlagSet, from, outPath, typName string, sh model.Shape, seed uint64, perturb, routerScale float64, stdout io.Writer) error {
+	for _, name := range []string{"shape", "layers", "heads", "kv-heads", "vocab", "vocab-from", "expert-ffn", "shared-ffn"} {
+		if fs.Changed(name) {
+			return fmt.Errorf("--%s does not apply with --from (the source model decides it)", name)
+		}
+	}
+	if typ, err := gguf.ParseType(typName); err != nil || typ != gguf.F32 && fs.Changed("type") {
+		return fmt.Errorf("--from writes F32 (got --type %s): quantize the result with llm quantize", typName)
+	}
+	if outPath == "" {
+		return fmt.Errorf("no output file: give -o FILE.gguf")
+	}
+	u := model.DefaultUpcycle
+	u.Arch = cmp.Or(sh.Arch, "llama")
+	u.Seed, u.Perturb, u.RouterScale = seed, perturb, routerScale
+	if fs.Changed("dim") {
+		u.Dim = sh.Dim
+	}
+	if fs.Changed("ffn") {
+		u.FFN = sh.FFN
+	}
+	if fs.Changed("experts") {
+		u.Experts = sh.Experts
+		if u.Experts == 0 {
+			u.ExpertsUsed = 0
+		}
+	}
+	if fs.Changed("experts-used") {
+		u.ExpertsUsed = sh.ExpertsUsed
+	}
+	src, err := gguf.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	start := time.Now()
+	f, err := os.Create(outPath)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 4<<20)
+	if err := model.WriteUpcycled(bw, src, u); err != nil {
+		f.Close()
+		os.Remove(outPath)
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	st, _ := os.Stat(outPath)
+	fmt.Fprintf(stdout, "wrote %s: %s upcycled to %s, dim %d, FFN %d, %d experts (%d per token), perturbation %g, router scale %g, F32, %.1f MiB in %.1fs\n",
+		outPath, from, u.Arch, u.Dim, u.FFN, u.Experts, u.ExpertsUsed, u.Perturb, u.RouterScale, float64(st.Size())/(1<<20), time.Since(start).Seconds())
 	return nil
 }
 

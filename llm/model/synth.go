@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 // Shape is the size of a synthetic model.
 type Shape struct {
 	Arch    string // a registered architecture (Architectures)
+	Name    string // general.name (empty: "synthetic ARCH TYPE")
 	Dim     int
 	Layers  int
 	Heads   int
@@ -38,6 +40,7 @@ type Shape struct {
 	RopeDim, VHeadDim           int
 	YarnFactor, YarnLogMul      float64
 	YarnOrigContext             int
+	Eps                         float64 // RMSNorm epsilon (0: 1e-5)
 }
 
 // Shapes are named benchmark shapes. 349M is the Llama shape of BENCHMARKS.md's llm
@@ -174,7 +177,16 @@ func VocabFrom(f *gguf.File) (Vocabulary, error) {
 // Q4_K, Q5_K and Q6_K, which have no quantizer here, random blocks with small scales. The same seed
 // gives the same file. A vocab with len(Tokens) == s.Vocab is embedded (nil: SyntheticVocab).
 func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Vocabulary) error {
+	return writeShape(w, s, typ, seed, vocab, nil)
+}
+
+// writeShape writes the file of WriteSynthetic; a non-nil fill gives every tensor's values
+// (in ggml's order, the first dimension fastest) instead of random ones, stored as F32.
+func writeShape(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Vocabulary, fill func(name string, n int) ([]float32, error)) error {
 	hd := s.headDim()
+	if fill != nil && typ != gguf.F32 {
+		return fmt.Errorf("model: given weights are written as F32, not %s", typ)
+	}
 	arch, ok := registry[s.Arch]
 	if !ok {
 		return fmt.Errorf("model: unsupported architecture %q (supported: %s)", s.Arch, strings.Join(Architectures(), ", "))
@@ -214,14 +226,14 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 		k string
 		v any
 	}{
-		{"general.architecture", a}, {"general.name", fmt.Sprintf("synthetic %s %s", a, typ)},
+		{"general.architecture", a}, {"general.name", cmp.Or(s.Name, fmt.Sprintf("synthetic %s %s", a, typ))},
 		{"general.file_type", ftype}, {"general.quantization_version", uint32(2)},
 		{a + ".context_length", uint32(s.Context)}, {a + ".embedding_length", uint32(s.Dim)},
 		{a + ".block_count", uint32(s.Layers)}, {a + ".feed_forward_length", uint32(s.FFN)},
 		{a + ".attention.head_count", uint32(s.Heads)}, {a + ".attention.head_count_kv", uint32(s.KVHeads)},
 		{a + ".attention.key_length", uint32(hd)}, {a + ".attention.value_length", uint32(vdim)},
 		{a + ".rope.dimension_count", uint32(rdim)}, {a + ".rope.freq_base", float32(10000)},
-		{a + ".attention.layer_norm_rms_epsilon", float32(1e-5)},
+		{a + ".attention.layer_norm_rms_epsilon", float32(cmp.Or(s.Eps, 1e-5))},
 		{"tokenizer.ggml.model", vocab.Model}, {"tokenizer.ggml.tokens", vocab.Tokens},
 		{"tokenizer.ggml.scores", vocab.Scores}, {"tokenizer.ggml.token_type", vocab.Types},
 		{"tokenizer.ggml.bos_token_id", uint32(1)}, {"tokenizer.ggml.eos_token_id", uint32(2)},
@@ -262,6 +274,14 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 				v any
 			}{".attention.q_lora_rank", uint32(s.QLoraRank)})
 		}
+		if s.YarnFactor == 0 {
+			// llama.cpp c392e50 requires the key of every deepseek2 file; with no scaling
+			// its multiplier of log(1/freq_scale) = 0 changes nothing
+			kvs = append(kvs, struct {
+				k string
+				v any
+			}{".rope.scaling.yarn_log_multiplier", float32(0)})
+		}
 		if s.YarnFactor > 0 {
 			kvs = append(kvs, []struct {
 				k string
@@ -279,7 +299,28 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 	rng := rand.New(rand.NewPCG(seed, 0x6c6c6d))
 	// Each tensor gets its own seed so that writing stays streaming and deterministic.
 	next := func() uint64 { return rng.Uint64() }
+	given := func(name string, dims ...int64) error {
+		n := 1
+		for _, d := range dims {
+			n *= int(d)
+		}
+		v, err := fill(name, n)
+		if err != nil {
+			return err
+		}
+		if len(v) != n {
+			return fmt.Errorf("model: %d values for %s, want %d", len(v), name, n)
+		}
+		b := make([]byte, 4*n)
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+		}
+		return gw.AddTensor(name, gguf.F32, dims, b)
+	}
 	norm := func(name string, n int, mean float64) error {
+		if fill != nil {
+			return given(name, int64(n))
+		}
 		r := rand.New(rand.NewPCG(next(), 1))
 		b := make([]byte, 4*n)
 		for i := 0; i < n; i++ {
@@ -288,6 +329,9 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 		return gw.AddTensor(name, gguf.F32, []int64{int64(n)}, b)
 	}
 	mat := func(name string, cols, rows int, t gguf.Type) error {
+		if fill != nil {
+			return given(name, int64(cols), int64(rows))
+		}
 		sd := next()
 		return gw.AddTensorFunc(name, t, []int64{int64(cols), int64(rows)}, func(out io.Writer) error {
 			return writeRandomMatrix(out, t, cols, rows, sd)
@@ -295,6 +339,9 @@ func WriteSynthetic(w io.Writer, s Shape, typ gguf.Type, seed uint64, vocab *Voc
 	}
 	// A stack of n matrices (the experts' 3-D tensors), each scaled by 1/sqrt(cols).
 	mat3 := func(name string, cols, rows, n int, t gguf.Type) error {
+		if fill != nil {
+			return given(name, int64(cols), int64(rows), int64(n))
+		}
 		sd := next()
 		return gw.AddTensorFunc(name, t, []int64{int64(cols), int64(rows), int64(n)}, func(out io.Writer) error {
 			return writeRandomMatrix(out, t, cols, rows*n, sd)
