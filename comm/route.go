@@ -6,6 +6,7 @@ import (
 
 	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/internal/shmtp"
+	"github.com/gorun-hpc/gorun/comm/internal/wire"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -61,8 +62,36 @@ func viaSetup(f func(*core.Setup) (core.Transport, func(int) bool, error)) func(
 type meshBootstrap struct {
 	core.Setup
 	w    *world
-	mesh *tcpTransport
+	tcp  meshTransport
+	mesh *tcpTransport // verbs' view of the mesh
 }
+
+// meshTransport is what comm uses of the TCP mesh (comm/internal/tcp's Transport) besides
+// core.Transport.
+type meshTransport interface {
+	core.Transport
+	core.Progressor // the progress mode where the mesh carries every peer
+	// Answers reports whether the peer was heard from within the peer timeout.
+	Answers(rank int) bool
+	// CarryData names the peers whose messages the mesh carries: the links waiters poll.
+	CarryData(ranks []int)
+	// Beside is the progress mode where a data transport carries some peers and the mesh the
+	// others: a waiter polls both.
+	Beside(data core.ProgressSource) core.Progressor
+	// Close fails every link and closes the mesh (a set-up that failed).
+	Close(cause error)
+}
+
+// tcpTransport is what verbs.go reads of the TCP mesh until verbs sets up from core.Setup
+// alone: the world's liveness and whether the host is oversubscribed.
+type tcpTransport struct {
+	live           core.Liveness
+	oversubscribed bool
+}
+
+// Every transport parses frames with wire.Parse, whose tag bound is comm's: this fails to
+// compile if they differ.
+var _ = [1]struct{}{}[MaxTag-wire.MaxTag]
 
 // route is how messages reach one peer.
 type route struct {
@@ -104,13 +133,13 @@ func useTransports(b *meshBootstrap) error {
 	meshOnly := make([]route, w.size)
 	for r := range meshOnly {
 		if r != w.rank {
-			meshOnly[r].tr = b.mesh
+			meshOnly[r].tr = b.tcp
 		}
 	}
-	w.setTransports([]transport{b.mesh})
+	w.setTransports([]transport{b.tcp})
 	w.routes = meshOnly
 	routes := append([]route(nil), meshOnly...)
-	trs := []transport{b.mesh}
+	trs := []transport{b.tcp}
 	var used []transport // data transports that carry some peer, other than the mesh
 	for _, k := range kinds {
 		tr, reach, err := k.setup(b)
@@ -126,7 +155,7 @@ func useTransports(b *meshBootstrap) error {
 		trs = append(trs, tr)
 		carries := false
 		for r := range routes {
-			if r != w.rank && routes[r].tr == b.mesh && reach(r) {
+			if r != w.rank && routes[r].tr == b.tcp && reach(r) {
 				routes[r].tr = tr
 				carries = true
 			}
@@ -136,14 +165,14 @@ func useTransports(b *meshBootstrap) error {
 		}
 	}
 	// Waiters poll the links that carry data.
-	var meshData []*tcpPeer
+	var meshData []int
 	for r, rt := range routes {
-		if rt.tr == b.mesh {
-			meshData = append(meshData, b.mesh.peers[r])
+		if rt.tr == b.tcp {
+			meshData = append(meshData, r)
 		}
 	}
-	b.mesh.dataPeers = meshData
-	prog, err := progressFor(used, b.mesh, len(meshData) > 0)
+	b.tcp.CarryData(meshData)
+	prog, err := progressFor(used, b.tcp, len(meshData) > 0)
 	if err != nil {
 		for i := len(trs) - 1; i >= 1; i-- {
 			trs[i].Abandon(err)
@@ -168,7 +197,7 @@ func useTransports(b *meshBootstrap) error {
 
 // progressFor is the progress mode of a rank whose data goes through the transports used
 // and, where meshData, the TCP mesh: a waiter polls what carries data.
-func progressFor(used []transport, mesh *tcpTransport, meshData bool) (core.Progressor, error) {
+func progressFor(used []transport, mesh meshTransport, meshData bool) (core.Progressor, error) {
 	switch {
 	case len(used) == 0:
 		return mesh, nil
@@ -182,7 +211,7 @@ func progressFor(used []transport, mesh *tcpTransport, meshData bool) (core.Prog
 		return nil, nil // completions come from the transport's own goroutines
 	}
 	if ps, ok := used[0].(core.ProgressSource); ok {
-		return mixedProgress{data: ps, tcp: mesh}, nil
+		return mesh.Beside(ps), nil
 	}
 	return nil, fmt.Errorf("comm: %T carries some peers and TCP the others, but it cannot be polled beside TCP", used[0])
 }
@@ -208,13 +237,14 @@ func (w *world) abandonTransports(cause error) {
 	}
 }
 
-// newMeshBootstrap is the set-up of the data transports of world w over mesh t.
-func newMeshBootstrap(w *world, t *tcpTransport, id identity, table []rankInfo, jobHash uint64) *meshBootstrap {
+// newMeshBootstrap is the set-up of the data transports of world w over mesh t, with the
+// world's liveness live.
+func newMeshBootstrap(w *world, t meshTransport, live core.Liveness, oversubscribed bool, id identity, table []rankInfo, jobHash uint64) *meshBootstrap {
 	return &meshBootstrap{
-		Setup: core.Setup{Rank: w.rank, Size: w.size, Eng: w.eng, Live: t.live, ID: id, Table: table, JobHash: jobHash,
+		Setup: core.Setup{Rank: w.rank, Size: w.size, Eng: w.eng, Live: live, ID: id, Table: table, JobHash: jobHash,
 			Closed: ErrClosed, Logf: logf,
 			Channel: func(space uint16) core.SetupChannel { return setupChannel{newComm(w, worldCtx^uint64(space), nil)} }},
-		w: w, mesh: t,
+		w: w, tcp: t, mesh: &tcpTransport{live: live, oversubscribed: oversubscribed},
 	}
 }
 
