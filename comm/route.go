@@ -14,9 +14,9 @@ import (
 //
 //   - the rendezvous (comm/internal/boot, bootstrap.go): every rank registers with rank 0 or the
 //     launcher and gets the table of all ranks: address, host, process;
-//   - the TCP mesh (tcp.go): one authenticated link per pair of ranks, always built; it is the
-//     liveness channel of every peer (heartbeats, a link that ends) and the data plane of the
-//     peers no other transport reaches;
+//   - the TCP mesh (comm/internal/tcp, tcp.Connect): one authenticated link per pair of ranks,
+//     always built; it is the liveness channel of every peer (heartbeats, a link that ends) and
+//     the data plane of the peers no other transport reaches;
 //   - the data transports of dataTransports below (shared memory, comm/internal/shmtp; RDMA
 //     verbs, verbs.go), each set up over the mesh for the peers it reaches;
 //   - the route table (world.routes): which transport carries the messages to each peer, fixed
