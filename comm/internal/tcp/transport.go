@@ -31,15 +31,11 @@ import (
 // per transport (pollLoop) reads whatever arrives while nobody waits, with poll(2), and keeps
 // the peers' liveness deadlines.
 type Transport struct {
+	eng     *core.Engine // where arrivals go
 	peers   []*tcpPeer
 	meshMu  sync.Mutex // guards peers while the mesh is built
 	timeout time.Duration
 	live    core.Liveness // the world's: reports lost peers, decides when a silent peer is lost
-
-	rank      int                              // this rank's world rank
-	eng       *core.Engine                     // where arrivals go
-	finalized error                            // the cause of a link whose peer finalized (comm.ErrFinalized)
-	logf      func(format string, args ...any) // what the rank logs (a protocol error)
 
 	// oversubscribed: this host runs more ranks than it has cores, so a waiter yields the core
 	// between polls and gives up polling sooner (the core may be the one its peer needs).
@@ -52,6 +48,10 @@ type Transport struct {
 	stop      chan struct{} // closed by finalize: the background goroutine ends
 	pollDone  chan struct{}
 	idle      LinkWaiter // how the background goroutine sleeps on the links
+
+	rank      int                              // this rank's world rank
+	finalized error                            // the cause of a link whose peer finalized (comm.ErrFinalized)
+	logf      func(format string, args ...any) // what the rank logs (a protocol error)
 }
 
 type tcpPeer struct {
