@@ -26,8 +26,8 @@
 //
 // Layers, bottom up (docs/comm.md has the details and the folder list): the bootstrap protocol
 // (comm/internal/boot: identity from the environment, the authenticated handshake, the
-// rendezvous) gives every rank the table of all ranks; the TCP mesh links every pair and is
-// every peer's liveness channel (its socket layer is comm/internal/tcp); the data transports
+// rendezvous) gives every rank the table of all ranks; the TCP mesh (comm/internal/tcp, built
+// from that table) links every pair and is every peer's liveness channel; the data transports
 // (shared memory: its protocol comm/internal/shmtp, over the device layer of segments and
 // rings, comm/internal/shm; RDMA verbs: its protocol comm/internal/verbstp, over
 // comm/internal/verbs and comm/internal/ibv) are set up over it for the peers each reaches,
@@ -36,9 +36,9 @@
 // Init says which transport carries each peer's messages; liveness reports a lost peer once
 // to every transport; the engine (comm/internal/core, with the requests, which this package
 // re-exports as Request, Status, PeerError and TruncateError) matches messages with receives
-// for all of them; Comm is the API above. The TCP protocol is still files of this package;
-// the in-process transport of Run is comm/internal/inproc. Beside it, for
-// launchers, and linking no transport: comm/bootstrap
+// for all of them; Comm is the API above. Every transport is a package of its own; the
+// in-process transport of Run is comm/internal/inproc. Beside it, for launchers, and linking
+// no transport: comm/bootstrap
 // serves the rendezvous, comm/jobenv defines the environment contract and the transports'
 // names (jobenv.Transports), comm/rdmadev lists RDMA devices.
 package comm

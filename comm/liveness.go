@@ -22,20 +22,14 @@ func (w *world) lose(rank int, cause error) {
 }
 
 // worldLiveness is the world's core.Liveness, which the network transports are given: Lose is
-// world.lose, Lost the liveness rule below, Answers what the mesh last heard.
+// world.lose, Lost the liveness rule below, Answers what the TCP mesh last heard of the peer.
 type worldLiveness struct {
 	w    *world
 	l    *liveness
-	mesh *tcpTransport
+	mesh interface{ Answers(rank int) bool } // nil while the mesh is built: no peer answers
 }
 
-func (v worldLiveness) Answers(rank int) bool {
-	t := v.mesh
-	if t == nil || rank < 0 || rank >= len(t.peers) || t.peers[rank] == nil {
-		return false
-	}
-	return t.clock()-time.Duration(t.peers[rank].heard.Load()) <= t.timeout
-}
+func (v worldLiveness) Answers(rank int) bool { return v.mesh != nil && v.mesh.Answers(rank) }
 
 func (v worldLiveness) Lose(rank int, cause error) { v.w.lose(rank, cause) }
 func (v worldLiveness) Lost(rank int, silent time.Duration) (bool, string) {

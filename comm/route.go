@@ -7,6 +7,7 @@ import (
 	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/internal/shmtp"
 	"github.com/gorun-hpc/gorun/comm/internal/verbstp"
+	"github.com/gorun-hpc/gorun/comm/internal/wire"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
@@ -14,9 +15,9 @@ import (
 //
 //   - the rendezvous (comm/internal/boot, bootstrap.go): every rank registers with rank 0 or the
 //     launcher and gets the table of all ranks: address, host, process;
-//   - the TCP mesh (tcp.go): one authenticated link per pair of ranks, always built; it is the
-//     liveness channel of every peer (heartbeats, a link that ends) and the data plane of the
-//     peers no other transport reaches;
+//   - the TCP mesh (comm/internal/tcp, tcp.Connect): one authenticated link per pair of ranks,
+//     always built; it is the liveness channel of every peer (heartbeats, a link that ends) and
+//     the data plane of the peers no other transport reaches;
 //   - the data transports of dataTransports below (shared memory, comm/internal/shmtp; RDMA
 //     verbs, comm/internal/verbstp), each set up over the mesh for the peers it reaches;
 //   - the route table (world.routes): which transport carries the messages to each peer, fixed
@@ -41,29 +42,43 @@ type transportKind struct {
 	// setup connects this rank to the peers the transport reaches, exchanging what it needs
 	// over the mesh (every rank calls it, in the same order). It returns the transport and
 	// whether it reaches each world rank, or nil without error where it reaches none.
-	setup func(b *meshBootstrap) (tr transport, reach func(rank int) bool, err error)
+	setup func(s *core.Setup) (tr core.Transport, reach func(rank int) bool, err error)
 }
 
 // dataTransports lists the data transports, in the order auto tries them.
 var dataTransports = []transportKind{
-	{name: jobenv.TransportShm, auto: true, check: shmtp.Check, setup: viaSetup(shmtp.Setup)},
-	{name: jobenv.TransportVerbs, setup: viaSetup(verbstp.Setup)},
+	{name: jobenv.TransportShm, auto: true, check: shmtp.Check, setup: shmtp.Setup},
+	{name: jobenv.TransportVerbs, setup: verbstp.Setup},
 }
 
-// viaSetup is the set-up of a transport that needs no more than core.Setup.
-func viaSetup(f func(*core.Setup) (core.Transport, func(int) bool, error)) func(*meshBootstrap) (transport, func(int) bool, error) {
-	return func(b *meshBootstrap) (transport, func(int) bool, error) { return f(&b.Setup) }
-}
-
-// meshBootstrap is what a data transport's set-up gets: core.Setup (the rank, its engine and
-// liveness, its identity, the rendezvous table, set-up exchanges over the mesh) and, for the
-// transports still in this package, the world so far (every route on the TCP mesh) and the
-// mesh.
+// meshBootstrap is the set-up of the data transports: core.Setup, which each transport is
+// given (the rank, its engine and liveness, its identity, the rendezvous table, set-up
+// exchanges over the mesh), the world so far (every route on the TCP mesh) and the mesh.
 type meshBootstrap struct {
 	core.Setup
-	w    *world
-	mesh *tcpTransport
+	w   *world
+	tcp meshTransport
 }
+
+// meshTransport is what comm uses of the TCP mesh (comm/internal/tcp's Transport) besides
+// core.Transport.
+type meshTransport interface {
+	core.Transport
+	core.Progressor // the progress mode where the mesh carries every peer
+	// Answers reports whether the peer was heard from within the peer timeout.
+	Answers(rank int) bool
+	// CarryData names the peers whose messages the mesh carries: the links waiters poll.
+	CarryData(ranks []int)
+	// Beside is the progress mode where a data transport carries some peers and the mesh the
+	// others: a waiter polls both.
+	Beside(data core.ProgressSource) core.Progressor
+	// Close fails every link and closes the mesh (a set-up that failed).
+	Close(cause error)
+}
+
+// Every transport parses frames with wire.Parse, whose tag bound is comm's: this fails to
+// compile if they differ.
+var _ = [1]struct{}{}[MaxTag-wire.MaxTag]
 
 // route is how messages reach one peer.
 type route struct {
@@ -105,16 +120,16 @@ func useTransports(b *meshBootstrap) error {
 	meshOnly := make([]route, w.size)
 	for r := range meshOnly {
 		if r != w.rank {
-			meshOnly[r].tr = b.mesh
+			meshOnly[r].tr = b.tcp
 		}
 	}
-	w.setTransports([]transport{b.mesh})
+	w.setTransports([]transport{b.tcp})
 	w.routes = meshOnly
 	routes := append([]route(nil), meshOnly...)
-	trs := []transport{b.mesh}
+	trs := []transport{b.tcp}
 	var used []transport // data transports that carry some peer, other than the mesh
 	for _, k := range kinds {
-		tr, reach, err := k.setup(b)
+		tr, reach, err := k.setup(&b.Setup)
 		if err != nil {
 			for i := len(trs) - 1; i >= 1; i-- {
 				trs[i].Abandon(err)
@@ -127,7 +142,7 @@ func useTransports(b *meshBootstrap) error {
 		trs = append(trs, tr)
 		carries := false
 		for r := range routes {
-			if r != w.rank && routes[r].tr == b.mesh && reach(r) {
+			if r != w.rank && routes[r].tr == b.tcp && reach(r) {
 				routes[r].tr = tr
 				carries = true
 			}
@@ -137,14 +152,14 @@ func useTransports(b *meshBootstrap) error {
 		}
 	}
 	// Waiters poll the links that carry data.
-	var meshData []*tcpPeer
+	var meshData []int
 	for r, rt := range routes {
-		if rt.tr == b.mesh {
-			meshData = append(meshData, b.mesh.peers[r])
+		if rt.tr == b.tcp {
+			meshData = append(meshData, r)
 		}
 	}
-	b.mesh.dataPeers = meshData
-	prog, err := progressFor(used, b.mesh, len(meshData) > 0)
+	b.tcp.CarryData(meshData)
+	prog, err := progressFor(used, b.tcp, len(meshData) > 0)
 	if err != nil {
 		for i := len(trs) - 1; i >= 1; i-- {
 			trs[i].Abandon(err)
@@ -169,7 +184,7 @@ func useTransports(b *meshBootstrap) error {
 
 // progressFor is the progress mode of a rank whose data goes through the transports used
 // and, where meshData, the TCP mesh: a waiter polls what carries data.
-func progressFor(used []transport, mesh *tcpTransport, meshData bool) (core.Progressor, error) {
+func progressFor(used []transport, mesh meshTransport, meshData bool) (core.Progressor, error) {
 	switch {
 	case len(used) == 0:
 		return mesh, nil
@@ -183,7 +198,7 @@ func progressFor(used []transport, mesh *tcpTransport, meshData bool) (core.Prog
 		return nil, nil // completions come from the transport's own goroutines
 	}
 	if ps, ok := used[0].(core.ProgressSource); ok {
-		return mixedProgress{data: ps, tcp: mesh}, nil
+		return mesh.Beside(ps), nil
 	}
 	return nil, fmt.Errorf("comm: %T carries some peers and TCP the others, but it cannot be polled beside TCP", used[0])
 }
@@ -209,13 +224,14 @@ func (w *world) abandonTransports(cause error) {
 	}
 }
 
-// newMeshBootstrap is the set-up of the data transports of world w over mesh t.
-func newMeshBootstrap(w *world, t *tcpTransport, id identity, table []rankInfo, jobHash uint64) *meshBootstrap {
+// newMeshBootstrap is the set-up of the data transports of world w over mesh t, with the
+// world's liveness live.
+func newMeshBootstrap(w *world, t meshTransport, live core.Liveness, id identity, table []rankInfo, jobHash uint64) *meshBootstrap {
 	return &meshBootstrap{
-		Setup: core.Setup{Rank: w.rank, Size: w.size, Eng: w.eng, Live: t.live, ID: id, Table: table, JobHash: jobHash,
+		Setup: core.Setup{Rank: w.rank, Size: w.size, Eng: w.eng, Live: live, ID: id, Table: table, JobHash: jobHash,
 			Closed: ErrClosed, Logf: logf,
 			Channel: func(space uint16) core.SetupChannel { return setupChannel{newComm(w, worldCtx^uint64(space), nil)} }},
-		w: w, mesh: t,
+		w: w, tcp: t,
 	}
 }
 

@@ -63,7 +63,7 @@ func TestRouteTable(t *testing.T) {
 			t.Setenv(RunTransportVar, name)
 			err := Run(3, func(c *Comm) error {
 				trs := c.w.transports()
-				if _, ok := trs[0].(*tcpTransport); !ok {
+				if _, ok := trs[0].(meshTransport); !ok {
 					return errors.New("the mesh is not the first transport")
 				}
 				for r, rt := range c.w.routes {

@@ -201,8 +201,8 @@ func TestReplayRefused(t *testing.T) {
 	require.Contains(t, logged(), "rank 1 does not know the job secret")
 }
 
-// TestWrongSecretRefused: a rank with another secret is refused at the rendezvous and on a
-// data listener, and learns that the secrets differ.
+// TestWrongSecretRefused: a rank with another secret is refused at the rendezvous and learns
+// that the secrets differ. (comm/internal/tcp's TestMeshWrongSecretRefused: on a data listener.)
 func TestWrongSecretRefused(t *testing.T) {
 	captureLog(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -215,99 +215,6 @@ func TestWrongSecretRefused(t *testing.T) {
 	_, err = initTCP(bad)
 	require.ErrorIs(t, err, boot.ErrHandshakeRefused)
 	require.ErrorContains(t, err, "GORUN_SECRET")
-
-	m := newMeshTarget(t, 0, 2, "right")
-	conn := dialT(t, m.addr)
-	err = boot.DialHandshake(conn, []byte("wrong"), boot.ConnMesh, 1, 2, m.jobHash, 0, time.Now().Add(10*time.Second))
-	conn.Close()
-	require.ErrorIs(t, err, boot.ErrHandshakeRefused)
-	m.close(t)
-}
-
-// meshTarget is one rank's data listener accepting the ranks above it (acceptMesh), alone.
-type meshTarget struct {
-	t       *tcpTransport
-	ln      net.Listener
-	addr    string
-	jobHash uint64
-	done    chan error
-}
-
-func newMeshTarget(t *testing.T, rank, size int, secret string) *meshTarget {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	id := identity{Rank: rank, Size: size, Secret: []byte(secret), JobID: "mesh"}
-	w := newWorld(rank, size, "", nil)
-	w.abort = processAbort
-	m := &meshTarget{t: &tcpTransport{w: w, peers: make([]*tcpPeer, size)}, ln: ln, addr: ln.Addr().String(),
-		jobHash: boot.Fnv64([]byte(id.JobID)), done: make(chan error, 1)}
-	table := make([]rankInfo, size)
-	for r := range table {
-		table[r] = rankInfo{Rank: r, Addr: "127.0.0.1:" + strconv.Itoa(r+1)}
-	}
-	go func() {
-		m.done <- acceptMesh(m.t, ln, id, m.jobHash, table, time.Now().Add(30*time.Second))
-	}()
-	return m
-}
-
-func (m *meshTarget) peer(r int) *tcpPeer {
-	m.t.meshMu.Lock()
-	defer m.t.meshMu.Unlock()
-	return m.t.peers[r]
-}
-
-func (m *meshTarget) close(t *testing.T) {
-	m.ln.Close()
-	<-m.done
-	for _, p := range m.t.peers {
-		if p != nil {
-			p.closeFD()
-		}
-	}
-}
-
-// TestMeshForgedIdentity: a rank's data listener admits only the ranks that are to dial it,
-// each once, and only with the secret: a forged identity or a second connection claiming a
-// rank that connected is refused, and the real links stay.
-func TestMeshForgedIdentity(t *testing.T) {
-	logged := captureLog(t)
-	const secret = "mesh-secret"
-	m := newMeshTarget(t, 1, 4, secret) // rank 1 of 4: ranks 2 and 3 dial it
-	hs := func(s string, claim uint32) error {
-		conn := dialT(t, m.addr)
-		defer conn.Close()
-		return boot.DialHandshake(conn, []byte(s), boot.ConnMesh, claim, 4, m.jobHash, 1, time.Now().Add(10*time.Second))
-	}
-	// Without the secret, claiming rank 2: refused, and rank 2's slot stays free.
-	require.ErrorIs(t, hs("guess", 2), boot.ErrHandshakeRefused)
-	require.Nil(t, m.peer(2))
-	// With the secret, claiming a rank that never dials rank 1: refused before any hello.
-	var cut boot.ErrCutOff
-	require.ErrorAs(t, hs(secret, 0), &cut)
-	// The real rank 2.
-	require.NoError(t, hs(secret, 2))
-	var p2 *tcpPeer
-	for i := 0; p2 == nil; i++ {
-		require.Less(t, i, 1000, "rank 2 was not registered")
-		time.Sleep(5 * time.Millisecond)
-		p2 = m.peer(2)
-	}
-	// With the secret, rank 2 again: refused; the first link stays.
-	require.ErrorAs(t, hs(secret, 2), &cut)
-	require.Same(t, p2, m.peer(2))
-	// Rank 3 completes the mesh.
-	require.NoError(t, hs(secret, 3))
-	require.NoError(t, <-m.done)
-	m.done <- nil
-	require.NotNil(t, m.peer(3))
-	m.close(t)
-	log := logged()
-	// The order of the lines is the order in which the acceptor's goroutines logged.
-	require.Contains(t, log, "gorun: rank 1: refused connection from 127.0.0.1: ")
-	require.Contains(t, log, "rank 2 does not know the job secret")
-	require.Contains(t, log, "rank 0 is not one of the ranks that dial rank 1")
-	require.Contains(t, log, "rank 2 connected already")
 }
 
 // TestFloodCapped: strangers holding many connections open to the rendezvous delay the real

@@ -13,7 +13,7 @@ import (
 // rank a failing rank lost, an order of failures that no clock on a loaded machine can get
 // wrong: the peer failed before the rank that reports losing it.
 
-// lossCauses are the causes comm's TCP links give a lost peer (comm/tcp.go readFailed, fail and
+// lossCauses are the causes comm's TCP links give a lost peer (comm/internal/tcp: readFailed, fail and
 // write; the shared-memory and RDMA transports report a peer's death through its TCP link).
 var lossCauses = [][]byte{
 	[]byte("connection to "), // "connection to ADDR closed by the peer (...)", "connection to ADDR: ERR"

@@ -1,4 +1,4 @@
-package comm
+package tcp
 
 import (
 	"errors"
@@ -13,11 +13,10 @@ import (
 
 	"github.com/gorun-hpc/gorun/comm/internal/core"
 	"github.com/gorun-hpc/gorun/comm/internal/sched"
-	"github.com/gorun-hpc/gorun/comm/internal/tcp"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
-// tcpTransport is a full mesh of TCP connections, one per pair of ranks. Sends of small
+// Transport is a full mesh of TCP connections, one per pair of ranks. Sends of small
 // messages are written by the sending goroutine straight from the user's buffer (a vectored
 // write of header and payload); everything the transport writes on its own behalf (clear-to-send
 // replies, the data of large messages, heartbeats) goes through one writer goroutine per
@@ -25,14 +24,14 @@ import (
 // other cannot deadlock.
 //
 // Reading is driven the way MPI libraries drive it: a goroutine that waits for a request polls
-// the sockets itself with non-blocking reads (tcp_poll.go), so a message that arrives while
+// the sockets itself with non-blocking reads (progress.go), so a message that arrives while
 // someone waits costs no thread wake-up, the dominant cost on VMs whose idle cores halt.
 // The sockets are taken out of Go's netpoller for that: a registered socket wakes a thread
 // sleeping in epoll on every packet even when nobody waits for it. One background goroutine
 // per transport (pollLoop) reads whatever arrives while nobody waits, with poll(2), and keeps
 // the peers' liveness deadlines.
-type tcpTransport struct {
-	w       *world
+type Transport struct {
+	eng     *core.Engine // where arrivals go
 	peers   []*tcpPeer
 	meshMu  sync.Mutex // guards peers while the mesh is built
 	timeout time.Duration
@@ -41,18 +40,22 @@ type tcpTransport struct {
 	// oversubscribed: this host runs more ranks than it has cores, so a waiter yields the core
 	// between polls and gives up polling sooner (the core may be the one its peer needs).
 	oversubscribed bool
-	// dataPeers: the links that carry data, by the route table (route.go): what waiters poll.
+	// dataPeers: the links that carry data, by comm's route table (CarryData): what waiters poll.
 	// The others carry only heartbeats, their peers' data going through another transport.
 	dataPeers []*tcpPeer
 	waiters   atomic.Int32  // goroutines polling in Wait now
 	waits     atomic.Uint32 // polling waits begun, ever: the background goroutine's sign of activity
 	stop      chan struct{} // closed by finalize: the background goroutine ends
 	pollDone  chan struct{}
-	idle      tcp.LinkWaiter // how the background goroutine sleeps on the links
+	idle      LinkWaiter // how the background goroutine sleeps on the links
+
+	rank      int                              // this rank's world rank
+	finalized error                            // the cause of a link whose peer finalized (comm.ErrFinalized)
+	logf      func(format string, args ...any) // what the rank logs (a protocol error)
 }
 
 type tcpPeer struct {
-	t    *tcpTransport
+	t    *Transport
 	rank int
 	addr string
 
@@ -113,14 +116,14 @@ const (
 
 // clock is the time since the process started: one monotonic clock read, cheaper than
 // time.Now.
-func (t *tcpTransport) clock() time.Duration { return time.Since(clockStart) }
+func (t *Transport) clock() time.Duration { return time.Since(clockStart) }
 
 var clockStart = time.Now()
 
 // newTCPPeer takes over conn's socket: it keeps a duplicate of the descriptor and closes conn,
 // which takes the socket out of Go's netpoller.
-func newTCPPeer(t *tcpTransport, rank int, addr string, conn *net.TCPConn) (*tcpPeer, error) {
-	fd, err := tcp.Detach(conn)
+func newTCPPeer(t *Transport, rank int, addr string, conn *net.TCPConn) (*tcpPeer, error) {
+	fd, err := Detach(conn)
 	if err != nil {
 		return nil, fmt.Errorf("comm: link to rank %d at %s: %w", rank, addr, err)
 	}
@@ -140,17 +143,17 @@ func (p *tcpPeer) start() {
 	go p.heartbeatLoop()
 }
 
-func (t *tcpTransport) Send(dst int, ctx uint64, tag int, payload []byte, req *Request) {
+func (t *Transport) Send(dst int, ctx uint64, tag int, payload []byte, req *core.Request) {
 	p := t.peers[dst]
 	n := uint64(len(payload))
 	if n <= eagerLimit {
 		err := p.write(&wire.Header{Type: wire.Eager, Tag: int32(tag), Ctx: ctx, Length: n}, payload)
-		req.Complete(Status{}, err)
+		req.Complete(core.Status{}, err)
 		return
 	}
 	id, err := p.AddSend(payload, req)
 	if err != nil {
-		req.Complete(Status{}, err)
+		req.Complete(core.Status{}, err)
 		return
 	}
 	// A failed write fails the link, and with it every pending send, this one included.
@@ -202,7 +205,7 @@ func (p *tcpPeer) writeAll(a, b []byte) error {
 			p.fdMu.RUnlock()
 			return net.ErrClosed
 		}
-		n, err := tcp.Writev(p.fd, a, b)
+		n, err := Writev(p.fd, a, b)
 		p.fdMu.RUnlock()
 		switch {
 		case err == unix.EINTR:
@@ -247,7 +250,7 @@ func (p *tcpPeer) linkError() error {
 	if err := p.Rendezvous.LinkError(); err != nil {
 		return err
 	}
-	return &PeerError{Rank: p.rank, Err: errors.New("link closed")}
+	return &core.PeerError{Rank: p.rank, Err: errors.New("link closed")}
 }
 
 // queue appends frames to the link's output and writes what the socket takes now, unless
@@ -260,7 +263,7 @@ func (p *tcpPeer) queue(frames ...outFrame) {
 		err := p.linkError()
 		for _, f := range frames {
 			if f.send != nil {
-				f.send.Req.Complete(Status{}, err)
+				f.send.Req.Complete(core.Status{}, err)
 			}
 		}
 		return
@@ -288,7 +291,7 @@ func (p *tcpPeer) flush() bool {
 
 func completeSends(done []*core.PendingSend) {
 	for _, s := range done {
-		s.Req.Complete(Status{}, nil)
+		s.Req.Complete(core.Status{}, nil)
 	}
 }
 
@@ -321,9 +324,9 @@ func (p *tcpPeer) pushOut(block, one bool) (done []*core.PendingSend, wrote int,
 		}
 		var n int
 		if len(hdr) > 0 {
-			n, err = tcp.Writev(p.fd, hdr, data)
+			n, err = Writev(p.fd, hdr, data)
 		} else {
-			n, err = tcp.Writev(p.fd, data, nil)
+			n, err = Writev(p.fd, data, nil)
 		}
 		p.fdMu.RUnlock()
 		switch {
@@ -415,7 +418,7 @@ func (p *tcpPeer) heartbeatLoop() {
 // caller holds rmu and knows that bytes of the frame have arrived (the rest it waits for).
 func (p *tcpPeer) handleFrame() bool {
 	var hb [wire.HeaderSize]byte
-	eng := p.t.w.eng
+	eng := p.t.eng
 	if err := p.readFull(hb[:]); err != nil {
 		p.readFailed(err)
 		return false
@@ -439,7 +442,7 @@ func (p *tcpPeer) handleFrame() bool {
 		}
 		dst, terr := r.Target(p.rank, tag, size)
 		if err := p.readFull(dst); err != nil {
-			r.Req.Complete(Status{}, &PeerError{Rank: p.rank, Err: err})
+			r.Req.Complete(core.Status{}, &core.PeerError{Rank: p.rank, Err: err})
 			p.readFailed(err)
 			return false
 		}
@@ -465,11 +468,11 @@ func (p *tcpPeer) handleFrame() bool {
 			return false
 		}
 		if h.Flags&wire.FlagDiscard != 0 {
-			s.Req.Complete(Status{}, nil)
+			s.Req.Complete(core.Status{}, nil)
 			return true
 		}
 		if len(s.Payload) == 0 {
-			s.Req.Complete(Status{}, nil)
+			s.Req.Complete(core.Status{}, nil)
 			return true
 		}
 		p.queue(dataFrames(s, h.Offset)...)
@@ -504,7 +507,7 @@ func (p *tcpPeer) acceptRTS(sendID uint64, r *core.RecvOp, tag int, size uint64)
 	}
 	rid, err := p.AddRecv(&core.PendingRecv{Op: r, Buf: dst, Size: size, Src: p.rank, Tag: tag})
 	if err != nil {
-		r.Req.Complete(Status{}, err)
+		r.Req.Complete(core.Status{}, err)
 		return
 	}
 	p.queue(ctsFrame(wire.Header{Type: wire.CTS, ID: sendID, Offset: rid}))
@@ -577,7 +580,7 @@ func (p *tcpPeer) readSome(b []byte, block bool) (int, error) {
 			p.fdMu.RUnlock()
 			return 0, net.ErrClosed
 		}
-		n, err := tcp.Read(p.fd, b)
+		n, err := Read(p.fd, b)
 		p.fdMu.RUnlock()
 		switch {
 		case n > 0:
@@ -624,7 +627,7 @@ func (p *tcpPeer) readSome(b []byte, block bool) (int, error) {
 
 // flushAll pushes every link's queued output that its socket takes now; it reports whether
 // any bytes went.
-func (t *tcpTransport) flushAll() bool {
+func (t *Transport) flushAll() bool {
 	did := false
 	for _, q := range t.peers {
 		if q != nil && q.flush() {
@@ -634,7 +637,7 @@ func (t *tcpTransport) flushAll() bool {
 	return did
 }
 
-func (t *tcpTransport) anyPending() bool {
+func (t *Transport) anyPending() bool {
 	for _, q := range t.peers {
 		if q != nil && q.pending.Load() {
 			return true
@@ -649,7 +652,7 @@ func (p *tcpPeer) readFailed(err error) {
 	p.Mu.Unlock()
 	switch {
 	case bye && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)):
-		p.fail(ErrFinalized)
+		p.fail(p.t.finalized)
 	case errors.As(err, new(peerTimeoutError)):
 		p.fail(fmt.Errorf("no word from %s for %v (peer timeout)%s: presumed dead", p.addr, p.t.timeout, err.(peerTimeoutError).why))
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, unix.ECONNRESET):
@@ -660,12 +663,12 @@ func (p *tcpPeer) readFailed(err error) {
 }
 
 func (p *tcpPeer) protocolError(err error) {
-	logf("gorun: rank %d: protocol error from rank %d (%s): %v; closing the link", p.t.w.rank, p.rank, p.addr, err)
+	p.t.logf("gorun: rank %d: protocol error from rank %d (%s): %v; closing the link", p.t.rank, p.rank, p.addr, err)
 	p.fail(fmt.Errorf("protocol error: %w", err))
 }
 
 // fail breaks the link once: every pending operation with this peer ends with the cause, and
-// the peer is reported lost to the world (liveness.go), which tells the other transports.
+// the peer is reported lost to the world (Config.Live), which tells the other transports.
 func (p *tcpPeer) fail(cause error) {
 	p.Mu.Lock()
 	sends, recvs, first := p.MarkFailed(cause)
@@ -688,22 +691,22 @@ func (p *tcpPeer) fail(cause error) {
 	p.wmu.Unlock()
 	for _, f := range out {
 		if f.send != nil {
-			f.send.Req.Complete(Status{}, &PeerError{Rank: p.rank, Err: cause})
+			f.send.Req.Complete(core.Status{}, &core.PeerError{Rank: p.rank, Err: cause})
 		}
 	}
 	p.t.live.Lose(p.rank, cause)
 }
 
-// PeerLost ends the link to a peer the world found lost (liveness.go); the link that found the
+// PeerLost ends the link to a peer the world found lost (Config.Live); the link that found the
 // loss itself has failed already.
-func (t *tcpTransport) PeerLost(rank int, cause error) {
+func (t *Transport) PeerLost(rank int, cause error) {
 	if p := t.peers[rank]; p != nil {
 		p.fail(cause)
 	}
 }
 
 // Abandon breaks every link, as the process's exit would.
-func (t *tcpTransport) Abandon(cause error) {
+func (t *Transport) Abandon(cause error) {
 	for _, p := range t.peers {
 		if p != nil {
 			p.fail(cause)
@@ -713,7 +716,7 @@ func (t *tcpTransport) Abandon(cause error) {
 
 // closeAll fails every link with cause, stops the background goroutine and closes the sockets:
 // the end of a mesh whose set-up failed.
-func (t *tcpTransport) closeAll(cause error) {
+func (t *Transport) closeAll(cause error) {
 	t.Abandon(cause)
 	t.stopPolling()
 	for _, p := range t.peers {
@@ -744,8 +747,8 @@ func (p *tcpPeer) closeFD() {
 
 // Finalize tells every peer nothing more will come, then waits (bounded) for each peer to say
 // the same, so that no message still in flight is cut off by a reset. The data transports
-// finalized first (route.go): their peers' links end here.
-func (t *tcpTransport) Finalize() error {
+// finalized first (comm's route.go): their peers' links end here.
+func (t *Transport) Finalize() error {
 	for _, p := range t.peers {
 		if p == nil {
 			continue
@@ -768,7 +771,7 @@ func (t *tcpTransport) Finalize() error {
 		case <-p.done:
 		case <-deadline:
 		}
-		p.fail(ErrFinalized)
+		p.fail(t.finalized)
 	}
 	t.stopPolling()
 	for _, p := range t.peers {

@@ -1,4 +1,4 @@
-package comm
+package tcp
 
 import (
 	"fmt"
@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/gorun-hpc/gorun/comm/internal/tcp"
 )
 
 const (
@@ -28,14 +26,14 @@ const (
 )
 
 // startPolling starts the background goroutine that reads what arrives while nobody waits.
-func (t *tcpTransport) startPolling() {
+func (t *Transport) startPolling() {
 	t.stop = make(chan struct{})
 	t.pollDone = make(chan struct{})
-	t.idle = tcp.NewLinkWaiter()
+	t.idle = NewLinkWaiter()
 	go t.pollLoop()
 }
 
-func (t *tcpTransport) stopPolling() {
+func (t *Transport) stopPolling() {
 	if t.stop == nil {
 		return
 	}
@@ -55,7 +53,7 @@ func (t *tcpTransport) stopPolling() {
 // while no waiter polls, and naps while waiters do (they read what comes, and a thread woken
 // for each message would take a core from them or their peers). It also declares dead a peer
 // silent for the peer timeout.
-func (t *tcpTransport) pollLoop() {
+func (t *Transport) pollLoop() {
 	defer close(t.pollDone)
 	var fds []unix.PollFd
 	var live []*tcpPeer
@@ -119,7 +117,7 @@ func (t *tcpTransport) pollLoop() {
 // checkLiveness fails the links whose peer has sent nothing (not even a heartbeat) for the
 // peer timeout and that t.live declares lost. What waits in a socket counts as word from the
 // peer: after this process itself waited long for a CPU, it is read before anyone is judged.
-func (t *tcpTransport) checkLiveness() {
+func (t *Transport) checkLiveness() {
 	if t.timeout <= 0 {
 		return
 	}
@@ -180,7 +178,7 @@ func (p *tcpPeer) progress(wait bool) bool {
 // progressAll reads every link that has something and writes what queued output the sockets
 // take; it reports whether anything moved. Waiters pass dataOnly: links that carry only
 // heartbeats (the peer is reached through shared memory) are left to the background goroutine.
-func (t *tcpTransport) progressAll(wait, dataOnly bool) bool {
+func (t *Transport) progressAll(wait, dataOnly bool) bool {
 	did := false
 	peers := t.peers
 	if dataOnly {
@@ -208,7 +206,7 @@ func (t *tcpTransport) progressAll(wait, dataOnly bool) bool {
 // all of them. A link a waiter polls is left to it: taking its read lock would make the waiter's
 // polls find nothing (and park it) while this goroutine reads the rest of a large frame,
 // one more thread spinning for the cores the ranks need.
-func (t *tcpTransport) progressUnwatched() {
+func (t *Transport) progressUnwatched() {
 	polling := t.waiters.Load() > 0
 	for _, p := range t.peers {
 		if p == nil {
@@ -227,7 +225,7 @@ func (t *tcpTransport) progressUnwatched() {
 // to another goroutine or thread on the fast path), yields the core between empty polls on
 // an oversubscribed host, and gives up after a while, leaving r to the background goroutine
 // (Wait then blocks on r's channel), so that a long wait costs no CPU.
-func (t *tcpTransport) Poll(r *Request) {
+func (t *Transport) Poll(r *core.Request) {
 	t.waiters.Add(1)
 	t.waits.Add(1)
 	defer t.waiters.Add(-1)
@@ -248,7 +246,7 @@ func (t *tcpTransport) Poll(r *Request) {
 // spunOut tells a waiter whose idle-th poll in a row found nothing to stop polling: on an
 // oversubscribed host it yields the core after each empty poll and stops after
 // tcpSharedSpinPolls of them; else it stops after tcpSpinTime.
-func (t *tcpTransport) spunOut(idle int, idleSince *time.Time) bool {
+func (t *Transport) spunOut(idle int, idleSince *time.Time) bool {
 	if t.oversubscribed {
 		sched.Yield()
 		return idle >= tcpSharedSpinPolls
@@ -271,10 +269,10 @@ func (t *tcpTransport) spunOut(idle int, idleSince *time.Time) bool {
 // it through kick).
 type mixedProgress struct {
 	data core.ProgressSource
-	tcp  *tcpTransport
+	tcp  *Transport
 }
 
-func (m mixedProgress) Poll(r *Request) {
+func (m mixedProgress) Poll(r *core.Request) {
 	t := m.tcp
 	t.waiters.Add(1)
 	t.waits.Add(1)
@@ -299,4 +297,4 @@ func (m mixedProgress) Poll(r *Request) {
 func (m mixedProgress) Kick() { m.data.Kick() }
 
 // Kick: a waiter that stopped polling blocks on its request's channel, which completion closes.
-func (t *tcpTransport) Kick() {}
+func (t *Transport) Kick() {}

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gorun-hpc/gorun/comm/internal/boot"
-	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
 // captureLog collects what the package and the bootstrap log while a test runs.
@@ -109,33 +108,4 @@ func TestStrangersRefused(t *testing.T) {
 	require.Contains(t, log, "bad magic")
 	require.Contains(t, log, "version")
 	require.Contains(t, log, "secret")
-}
-
-// TestProtocolViolation: a peer (that knows the secret) sending a frame over the limit is cut
-// off with a logged protocol error, and ranks waiting on it get an error instead of a hang.
-func TestProtocolViolation(t *testing.T) {
-	logged := captureLog(t)
-	coord := freePort(t)
-	base := identity{Size: 2, Coord: coord, Secret: []byte("s"), JobID: "j", PeerTimeout: 10 * time.Second}
-	var c0, c1 *Comm
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); id := base; c0, _ = initTCP(id) }()
-	go func() { defer wg.Done(); id := base; id.Rank = 1; c1, _ = initTCP(id) }()
-	wg.Wait()
-	require.NotNil(t, c0)
-	require.NotNil(t, c1)
-	// Write a forged oversized eager header on rank 1's link to rank 0.
-	p := c1.w.transports()[0].(*tcpTransport).peers[0] // the mesh comes first
-	var hb [wire.HeaderSize]byte
-	(&wire.Header{Type: wire.Eager, Length: eagerLimit + 1}).Put(hb[:])
-	p.wmu.Lock()
-	p.writeAll(hb[:], nil)
-	p.wmu.Unlock()
-	_, err := Recv(c0, make([]byte, 8), 1, 0)
-	var pe *PeerError
-	require.ErrorAs(t, err, &pe)
-	require.Equal(t, 1, pe.Rank)
-	require.Contains(t, err.Error(), "protocol error")
-	require.Contains(t, logged(), "exceeds")
 }

@@ -1,4 +1,4 @@
-package comm
+package tcp
 
 import "github.com/gorun-hpc/gorun/comm/internal/wire"
 
@@ -15,9 +15,6 @@ const (
 	// dataChunk bounds one DATA frame so that small messages are not stuck behind a huge one.
 	dataChunk = 4 << 20
 )
-
-// The frame parser's tag bound is comm's: this fails to compile if they differ.
-var _ = [1]struct{}{}[MaxTag-wire.MaxTag]
 
 // parseHeader decodes and validates a tcp frame header with the tcp transport's limits.
 func parseHeader(b []byte) (wire.Header, error) { return wire.Parse(b, eagerLimit, dataChunk) }
