@@ -40,8 +40,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	asCSV := fs.Bool("csv", false, "print CSV instead of the OSU-style table")
 	asJSON := fs.Bool("json", false, "print JSON instead of the OSU-style table")
 	plotFile := fs.String("plot", "", "also write a PNG of latency and bandwidth against size (log-log)")
-	cpuProf := fs.String("cpuprofile", "", "write each rank's CPU profile of the timed run to FILE.rankN")
-	traceFile := fs.String("trace", "", "write each rank's execution trace of the timed run to FILE.rankN")
+	cpuProf := fs.String("cpuprofile", "", "write each rank's CPU profile of the benchmark run (warm-up included) to FILE.rankN")
+	traceFile := fs.String("trace", "", "write each rank's execution trace of the benchmark run (warm-up included) to FILE.rankN")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gorun -n N commbench [flags] TEST\n\nTEST is one of: %s\n\nflags:\n", strings.Join(commbench.Tests, ", "))
 		fs.PrintDefaults()
