@@ -50,12 +50,19 @@ func allreduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T], t 
 	case n%op.unit != 0:
 		lerr = fmt.Errorf("op %s needs (value, index) pairs: length %d is odd", op.Name(), n)
 	}
-	if lerr == nil && send != nil && !sameSlice(send, recv) {
-		copy(recv, send)
-	}
 	p := cc.Size()
 	nbytes := n * elemSize[T]()
 	alg := t.allreduceAlg(nbytes, p, op.commute, layoutOf(cc).shape)
+	if send != nil && sameSlice(send, recv) {
+		send = nil
+	}
+	// The ring reads send where it is and needs no copy of it in recv (see ringAllreduce);
+	// every other path works in recv.
+	ring := alg == AlgRing && op.commute && p > 1 && n > 0
+	if lerr == nil && send != nil && !ring {
+		copy(recv, send)
+		send = nil
+	}
 	s := sig{coll: "allreduce", n: n, typ: typeName[T](), op: op.id}
 	// With the check on, a small vector rides in the check's exchange; with it off, the plain
 	// recursive doubling below moves only the data.
@@ -67,6 +74,9 @@ func allreduce[T comm.Elem](cc *comm.Comm, tag int, send, recv []T, op Op[T], t 
 	}
 	if p == 1 || n == 0 {
 		return nil
+	}
+	if ring {
+		return ringAllreduce(cc, tag, send, recv, op, t.RingSegment)
 	}
 	if alg == AlgHierarchical && op.commute {
 		return hierAllreduce(cc, tag, recv, op, t)
@@ -84,7 +94,7 @@ func allreduceWith[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T], alg 
 		}
 	case AlgRing:
 		if op.commute {
-			return ringAllreduce(cc, tag, data, op, t.RingSegment)
+			return ringAllreduce(cc, tag, nil, data, op, t.RingSegment)
 		}
 	case AlgDirect:
 		if op.commute {
@@ -210,16 +220,29 @@ func foldAndHalve[T comm.Elem](cc *comm.Comm, tag int, data, tmp []T, op Op[T], 
 // ranks, each of p-1 steps moving one block of n/p elements. Blocks travel in segments of
 // seg bytes so that reducing one segment overlaps receiving the next, and a reduced segment is
 // forwarded at once. Commutative ops only.
-func ringAllreduce[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T], seg int) error {
+//
+// With send nil the input is in data (in place) and each incoming partial lands in scratch
+// before it is combined into data. Otherwise the input is read from send, which is left
+// untouched, and data needs no copy of it: every block of data other than this rank's own is
+// written first by the receive of its partial sum, which is then combined with send's block
+// in place; this rank's own block is sent from send and filled by the allgather.
+func ringAllreduce[T comm.Elem](cc *comm.Comm, tag int, send, data []T, op Op[T], seg int) error {
 	p, r := cc.Size(), cc.Rank()
 	next, prev := (r+1)%p, (r-1+p)%p
 	off := offsets(p)
 	partition(len(data), p, op.unit, off)
 	segElems := max(seg/elemSize[T]()/op.unit, 1) * op.unit
-	maxBlock := off[1] - off[0]
-	tmp, ts := scratchOf[T](maxBlock)
-	defer ts.release()
+	var tmp []T
+	if send == nil {
+		var ts scratch
+		tmp, ts = scratchOf[T](off[1] - off[0])
+		defer ts.release()
+	}
 	block := func(b int) []T { return data[off[b]:off[b+1]] }
+	input := block
+	if send != nil {
+		input = func(b int) []T { return send[off[b]:off[b+1]] }
+	}
 	isendSegs := func(buf []T, reqs []*comm.Request) []*comm.Request {
 		for i := 0; i < len(buf) || i == 0; i += segElems {
 			reqs = append(reqs, comm.Isend(cc, buf[i:min(i+segElems, len(buf))], next, tag))
@@ -238,10 +261,16 @@ func ringAllreduce[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T], seg 
 
 	// Reduce-scatter: at step s rank r sends block r-s and reduces block r-s-1 arriving from
 	// prev; after p-1 steps it holds block r+1 fully reduced.
-	sends = isendSegs(block(r), nil)
+	sends = isendSegs(input(r), nil)
 	for s := 0; s < p-1; s++ {
-		b := block((r - s - 1 + 2*p) % p)
-		in := tmp[:len(b)]
+		bi := (r - s - 1 + 2*p) % p
+		b := block(bi)
+		// The partial arrives in in and is combined into b: in scratch over b's own values
+		// (in place), or in b itself over send's values.
+		in, own := b, input(bi)
+		if send == nil {
+			in = tmp[:len(b)]
+		}
 		recvs = recvs[:0]
 		for i, k := 0, 0; k < nsegs(len(b)); i, k = i+segElems, k+1 {
 			recvs = append(recvs, comm.Irecv(cc, in[i:min(i+segElems, len(in))], prev, tag))
@@ -254,7 +283,11 @@ func ringAllreduce[T comm.Elem](cc *comm.Comm, tag int, data []T, op Op[T], seg 
 				return fail(err)
 			}
 			recvs[k] = nil
-			op.fn(in[i:j], b[i:j])
+			if send == nil {
+				op.fn(in[i:j], b[i:j])
+			} else {
+				op.fn(own[i:j], b[i:j])
+			}
 			if s < p-2 {
 				nextSends = append(nextSends, comm.Isend(cc, b[i:j], next, tag))
 			}

@@ -71,6 +71,40 @@ func TestAllreduceLarge(t *testing.T) {
 	}
 }
 
+// TestAllreduceSendUntouched: every algorithm leaves a separate send buffer as it was and
+// does not read what recv held before the call (the ring reads send in place instead of
+// copying it into recv first), at several rank counts and with segments smaller than a block.
+func TestAllreduceSendUntouched(t *testing.T) {
+	for _, alg := range allreduceAlgs {
+		t.Run(alg, func(t *testing.T) {
+			withTuning(t, func(tu *Tuning) { tu.AllreduceAlgorithm = alg; tu.RingSegment = 256 })
+			for _, p := range []int{2, 3, 4} {
+				for _, n := range []int{5, 1000} {
+					want := refReduce[float64]("Sum", 0, p, n)
+					run(t, p, func(c *comm.Comm) error {
+						in := fill[float64](c.Rank(), n, false)
+						orig := append([]float64(nil), in...)
+						recv := make([]float64, n)
+						for i := range recv {
+							recv[i] = math.NaN()
+						}
+						if err := Allreduce(c, in, recv, Sum[float64]()); err != nil {
+							return err
+						}
+						if err := equal(in, orig); err != nil {
+							return fmt.Errorf("p=%d n=%d: send changed: %v", p, n, err)
+						}
+						if err := equal(recv, want); err != nil {
+							return fmt.Errorf("p=%d n=%d: %v", p, n, err)
+						}
+						return nil
+					})
+				}
+			}
+		})
+	}
+}
+
 // checkAllreduce runs one Allreduce (and its in-place form) against the reference.
 func checkAllreduce[T ordered](t *testing.T, p, n int, op string, inPlace bool) {
 	t.Helper()

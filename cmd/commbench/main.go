@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -38,6 +40,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	asCSV := fs.Bool("csv", false, "print CSV instead of the OSU-style table")
 	asJSON := fs.Bool("json", false, "print JSON instead of the OSU-style table")
 	plotFile := fs.String("plot", "", "also write a PNG of latency and bandwidth against size (log-log)")
+	cpuProf := fs.String("cpuprofile", "", "write each rank's CPU profile of the benchmark run (warm-up included) to FILE.rankN")
+	traceFile := fs.String("trace", "", "write each rank's execution trace of the benchmark run (warm-up included) to FILE.rankN")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gorun -n N commbench [flags] TEST\n\nTEST is one of: %s\n\nflags:\n", strings.Join(commbench.Tests, ", "))
 		fs.PrintDefaults()
@@ -78,7 +82,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "commbench: %v\n", err)
 		return 1
 	}
+	stop, err := startProfiles(*cpuProf, *traceFile, c.Rank())
+	if err != nil {
+		fmt.Fprintf(stderr, "commbench: %v\n", err)
+		c.Abort(1)
+		return 1
+	}
 	res, err := commbench.Run(c, cfg)
+	if perr := stop(); perr != nil {
+		fmt.Fprintf(stderr, "commbench: rank %d: %v\n", c.Rank(), perr)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "commbench: rank %d: %v\n", c.Rank(), err)
 		if c.Size() == 1 {
@@ -109,4 +122,45 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code = 1
 	}
 	return code
+}
+
+// startProfiles starts the CPU profile and the execution trace asked for, each rank writing its
+// own file (the name with ".rankN" appended); the returned function stops them and closes the
+// files.
+func startProfiles(cpuFile, traceFile string, rank int) (func() error, error) {
+	var closers []func() error
+	stop := func() error {
+		var first error
+		for _, c := range closers {
+			if err := c(); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	if cpuFile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.rank%d", cpuFile, rank))
+		if err != nil {
+			return stop, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return stop, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		closers = append(closers, func() error { pprof.StopCPUProfile(); return f.Close() })
+	}
+	if traceFile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.rank%d", traceFile, rank))
+		if err != nil {
+			stop()
+			return func() error { return nil }, fmt.Errorf("--trace: %w", err)
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			stop()
+			return func() error { return nil }, fmt.Errorf("--trace: %w", err)
+		}
+		closers = append(closers, func() error { trace.Stop(); return f.Close() })
+	}
+	return stop, nil
 }
