@@ -88,33 +88,19 @@ func mkmodel(args []string, stdout, stderr io.Writer) error {
 		vocab = &v
 	}
 	start := time.Now()
-	f, err := os.Create(*outPath)
+	size, err := writeModel(*outPath, func(w io.Writer) error { return model.WriteSynthetic(w, base, typ, *seed, vocab) })
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(f, 4<<20)
-	if err := model.WriteSynthetic(bw, base, typ, *seed, vocab); err != nil {
-		f.Close()
-		os.Remove(*outPath)
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	st, _ := os.Stat(*outPath)
 	if base.Experts > 0 {
 		fmt.Fprintf(stdout, "wrote %s: %s, dim %d, %d layers, %d heads (%d KV), %d experts (%d per token) of FFN %d, shared FFN %d, vocab %d, %s, %.1f M params (%.1f M active), %.1f MiB in %.1fs\n",
 			*outPath, base.Arch, base.Dim, base.Layers, base.Heads, base.KVHeads, base.Experts, base.ExpertsUsed, base.ExpertFFN, base.SharedExpertFFN(), base.Vocab, typ,
-			float64(base.Params())/1e6, float64(base.ActiveParams())/1e6, float64(st.Size())/(1<<20), time.Since(start).Seconds())
+			float64(base.Params())/1e6, float64(base.ActiveParams())/1e6, float64(size)/(1<<20), time.Since(start).Seconds())
 		return nil
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s, dim %d, %d layers, %d heads (%d KV), FFN %d, vocab %d, %s, %.1f M params, %.1f MiB in %.1fs\n",
 		*outPath, base.Arch, base.Dim, base.Layers, base.Heads, base.KVHeads, base.FFN, base.Vocab, typ,
-		float64(base.Params())/1e6, float64(st.Size())/(1<<20), time.Since(start).Seconds())
+		float64(base.Params())/1e6, float64(size)/(1<<20), time.Since(start).Seconds())
 	return nil
 }
 
@@ -155,26 +141,12 @@ func upcycle(fs *pflag.FlagSet, from, outPath, typName string, sh model.Shape, s
 	}
 	defer src.Close()
 	start := time.Now()
-	f, err := os.Create(outPath)
+	size, err := writeModel(outPath, func(w io.Writer) error { return model.WriteUpcycled(w, src, u) })
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(f, 4<<20)
-	if err := model.WriteUpcycled(bw, src, u); err != nil {
-		f.Close()
-		os.Remove(outPath)
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	st, _ := os.Stat(outPath)
 	fmt.Fprintf(stdout, "wrote %s: %s upcycled to %s, dim %d, FFN %d, %d experts (%d per token), perturbation %g, router scale %g, F32, %.1f MiB in %.1fs\n",
-		outPath, from, u.Arch, u.Dim, u.FFN, u.Experts, u.ExpertsUsed, u.Perturb, u.RouterScale, float64(st.Size())/(1<<20), time.Since(start).Seconds())
+		outPath, from, u.Arch, u.Dim, u.FFN, u.Experts, u.ExpertsUsed, u.Perturb, u.RouterScale, float64(size)/(1<<20), time.Since(start).Seconds())
 	return nil
 }
 
@@ -287,4 +259,42 @@ func typeSummary(ts []gguf.TensorInfo) string {
 		s += " (no kernels here for " + strings.Join(missing, " ") + ")"
 	}
 	return s
+}
+
+// writeModel writes a model file at path with write, through a buffer, and returns its size.
+// A regular file that could not be written whole is removed (a device or pipe is left alone).
+func writeModel(path string, write func(io.Writer) error) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	bw := bufio.NewWriterSize(f, 4<<20)
+	cw := &countWriter{w: bw}
+	err = write(cw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	fi, serr := f.Stat()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if serr == nil && fi.Mode().IsRegular() {
+			os.Remove(path)
+		}
+		return 0, err
+	}
+	return cw.n, nil
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -15,38 +15,12 @@ import (
 
 	"github.com/gorun-hpc/gorun/comm/internal/boot"
 	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/core/coretest"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 )
 
 // errFinalized stands for comm.ErrFinalized in these tests.
 var errFinalized = errors.New("finalized (test)")
-
-// testLive is a core.Liveness that records the first loss of each peer and tells the rank's
-// transport and engine, as comm's world does; no peer is ever lost to silence alone.
-type testLive struct {
-	mu   sync.Mutex
-	lost map[int]error
-	tr   *Transport
-	eng  *core.Engine
-}
-
-func (l *testLive) Lose(rank int, cause error) {
-	l.mu.Lock()
-	if _, ok := l.lost[rank]; ok {
-		l.mu.Unlock()
-		return
-	}
-	l.lost[rank] = cause
-	tr := l.tr
-	l.mu.Unlock()
-	if tr != nil {
-		tr.PeerLost(rank, cause)
-	}
-	l.eng.PeerFailed(rank, cause)
-}
-
-func (l *testLive) Lost(int, time.Duration) (bool, string) { return false, "" }
-func (l *testLive) Answers(int) bool                       { return false }
 
 // logLines collects what is logged while a test runs.
 type logLines struct {
@@ -90,12 +64,12 @@ func meshOf(t *testing.T, n int, log *logLines) []*Transport {
 		table[r] = boot.RankInfo{Rank: r, Addr: ln.Addr().String()}
 	}
 	trs := make([]*Transport, n)
-	lives := make([]*testLive, n)
+	lives := make([]*coretest.Live, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
 		eng := core.NewEngine(r)
-		lives[r] = &testLive{lost: map[int]error{}, eng: eng}
+		lives[r] = coretest.NewLive(eng)
 		cfg := Config{ID: boot.Identity{Rank: r, Size: n, Secret: []byte("s"), JobID: jobID, PeerTimeout: 10 * time.Second},
 			JobHash: boot.Fnv64([]byte(jobID)), Table: table, Listener: lns[r], Deadline: time.Now().Add(30 * time.Second),
 			Eng: eng, Live: lives[r], Finalized: errFinalized, Logf: log.logf}
@@ -107,9 +81,7 @@ func meshOf(t *testing.T, n int, log *logLines) []*Transport {
 	}
 	for r := range n {
 		require.NoError(t, errs[r], "rank %d", r)
-		lives[r].mu.Lock()
-		lives[r].tr = trs[r]
-		lives[r].mu.Unlock()
+		lives[r].SetTransport(trs[r])
 		var others []int
 		for q := range n {
 			if q != r {

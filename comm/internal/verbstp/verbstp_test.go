@@ -14,110 +14,16 @@ import (
 
 	"github.com/gorun-hpc/gorun/comm/internal/boot"
 	"github.com/gorun-hpc/gorun/comm/internal/core"
+	"github.com/gorun-hpc/gorun/comm/internal/core/coretest"
 	"github.com/gorun-hpc/gorun/comm/internal/ibv"
 	"github.com/gorun-hpc/gorun/comm/internal/wire"
 	"github.com/gorun-hpc/gorun/comm/jobenv"
 )
 
 // The tests here run two ranks of the protocol in one process over the software verbs device,
-// each with its own engine, set up over an in-memory stand-in for the TCP mesh (hub) and a
-// liveness that records losses (testLive). Tests through comm's API (GORUN_TRANSPORT=verbs,
+// each with its own engine, set up over an in-memory stand-in for the TCP mesh (coretest.Hub)
+// and a liveness that records losses (coretest.Live). Tests through comm's API (GORUN_TRANSPORT=verbs,
 // ranks as processes, faults of the device) are comm's.
-
-// hub carries the set-up exchanges of a world of size ranks in memory.
-type hub struct {
-	size  int
-	mu    sync.Mutex
-	cond  *sync.Cond
-	boxes map[[2]int]chan []byte // by sender and receiver
-	pairs map[uint64][]int64     // AllgatherPair's values, by seq
-	count map[uint64]int         // how many ranks have given theirs, by seq
-}
-
-func newHub(size int) *hub {
-	h := &hub{size: size, boxes: map[[2]int]chan []byte{}, pairs: map[uint64][]int64{}, count: map[uint64]int{}}
-	h.cond = sync.NewCond(&h.mu)
-	return h
-}
-
-func (h *hub) box(from, to int) chan []byte {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	b := h.boxes[[2]int{from, to}]
-	if b == nil {
-		b = make(chan []byte, 4)
-		h.boxes[[2]int{from, to}] = b
-	}
-	return b
-}
-
-// channel is one rank's core.SetupChannel on a hub.
-type channel struct {
-	h    *hub
-	rank int
-}
-
-func (c channel) Exchange(peers []int, mine []byte) ([][]byte, error) {
-	for _, r := range peers {
-		c.h.box(c.rank, r) <- append([]byte(nil), mine...)
-	}
-	got := make([][]byte, len(peers))
-	for i, r := range peers {
-		got[i] = <-c.h.box(r, c.rank)
-	}
-	return got, nil
-}
-
-func (c channel) AllgatherPair(a, b int64, seq uint64) ([]int64, error) {
-	h := c.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.pairs[seq] == nil {
-		h.pairs[seq] = make([]int64, 2*h.size)
-	}
-	h.pairs[seq][2*c.rank], h.pairs[seq][2*c.rank+1] = a, b
-	h.count[seq]++
-	h.cond.Broadcast()
-	for h.count[seq] < h.size {
-		h.cond.Wait()
-	}
-	return append([]int64(nil), h.pairs[seq]...), nil
-}
-
-// testLive is a core.Liveness that records the first loss of each peer and tells the rank's
-// transport and engine, as comm's world does; no peer is ever lost to silence.
-type testLive struct {
-	mu   sync.Mutex
-	lost map[int]error
-	tr   *Transport
-	eng  *core.Engine
-}
-
-func (l *testLive) Lose(rank int, cause error) {
-	l.mu.Lock()
-	if _, ok := l.lost[rank]; ok {
-		l.mu.Unlock()
-		return
-	}
-	l.lost[rank] = cause
-	tr := l.tr
-	l.mu.Unlock()
-	if tr != nil {
-		tr.PeerLost(rank, cause)
-	}
-	l.eng.PeerFailed(rank, cause)
-}
-
-func (l *testLive) Lost(int, time.Duration) (bool, string) { return false, "" }
-
-// Answers: the test has no mesh; a peer answers until it is lost.
-func (l *testLive) Answers(rank int) bool { return l.cause(rank) == nil }
-
-func (l *testLive) cause(rank int) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lost[rank]
-}
 
 // logs collects what the ranks log.
 type logs struct {
@@ -139,11 +45,11 @@ func (l *logs) String() string {
 
 // pair sets up the verbs transports of a world of two ranks in this process over the software
 // device, GORUN_VERBS_QP=qp.
-func pair(t *testing.T, qp string) ([2]*Transport, [2]*testLive, *logs) {
+func pair(t *testing.T, qp string) ([2]*Transport, [2]*coretest.Live, *logs) {
 	t.Helper()
 	t.Setenv(jobenv.RDMADevice, ibv.SoftName)
 	t.Setenv(jobenv.VerbsQP, qp)
-	h := newHub(2)
+	h := coretest.NewHub(2)
 	jobID := fmt.Sprintf("verbstp-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	var table []boot.RankInfo
 	for r := range 2 {
@@ -151,18 +57,18 @@ func pair(t *testing.T, qp string) ([2]*Transport, [2]*testLive, *logs) {
 	}
 	var (
 		trs   [2]*Transport
-		lives [2]*testLive
+		lives [2]*coretest.Live
 		errs  [2]error
 		wg    sync.WaitGroup
 	)
 	log := &logs{}
 	for r := range 2 {
 		eng := core.NewEngine(r)
-		lives[r] = &testLive{lost: map[int]error{}, eng: eng}
+		lives[r] = coretest.NewLive(eng)
 		s := &core.Setup{Rank: r, Size: 2, Eng: eng, Live: lives[r],
 			ID:    boot.Identity{Rank: r, Size: 2, JobID: jobID, PeerTimeout: 10 * time.Second},
 			Table: table, JobHash: boot.Fnv64([]byte(jobID)), Closed: errors.New("closed (test)"), Logf: log.logf,
-			Channel: func(uint16) core.SetupChannel { return channel{h, r} }}
+			Channel: func(uint16) core.SetupChannel { return h.Channel(r) }}
 		wg.Go(func() { trs[r], errs[r] = setupVerbs(s) })
 	}
 	wg.Wait()
@@ -172,9 +78,7 @@ func pair(t *testing.T, qp string) ([2]*Transport, [2]*testLive, *logs) {
 		}
 	}
 	for r := range 2 {
-		lives[r].mu.Lock()
-		lives[r].tr = trs[r]
-		lives[r].mu.Unlock()
+		lives[r].SetTransport(trs[r])
 	}
 	t.Cleanup(func() {
 		for _, tr := range trs {
@@ -274,7 +178,7 @@ func TestVerbsMessages(t *testing.T) {
 				t.Errorf("%d zero-copy writes, want %d", got, zc)
 			}
 			for r := range 2 {
-				if cause := lives[r].cause(1 - r); cause != nil {
+				if cause := lives[r].Cause(1 - r); cause != nil {
 					t.Fatalf("rank %d lost its peer: %v", r, cause)
 				}
 			}
@@ -303,10 +207,10 @@ func TestVerbsProtocolErrorFailsLink(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Rank != 0 || !strings.Contains(err.Error(), "protocol error") {
 		t.Fatalf("receive after a message of unknown type: %v, want rank 0's protocol error", err)
 	}
-	if cause := lives[1].cause(0); cause == nil || !strings.Contains(cause.Error(), "unknown frame type") {
+	if cause := lives[1].Cause(0); cause == nil || !strings.Contains(cause.Error(), "unknown frame type") {
 		t.Fatalf("loss reported to the world: %v, want the unknown frame type", cause)
 	}
-	if cause := lives[1].cause(1); cause != nil {
+	if cause := lives[1].Cause(1); cause != nil {
 		t.Fatalf("rank 1 reported itself lost: %v", cause)
 	}
 	if !strings.Contains(log.String(), "protocol error from rank 0 over RDMA") {
@@ -319,7 +223,7 @@ func TestVerbsProtocolErrorFailsLink(t *testing.T) {
 func TestVerbsSetupNamesBadDevice(t *testing.T) {
 	t.Setenv(jobenv.RDMADevice, "mlx5_nowhere")
 	eng := core.NewEngine(0)
-	s := &core.Setup{Rank: 0, Size: 2, Eng: eng, Live: &testLive{lost: map[int]error{}, eng: eng},
+	s := &core.Setup{Rank: 0, Size: 2, Eng: eng, Live: coretest.NewLive(eng),
 		ID:    boot.Identity{Rank: 0, Size: 2, PeerTimeout: time.Second},
 		Table: []boot.RankInfo{{Rank: 0, HostID: "a"}, {Rank: 1, HostID: "b"}}, Closed: errors.New("closed (test)"), Logf: t.Logf,
 		Channel: func(uint16) core.SetupChannel { t.Fatal("exchange before the device opened"); return nil }}
