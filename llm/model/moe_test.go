@@ -381,11 +381,11 @@ func TestMoEMatchesLlamaCpp(t *testing.T) {
 			t.Fatalf("%s: mkmodel wrote other bytes than the file llama.cpp ran on", run.Model)
 		}
 		deepseek := strings.Contains(run.Model, "deepseek2")
-		// The reference is llama.cpp's on x86-64. Elsewhere gorun rounds otherwise (on arm64 Go
-		// fuses multiply-adds in the pure-Go float code), and the upcycled runs' step-by-step
-		// identity is not a property of the file: under qemu-aarch64 up-llama-q8_0 at EP 2 and 4
-		// prefers, at step 16, a token 0.011 above llama.cpp's choice. There those checks are
-		// logged, not enforced; the first logits still are.
+		// The reference is llama.cpp's on x86-64. Under qemu-aarch64 the NEON build's
+		// up-llama-q8_0 at EP 2 and 4 prefers, at step 16, a token 0.011 above llama.cpp's
+		// choice, while the pure-Go arm64 build (-tags noasm) matches at EP 1, 2 and 4: some
+		// NEON path is not bit for bit with its Go twin at the sharded shapes (not yet found).
+		// Off amd64 those step checks are logged, not enforced; the first logits still are.
 		report := t.Errorf
 		if upcycled && runtime.GOARCH != "amd64" {
 			report = t.Logf
