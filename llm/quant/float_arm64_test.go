@@ -12,24 +12,6 @@ import (
 	"github.com/gorun-hpc/gorun/llm/gguf"
 )
 
-// fma32 is a*b+c rounded once to float32 (the FMLA/FMADDS result), computed without relying
-// on the compiler: the float64 product of two float32s is exact; the float64 sum is made
-// round-to-odd from its exact error (TwoSum), and a round-to-odd value with at least two more
-// bits than float32 rounds to the same float32 as the exact sum does.
-func fma32(a, b, c float32) float32 {
-	p, z := float64(a)*float64(b), float64(c)
-	s := p + z
-	if math.IsInf(p, 0) || math.IsNaN(p) || math.IsInf(z, 0) || math.IsNaN(z) {
-		return float32(s)
-	}
-	bb := s - p
-	e := (p - (s - bb)) + (z - bb)
-	if e != 0 && math.Float64bits(s)&1 == 0 {
-		s = math.Nextafter(s, math.Copysign(math.Inf(1), e))
-	}
-	return float32(s)
-}
-
 // mul32 is a*b rounded once to float32 (the float64 product of two float32s is exact).
 func mul32(a, b float32) float32 { return float32(float64(a) * float64(b)) }
 

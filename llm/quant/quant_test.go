@@ -371,10 +371,14 @@ func TestKernelsMatchGeneric(t *testing.T) {
 				if math.Abs(float64(y[i]-want)) > 1e-5*math.Abs(float64(want))+1e-5 {
 					t.Fatalf("%s nb=%d row %d: MatVec %v, generic %v (kernel %s)", typ, nb, i, y[i], want, Kernel())
 				}
-				// NEON sums block totals with fused multiply-adds in order, as the pure-Go
-				// kernels compiled for arm64 do.
-				if strings.HasPrefix(Kernel(), "neon") && y[i] != want {
+				// NEON sums Q4_0's block totals with fused multiply-adds in order, as the
+				// pure-Go kernels compiled for arm64 do; its Q8_0 kernel and amd64's take
+				// llama.cpp's eight lanes (dotQ8_0Lanes).
+				if strings.HasPrefix(Kernel(), "neon") && typ == gguf.Q4_0 && y[i] != want {
 					t.Fatalf("%s nb=%d row %d: NEON %v, generic %v: not bit for bit", typ, nb, i, y[i], want)
+				}
+				if Kernel() != "go" && typ == gguf.Q8_0 && y[i] != dotQ8_0Lanes(m.Row(i), x.Q8) {
+					t.Fatalf("%s nb=%d row %d: MatVec %v, eight-lane twin %v: not bit for bit (kernel %s)", typ, nb, i, y[i], dotQ8_0Lanes(m.Row(i), x.Q8), Kernel())
 				}
 				// Bit for bit the one-row kernels, whose float order is llama.cpp's.
 				if one := Dot(typ, m.Row(i), &x); y[i] != one {
@@ -405,13 +409,18 @@ func TestKernelsMatchGeneric(t *testing.T) {
 
 // The row kernels for Q8_0 activations (Q8_0, Q4_0, IQ4_NL weights; on arm64 with the SDOT
 // and the baseline NEON path) against the Go twins: bit for bit where the kernel keeps the
-// twins' float order (NEON, and IQ4_NL's AVX2 kernel), else within rounding.
+// twins' float order (NEON; IQ4_NL's AVX2 kernel; Q8_0's, whose twin is dotQ8_0Lanes), else
+// within rounding.
 // Extremes: activations at -127 (the Q8_0 quantizer writes no -128) against the largest
 // weights of either sign.
 func TestQ8_0RowKernelsMatchGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
+	q8 := dotQ8_0Generic
+	if Kernel() != "go" {
+		q8 = dotQ8_0Lanes // the Q8_0 kernels of amd64 and arm64 (llama.cpp's order)
+	}
 	twin := map[gguf.Type]func(w, x []byte) float32{
-		gguf.Q8_0: dotQ8_0Generic, gguf.Q4_0: dotQ4_0Generic,
+		gguf.Q8_0: q8, gguf.Q4_0: dotQ4_0Generic,
 		gguf.IQ4_NL: func(w, x []byte) float32 {
 			var v Vec
 			v.Q8 = x
@@ -422,7 +431,7 @@ func TestQ8_0RowKernelsMatchGo(t *testing.T) {
 	for _, dp := range dotprodPaths() {
 		restore := setDotprod(dp)
 		for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.IQ4_NL} {
-			exact := strings.HasPrefix(Kernel(), "neon") || typ == gguf.IQ4_NL
+			exact := strings.HasPrefix(Kernel(), "neon") || typ == gguf.IQ4_NL || typ == gguf.Q8_0
 			for _, nb := range []int{1, 2, 3, 8, 13} {
 				for trial := 0; trial < 4; trial++ {
 					rows, cols := 7, nb*QK8_0

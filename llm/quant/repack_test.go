@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -86,7 +87,10 @@ func TestRepackGroups(t *testing.T) {
 						for v := 0; v < n; v++ {
 							for i := 0; i < rows; i++ {
 								want := Dot(typ, orig[i*rb:(i+1)*rb], &xs[v])
-								if v == 0 && y[i] != want {
+								// arm64 has no interleaved kernels: its MatVec on groups is the
+								// twin (dotQ8_0Generic's order), Dot the NEON kernel (eight lanes)
+								twinOnly := typ == gguf.Q8_0 && strings.HasPrefix(Kernel(), "neon")
+								if v == 0 && y[i] != want && (!twinOnly || math.Abs(float64(y[i]-want)) > 1e-6*absDot(orig[i*rb:(i+1)*rb], xs[v].Q8)) {
 									t.Fatalf("%s row %d: MatVec %v, Dot %v (kernel %s)", name, i, y[i], want, Kernel())
 								}
 								// Q8_0's gemm sums block totals (Dot: eight sums per row).
