@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # llm (gguf, quant, model, tp, sample, cmd/llm): checks beyond `go test ./...`:
 #  - the pure-Go kernels (build tag noasm) pass the same tests as the assembly ones;
-#  - the arm64 NEON kernels, under qemu-user: bit for bit the pure-Go ones, and the real
-#    TinyStories models' greedy tokens (about 40 s emulated);
+#  - the arm64 NEON kernels, under qemu-user: bit for bit their Go twins (the Q8_0 ones in
+#    llama.cpp's lane order, dotQ8_0Lanes), the real TinyStories models' greedy tokens and the
+#    upcycled MoE runs against llama.cpp (a few minutes emulated);
 #  - end to end with real processes: `gorun -n 2` and `-n 4` of `llm generate` on the real
 #    TinyStories model print llama.cpp's greedy text (skipped when ../shared/testdata is absent).
 set -euo pipefail
