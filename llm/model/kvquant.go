@@ -75,8 +75,10 @@ type kvBuf struct {
 	q     []byte
 	rb    int // bytes per row of q
 	// split > 0 (a latent cache in q8_0): only a row's first split elements are Q8_0 blocks,
-	// the other width-split follow them as little-endian F32 (see latentRowBytes).
+	// the other width-split follow them as little-endian F32 (see latentRowBytes); vec is
+	// store's scratch for them.
 	split int
+	vec   *quant.Vec
 }
 
 func newKVBuf(t kvType, rows, width int) kvBuf {
@@ -95,7 +97,7 @@ func latentRowBytes(kvl, rope int) int {
 func newKVBufSplit(t kvType, rows, width, split int) kvBuf {
 	b := kvBuf{t: t, width: width, rb: t.rowBytes(width)}
 	if split > 0 && t == kvQ8_0 {
-		b.split, b.rb = split, latentRowBytes(split, width-split)
+		b.split, b.rb, b.vec = split, latentRowBytes(split, width-split), &quant.Vec{}
 	}
 	switch t {
 	case kvF32:
@@ -119,8 +121,12 @@ func (b *kvBuf) store(r int, x []float32) {
 	case kvQ8_0:
 		row := b.q[r*b.rb : (r+1)*b.rb]
 		if b.split > 0 {
+			// The latent is rounded as a product's input is (ggml's quantize_row_q8_0: 127/amax,
+			// ties to even), which is how llama.cpp rounds it for attn_kv_b. The reference
+			// quantizer (1/(amax/127)) can take an exact tie, x = amax/2, the other way.
 			qb := kvQ8_0.rowBytes(b.split)
-			_ = quant.Quantize(gguf.Q8_0, x[:b.split], row[:qb]) // split is whole blocks (Load checks)
+			_ = b.vec.Load(gguf.Q8_0, x[:b.split]) // split is whole blocks (Load checks)
+			copy(row[:qb], b.vec.Q8[:qb])
 			for j, v := range x[b.split:w] {
 				binary.LittleEndian.PutUint32(row[qb+4*j:], math.Float32bits(v))
 			}
