@@ -216,8 +216,12 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	if pm.Stages > 1 {
 		fmt.Fprintf(stdout, " of stage 0")
 	}
-	if m.Cfg.KVLoraRank > 0 {
-		fmt.Fprintf(stdout, " (latent attention: %d layers x (%d latent + %d rotary))", m.Cfg.Layers, m.Cfg.KVLoraRank, m.Cfg.RopeDim)
+	if c := &m.Cfg; c.KVLoraRank > 0 {
+		if k, _ := m.KVTypes(); k == "q8_0" {
+			fmt.Fprintf(stdout, " (latent attention: %d layers x (%d latent in Q8_0 blocks, 34 bytes per 32, + %d rotary in F32))", c.Layers, c.KVLoraRank, c.RopeDim)
+		} else {
+			fmt.Fprintf(stdout, " (latent attention: %d layers x (%d latent + %d rotary) in %s)", c.Layers, c.KVLoraRank, c.RopeDim, k)
+		}
 	}
 	fmt.Fprintln(stdout)
 	if m.Cfg.Experts > 0 && pm.Stages == 1 { // with stages, each rank routes only its layers

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gorun-hpc/gorun/internal/testfiles"
+	"github.com/gorun-hpc/gorun/llm/model"
 )
 
 func TestGenerateReference(t *testing.T) {
@@ -164,5 +166,44 @@ func TestMkmodelFrom(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bad.gguf")); err == nil {
 		t.Error("a refused mkmodel left its output file")
+	}
+}
+
+// --kv-type on a latent-attention model (deepseek2): bench reports the compressed cache's bytes
+// per token by the formula of each type (f16, f32: 2 or 4 bytes per latent and rotary value;
+// q8_0: the latent in Q8_0 blocks of 34 bytes per 32 values, the rotary key in F32), generate
+// runs with the q8_0 latent cache, and q4_0 is refused by name.
+func TestBenchGenerateLatentKVTypes(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "ds.gguf")
+	var out, errb bytes.Buffer
+	if rc := run([]string{"mkmodel", "--shape", "deepseek2-tiny", "--type", "q8_0", "-o", p}, &out, &errb); rc != 0 {
+		t.Fatalf("mkmodel rc %d: %s", rc, errb.String())
+	}
+	s := model.Shapes["deepseek2-tiny"]
+	for _, c := range []struct {
+		kv   string
+		want int
+	}{
+		{"f16", s.Layers * (s.KVLoraRank + s.RopeDim) * 2},
+		{"f32", s.Layers * (s.KVLoraRank + s.RopeDim) * 4},
+		{"q8_0", s.Layers * (s.KVLoraRank/32*34 + s.RopeDim*4)},
+	} {
+		out.Reset()
+		errb.Reset()
+		if rc := run([]string{"bench", "-m", p, "-p", "8", "-n", "2", "-r", "1", "--kv-type", c.kv}, &out, &errb); rc != 0 {
+			t.Fatalf("bench --kv-type %s rc %d: %s", c.kv, rc, errb.String())
+		}
+		if want := fmt.Sprintf("KV cache: %d bytes per token on each rank (latent attention", c.want); !strings.Contains(out.String(), want) {
+			t.Errorf("bench --kv-type %s output lacks %q:\n%s", c.kv, want, out.String())
+		}
+	}
+	out.Reset()
+	errb.Reset()
+	if rc := run([]string{"generate", "-m", p, "-n", "4", "--kv-type", "q8_0", "--quiet", "--no-progress"}, &out, &errb); rc != 0 || out.Len() == 0 {
+		t.Errorf("generate --kv-type q8_0 rc %d, output %q: %s", rc, out.String(), errb.String())
+	}
+	errb.Reset()
+	if rc := run([]string{"generate", "-m", p, "-n", "4", "--kv-type", "q4_0", "--quiet", "--no-progress"}, &out, &errb); rc == 0 || !strings.Contains(errb.String(), "latent cache is f16, f32 or q8_0") {
+		t.Errorf("generate --kv-type q4_0 on deepseek2: rc %d, %s", rc, errb.String())
 	}
 }

@@ -26,11 +26,11 @@ func (m *Model) NewCache(slots, ctx int) (*Cache, error) {
 	c := &Cache{slots: slots, ctx: ctx}
 	for range m.layers {
 		// Latent attention caches one latent row per token in k and no values.
-		nv := nkv
+		nv, split := nkv, 0
 		if m.Cfg.KVLoraRank > 0 {
-			nv = 0
+			nv, split = 0, m.Cfg.KVLoraRank
 		}
-		c.k = append(c.k, newKVBuf(m.kType, slots*ctx, nkv))
+		c.k = append(c.k, newKVBufSplit(m.kType, slots*ctx, nkv, split))
 		c.v = append(c.v, newKVBuf(m.vType, slots*ctx, nv))
 	}
 	return c, nil

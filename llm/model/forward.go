@@ -112,12 +112,17 @@ func (m *Model) project(in []float32, t, stride, off int, ws []*quant.Matrix, ou
 	return nil
 }
 
+// rmsnorm is x times w over the root mean square of x, rounded as ggml's rms_norm and mul
+// round it (squares in float32 summed in float64, the mean and 1/sqrt(mean+eps) in float32, x
+// times that scale, then times w): the normed values feed products whose inputs are rounded
+// to 8-bit blocks, where a one-ulp difference can take an exact rounding tie the other way.
 func rmsnorm(out, x, w []float32, eps float32) {
 	var ss float64
 	for _, v := range x {
-		ss += float64(v) * float64(v)
+		ss += float64(v * v)
 	}
-	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	mean := float32(ss / float64(len(x)))
+	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
 	for i, v := range x {
 		out[i] = v * scale * w[i]
 	}

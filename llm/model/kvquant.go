@@ -74,10 +74,31 @@ type kvBuf struct {
 	f16   []uint16
 	q     []byte
 	rb    int // bytes per row of q
+	// split > 0 (a latent cache in q8_0): only a row's first split elements are Q8_0 blocks,
+	// the other width-split follow them as little-endian F32 (see latentRowBytes); vec is
+	// store's scratch for them.
+	split int
+	vec   *quant.Vec
 }
 
 func newKVBuf(t kvType, rows, width int) kvBuf {
+	return newKVBufSplit(t, rows, width, 0)
+}
+
+// latentRowBytes is the size of a latent cache row in q8_0: the kvl latent values in Q8_0
+// blocks, then the rope rotary key values in F32. The rotary key stays F32 because its width
+// need not be a multiple of 32 (deepseek2's is 64, stories260K upcycled's 8) and llama.cpp
+// c392e50 keeps it unquantized until it enters its own cache.
+func latentRowBytes(kvl, rope int) int {
+	return kvQ8_0.rowBytes(kvl) + 4*rope
+}
+
+// newKVBufSplit is newKVBuf with, for split > 0 and t q8_0, the latent cache's row layout.
+func newKVBufSplit(t kvType, rows, width, split int) kvBuf {
 	b := kvBuf{t: t, width: width, rb: t.rowBytes(width)}
+	if split > 0 && t == kvQ8_0 {
+		b.split, b.rb, b.vec = split, latentRowBytes(split, width-split), &quant.Vec{}
+	}
 	switch t {
 	case kvF32:
 		b.f32 = make([]float32, rows*width)
@@ -98,7 +119,20 @@ func (b *kvBuf) store(r int, x []float32) {
 	case kvF16:
 		quant.F32ToF16s(b.f16[r*w:(r+1)*w], x)
 	case kvQ8_0:
-		_ = quant.Quantize(gguf.Q8_0, x[:w], b.q[r*b.rb:(r+1)*b.rb]) // sizes are whole blocks (checkWidth)
+		row := b.q[r*b.rb : (r+1)*b.rb]
+		if b.split > 0 {
+			// The latent is rounded as a product's input is (ggml's quantize_row_q8_0: 127/amax,
+			// ties to even), which is how llama.cpp rounds it for attn_kv_b. The reference
+			// quantizer (1/(amax/127)) can take an exact tie, x = amax/2, the other way.
+			qb := kvQ8_0.rowBytes(b.split)
+			_ = b.vec.Load(gguf.Q8_0, x[:b.split]) // split is whole blocks (Load checks)
+			copy(row[:qb], b.vec.Q8[:qb])
+			for j, v := range x[b.split:w] {
+				binary.LittleEndian.PutUint32(row[qb+4*j:], math.Float32bits(v))
+			}
+			return
+		}
+		_ = quant.Quantize(gguf.Q8_0, x[:w], row) // sizes are whole blocks (checkWidth)
 	case kvQ4_0:
 		_ = quant.Quantize(gguf.Q4_0, x[:w], b.q[r*b.rb:(r+1)*b.rb])
 	}
@@ -290,13 +324,18 @@ func attendKV(out, q []float32, k, v *kvBuf, off, n int, sc []float32, scale flo
 }
 
 // KVBytesPerToken is the KV cache memory one token takes on this rank, all layers, keys and
-// values (latent attention caches one latent row and no values).
+// values (latent attention caches one latent row and no values: KVLoraRank + RopeDim values in
+// f16 or f32, or in q8_0 KVLoraRank/32 blocks of 34 bytes and RopeDim F32 values).
 func (m *Model) KVBytesPerToken() int64 {
-	w, wv := m.kvWidth(), m.kvWidth()
-	if m.Cfg.KVLoraRank > 0 {
-		wv = 0
+	if c := &m.Cfg; c.KVLoraRank > 0 {
+		rb := m.kType.rowBytes(m.kvWidth())
+		if m.kType == kvQ8_0 {
+			rb = latentRowBytes(c.KVLoraRank, c.RopeDim)
+		}
+		return int64(len(m.layers)) * int64(rb)
 	}
-	return int64(len(m.layers)) * int64(m.kType.rowBytes(w)+m.vType.rowBytes(wv))
+	w := m.kvWidth()
+	return int64(len(m.layers)) * int64(m.kType.rowBytes(w)+m.vType.rowBytes(w))
 }
 
 // KVRowBytes is the memory one token's row of width elements takes in the KV cache type named
@@ -338,7 +377,7 @@ func (m *Model) SaveKV(c *Cache, slot, pos, n int) (*KVBlock, error) {
 	}
 	b := &KVBlock{n: n, k: make([]kvBuf, len(c.k)), v: make([]kvBuf, len(c.v))}
 	for li := range c.k {
-		b.k[li] = newKVBuf(c.k[li].t, n, c.k[li].width)
+		b.k[li] = newKVBufSplit(c.k[li].t, n, c.k[li].width, c.k[li].split)
 		b.v[li] = newKVBuf(c.v[li].t, n, c.v[li].width)
 		copyRows(&b.k[li], 0, &c.k[li], slot*c.ctx+pos, n)
 		copyRows(&b.v[li], 0, &c.v[li], slot*c.ctx+pos, n)
@@ -351,7 +390,7 @@ func (m *Model) LoadKV(c *Cache, slot, pos int, b *KVBlock) error {
 	if slot < 0 || slot >= c.slots || pos < 0 || pos+b.n > c.ctx {
 		return fmt.Errorf("model: load of %d KV positions at %d of slot %d (cache of %d slots of %d)", b.n, pos, slot, c.slots, c.ctx)
 	}
-	if len(b.k) != len(c.k) || len(b.k) > 0 && (b.k[0].t != c.k[0].t || b.v[0].t != c.v[0].t || b.k[0].width != c.k[0].width) {
+	if len(b.k) != len(c.k) || len(b.k) > 0 && (b.k[0].t != c.k[0].t || b.v[0].t != c.v[0].t || b.k[0].width != c.k[0].width || b.k[0].split != c.k[0].split) {
 		return fmt.Errorf("model: KV block of another cache layout")
 	}
 	for li := range c.k {

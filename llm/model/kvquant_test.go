@@ -263,3 +263,46 @@ func TestAttendKVQuant(t *testing.T) {
 		}
 	}
 }
+
+// A q8_0 latent row is rounded as ggml's quantize_row_q8_0 rounds a product's input (the
+// scale 127/amax, ties to even), not as its reference quantizer (1/(amax/127), round half
+// away), and the rotary tail is kept as F32: for a latent element at exactly half the block's
+// maximum, x·127/amax is 63.5 and the two quantizers can disagree (the latent of the upcycled
+// deepseek2 files has such elements; llama.cpp rounds it with the former for attn_kv_b).
+func TestLatentQ8RowRounding(t *testing.T) {
+	// a block maximum for which the reference scale puts the element at half of it below the tie
+	var amax float32
+	for k := 0; k < 1<<16 && amax == 0; k++ {
+		a := 1 + float32(k)/(1<<16)
+		if h := a / 2; h*(127/a) == 63.5 && h*(1/(a/127)) < 63.5 {
+			amax = a
+		}
+	}
+	if amax == 0 {
+		t.Fatal("no block maximum with differing scales found")
+	}
+	x := make([]float32, 64+8)
+	for i := range x {
+		x[i] = float32(i%7)*0.01 - 0.03
+	}
+	x[32+3], x[32+9] = amax, amax/2
+	x[64+5] = 1.2345678
+	b := newKVBufSplit(kvQ8_0, 2, len(x), 64)
+	b.store(1, x)
+	row := b.q[b.rb:]
+	if got := int8(row[34+2+9]); got != 64 {
+		t.Errorf("x = amax/2 stored as %d, want 64 (63.5 rounded to even)", got)
+	}
+	ref := make([]byte, 34)
+	if err := quant.Quantize(gguf.Q8_0, x[32:64], ref); err != nil {
+		t.Fatal(err)
+	}
+	if int8(ref[2+9]) != 63 {
+		t.Errorf("amax %v: the reference quantizer gives %d, want 63 (the case this test is about)", amax, int8(ref[2+9]))
+	}
+	for j := 0; j < 8; j++ {
+		if got := math.Float32frombits(uint32(row[68+4*j]) | uint32(row[69+4*j])<<8 | uint32(row[70+4*j])<<16 | uint32(row[71+4*j])<<24); got != x[64+j] {
+			t.Errorf("rotary value %d stored as %v, want %v", j, got, x[64+j])
+		}
+	}
+}

@@ -28,6 +28,12 @@ type mlaLayer struct {
 	// the file stores them, the key up-projection (nope rows of KVLoraRank) and the value
 	// up-projection (VHeadDim rows of KVLoraRank).
 	kbT, kb, vb []*quant.Matrix
+	// vbF32 (a q8_0 latent cache only): the value up-projections dequantized to F32. The
+	// weighted latent sum is then projected unrounded, so that the head's output is, up to the
+	// order of float sums, sum p * (W_vb . deq(q8(latent))): what llama.cpp c392e50 computes
+	// from the values W_vb . q8(latent) it caches (for an attn_kv_b whose products take Q8_0
+	// inputs). vb's own type would round the sum to that type's input blocks once more.
+	vbF32 []*quant.Matrix
 }
 
 // kvWidth is the number of cached values per token and layer on this rank.
@@ -107,6 +113,14 @@ func (m *Model) bindMLA(L *layer, p string) error {
 		r0 += nope * kvb.RowBytes
 		v := &quant.Matrix{Type: kvb.Type, Rows: vd, Cols: kvl, RowBytes: kvb.RowBytes, Data: kvb.Data[r0 : r0+vd*kvb.RowBytes]}
 		a.kbT, a.kb, a.vb = append(a.kbT, kt), append(a.kb, k), append(a.vb, v)
+		if m.kType == kvQ8_0 {
+			base += nope * kvl
+			vf, err := f32(vd, kvl, func(r, c int) float32 { return w[base+r*kvl+c] })
+			if err != nil {
+				return err
+			}
+			a.vbF32 = append(a.vbF32, vf)
+		}
 	}
 	return nil
 }
@@ -189,9 +203,12 @@ func (a *mlaScratch) head(c *Config, n int) *mlaHead {
 }
 
 // latents writes the first n cached latent rows of one slot (r0: its first row) as F32 to
-// a.rows and a.flat and, for an F32 cache, their KVLoraRank latent values transposed to a.colT,
-// once for all heads.
-func (a *mlaScratch) latents(kb *kvBuf, r0, n, kvl int) {
+// a.rows and a.flat and, for an F32 or q8_0 cache, their KVLoraRank latent values transposed to
+// a.colT, once for all heads.
+func (a *mlaScratch) latents(kb *kvBuf, r0, n, kvl int) error {
+	if kb.t == kvQ8_0 {
+		return a.latentsQ8(kb, r0, n, kvl)
+	}
 	w := kb.width
 	for p := 0; p < n; p++ {
 		row := a.rows[4*p*w : 4*(p+1)*w]
@@ -209,6 +226,34 @@ func (a *mlaScratch) latents(kb *kvBuf, r0, n, kvl int) {
 			}
 		}
 	}
+	return nil
+}
+
+// latentsQ8 is latents for a q8_0 cache: each row's kvl latent values dequantized from their
+// Q8_0 blocks, its rotary key values read as F32.
+func (a *mlaScratch) latentsQ8(kb *kvBuf, r0, n, kvl int) error {
+	w, qb := kb.width, kvQ8_0.rowBytes(kvl)
+	if kb.split != kvl {
+		return fmt.Errorf("q8_0 latent cache rows split at %d, want the latent rank %d", kb.split, kvl)
+	}
+	for p := 0; p < n; p++ {
+		q := kb.q[(r0+p)*kb.rb : (r0+p+1)*kb.rb]
+		flat := a.flat[p*w : (p+1)*w]
+		if err := quant.Dequantize(gguf.Q8_0, q[:qb], flat[:kvl]); err != nil {
+			return err
+		}
+		for j := kvl; j < w; j++ {
+			flat[j] = math.Float32frombits(binary.LittleEndian.Uint32(q[qb+4*(j-kvl):]))
+		}
+		row := a.rows[4*p*w : 4*(p+1)*w]
+		for j, x := range flat {
+			binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(x))
+		}
+		for j := 0; j < kvl; j++ {
+			a.colT[j*n+p] = flat[j]
+		}
+	}
+	return nil
 }
 
 // f32Matrix is the F32 matrix of rows x cols elements at the start of b.
@@ -263,7 +308,7 @@ func (m *Model) attentionMLA(li int, c *Cache, t int) error {
 	scale := float32(cf.AttnScale)
 	one := &quant.Pool{Threads: 1} // the heads are the parallel loop
 	ms := &s.mla
-	kb := &c.k[li] // f16 or f32 (Load refuses the block types for latent caches)
+	kb := &c.k[li] // f16, f32 or q8_0 (Load refuses q4_0 for latent caches)
 	for i0 := 0; i0 < t; {
 		// tokens [i0, i1) share a slot; its positions [0, n) are what they attend to.
 		i1, n := i0+1, b.pos[i0]+1
@@ -272,7 +317,9 @@ func (m *Model) attentionMLA(li int, c *Cache, t int) error {
 			i1++
 		}
 		ms.grow(cf, nh, n)
-		ms.latents(kb, b.slot[i0]*c.ctx, n, kvl)
+		if err := ms.latents(kb, b.slot[i0]*c.ctx, n, kvl); err != nil {
+			return fmt.Errorf("layer %d: latent attention: %w", li, err)
+		}
 		var lat16 []uint16
 		if kb.t == kvF16 {
 			lat16 = kb.f16[b.slot[i0]*c.ctx*w : (b.slot[i0]*c.ctx+n)*w]
@@ -281,6 +328,8 @@ func (m *Model) attentionMLA(li int, c *Cache, t int) error {
 		// Many queries (a prefill) over few positions: each head's keys are up-projected from
 		// the latents (one product with attn_kv_b's key rows in the file's type, as for any
 		// weight) rather than each query absorbed into the latent space by the F32 transpose.
+		// (From a q8_0 cache, loading the dequantized latent for a weight taking Q8_0 inputs
+		// gives back the cached blocks: Q8_0 quantization is idempotent.)
 		direct := i1-i0 >= mlaChunk/2 && n <= 8*(i1-i0)
 		if direct {
 			for p := 0; p < n; p++ {
@@ -340,7 +389,7 @@ func (m *Model) mlaKeys(a *mlaLayer, h int, keys *mlaKeys, ms *mlaScratch, n int
 
 // mlaChunk computes head h's attention outputs (into scratch.att) for tokens [j0, j1) of one
 // slot, whose latents are lat (n rows), lat16 (as cached, if F16) and colT (their latent part
-// transposed, n columns, if not).
+// transposed, n columns, if not: F32 or dequantized q8_0).
 // With keys (the head's up-projected keys) the scores are the queries times the keys, else
 // the absorbed queries times the latents.
 func (m *Model) mlaChunk(a *mlaLayer, h int, hs *mlaHead, lat *quant.Matrix, colT []float32, n, j0, j1 int, pos []int, one *quant.Pool, scale float32, keys *mlaKeys, lat16 []uint16) error {
@@ -423,15 +472,19 @@ func (m *Model) mlaChunk(a *mlaLayer, h int, hs *mlaHead, lat *quant.Matrix, col
 			}
 		}
 	}
-	// up-projection by W_vb (in its file type) into the head's output
+	// up-projection by W_vb (in its file type, or F32 for a q8_0 cache) into the head's output
+	vb := a.vb[h]
+	if a.vbF32 != nil {
+		vb = a.vbF32[h]
+	}
 	for j := 0; j < nt; j++ {
 		i := j0 + j
-		if err := hs.vecs[j].Load(a.vb[h].Type, hs.lctx[j*kvl:(j+1)*kvl]); err != nil {
+		if err := hs.vecs[j].Load(vb.Type, hs.lctx[j*kvl:(j+1)*kvl]); err != nil {
 			return err
 		}
 		hs.ys[j] = s.att[i*nh*vd+h*vd : i*nh*vd+(h+1)*vd]
 	}
-	quant.MatMul(one, a.vb[h], hs.vecs[:nt], hs.ys[:nt])
+	quant.MatMul(one, vb, hs.vecs[:nt], hs.ys[:nt])
 	return nil
 }
 

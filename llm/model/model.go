@@ -227,8 +227,15 @@ func Load(f *gguf.File, opt Options) (*Model, error) {
 		}
 	}
 	for _, t := range []kvType{m.kType, m.vType} {
-		if cfg.KVLoraRank > 0 && t != kvF16 && t != kvF32 {
-			return nil, fmt.Errorf("model: KV cache type %s: %s's latent cache is f16 or f32", t, cfg.Arch)
+		if cfg.KVLoraRank > 0 {
+			// The latent cache (keys only): in q8_0 its KVLoraRank latent values are Q8_0 blocks.
+			if t == kvQ4_0 {
+				return nil, fmt.Errorf("model: KV cache type %s: %s's latent cache is f16, f32 or q8_0", t, cfg.Arch)
+			}
+			if t == kvQ8_0 && cfg.KVLoraRank%quant.QK8_0 != 0 {
+				return nil, fmt.Errorf("model: KV cache type q8_0 stores blocks of 32, but %s's latent rank is %d: use f16 or f32", cfg.Arch, cfg.KVLoraRank)
+			}
+			continue
 		}
 		if err := t.checkWidth((sh.KV1 - sh.KV0) * cfg.HeadDim); err != nil {
 			return nil, err

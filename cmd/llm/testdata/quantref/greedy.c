@@ -1,7 +1,8 @@
 // greedy prints llama.cpp's greedy continuation of a prompt for one model: on stdout "ids"
 // and, per step, the argmax id and its margin over the runner-up ("id:margin"); on stderr a
 // line "logits ..." with every logit of the first generated position and "logits1 ..." for
-// the second. One thread, F16 KV cache (llama.cpp's default), context 256.
+// the second. One thread, context 256, F16 KV cache (llama.cpp's default) unless the
+// environment sets GREEDY_KV=f32 (keys and values cached in F32).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,9 @@ int main(int argc, char **argv) {
     const struct llama_vocab *vocab = llama_model_get_vocab(model);
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = 256; cp.n_batch = 256; cp.n_threads = 1; cp.n_threads_batch = 1;
+    const char *kv = getenv("GREEDY_KV");
+    if (kv && strcmp(kv, "f32") == 0) { cp.type_k = GGML_TYPE_F32; cp.type_v = GGML_TYPE_F32; }
+    else if (kv && *kv && strcmp(kv, "f16") != 0) { fprintf(stderr, "GREEDY_KV=%s: want f16 or f32\n", kv); return 2; }
     struct llama_context *ctx = llama_init_from_model(model, cp);
     llama_token toks[256];
     int nt = llama_tokenize(vocab, prompt, strlen(prompt), toks, 256, true, true);
