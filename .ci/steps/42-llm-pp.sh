@@ -58,6 +58,12 @@ for layout in "2 2" "4 4" "4 2"; do
 		exit 1
 	fi
 done
+# Uneven expert placement: 3,1 puts experts 0..5 of 8 on rank 0, the same text.
+got=$(gorun -n 2 "$tmp/llm" generate -m "$tmp/moe.gguf" -p "hello world" -n 16 --quiet --expert-split 3,1)
+[ "$got" = "$ref" ] || { echo "42-llm-pp: MoE --expert-split 3,1 printed: $got, one rank: $ref" >&2; exit 1; }
+gorun -n 2 "$tmp/llm" bench -m "$tmp/moe.gguf" -p 16 -n 4 -r 1 --expert-split 3,1 >"$tmp/out" 2>&1
+grep -q "rank 0: experts 0..5" "$tmp/out" && grep -q "rank 1: experts 6..7" "$tmp/out" ||
+	{ echo "42-llm-pp: --expert-split 3,1 placement:" >&2; cat "$tmp/out" >&2; exit 1; }
 
 # llm serve over two stages.
 "$tmp/gorun" -n 2 "$tmp/llm" serve -m "$model" --port 0 --pp 2 --parallel 4 2>"$tmp/serve.log" &

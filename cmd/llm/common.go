@@ -34,10 +34,11 @@ func parse(fs *pflag.FlagSet, args []string) error {
 	return nil
 }
 
-// ppFlags are the pipeline-parallel flags of generate, bench and serve.
+// ppFlags are the pipeline- and expert-parallel flags of generate, bench and serve.
 type ppFlags struct {
 	stages, ubatch int
 	split, mem     string
+	experts        string
 }
 
 func addPPFlags(fs *pflag.FlagSet) *ppFlags {
@@ -45,6 +46,7 @@ func addPPFlags(fs *pflag.FlagSet) *ppFlags {
 	fs.IntVar(&f.stages, "pp", 1, "pipeline stages: contiguous layer ranges, each on ranks/PP consecutive ranks that split it by tensor parallelism")
 	fs.StringVar(&f.split, "layer-split", "", "layers per pipeline stage (20,20,12,12); default: in proportion to each stage's memory")
 	fs.StringVar(&f.mem, "mem", "", "usable memory of each rank for the layer split: one size (64G) or one per rank (2G,2G,1G,1G); default: cgroup limit or MemAvailable")
+	fs.StringVar(&f.experts, "expert-split", "", "routed experts per rank of a stage in proportion to these weights (3,1: the first rank takes three quarters); default: evenly")
 	fs.IntVar(&f.ubatch, "ubatch", pipeline.DefaultUBatch, "tokens per pipeline micro-batch of a prompt (stages work on successive micro-batches at once)")
 	return f
 }
@@ -74,6 +76,19 @@ func (f *ppFlags) options(rank, size int) (pipeline.Options, error) {
 			return o, fmt.Errorf("--mem: %w", err)
 		}
 		o.Mem = v
+	}
+	if f.experts != "" {
+		parts := strings.Split(f.experts, ",")
+		if f.stages > 0 && size%f.stages == 0 && len(parts) != size/f.stages {
+			return o, fmt.Errorf("--expert-split %q: give one weight per rank of a stage (%d)", f.experts, size/f.stages)
+		}
+		for _, p := range parts {
+			w, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil || w < 0 || w > 1<<20 {
+				return o, fmt.Errorf("--expert-split %q: %q is not a weight in [0, 1048576]", f.experts, p)
+			}
+			o.Model.ExpertShares = append(o.Model.ExpertShares, w)
+		}
 	}
 	return o, nil
 }
@@ -122,7 +137,7 @@ func load(path string, threads, ctx int, kvType string, pp *ppFlags, progress bo
 		l.close()
 		return nil, fmt.Errorf("rank %d: %w", w.Rank(), err)
 	}
-	opt.Model = model.Options{Threads: threads, Context: ctx, KVType: kvType}
+	opt.Model = model.Options{Threads: threads, Context: ctx, KVType: kvType, ExpertShares: opt.Model.ExpertShares}
 	if l.pm, err = pipeline.Load(w, l.file, opt); err != nil {
 		l.close()
 		return nil, fmt.Errorf("rank %d: %w", w.Rank(), err)

@@ -122,6 +122,38 @@ func TestMkmodelInfoBenchMoE(t *testing.T) {
 	}
 }
 
+// --expert-split weighs the ranks of a stage; a list of the wrong length or a bad weight is
+// refused by name before the model is read (more ranks: .ci/steps/42-llm-pp.sh).
+func TestExpertSplitFlag(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "moe.gguf")
+	var out, errb bytes.Buffer
+	if rc := run([]string{"mkmodel", "--shape", "qwen3moe-tiny", "--type", "q8_0", "--layers", "1", "-o", p}, &out, &errb); rc != 0 {
+		t.Fatalf("mkmodel rc %d: %s", rc, errb.String())
+	}
+	gen := func(extra ...string) (string, string, int) {
+		var o, e bytes.Buffer
+		rc := run(append([]string{"generate", "-m", p, "-p", "hello", "-n", "4", "--quiet"}, extra...), &o, &e)
+		return o.String(), e.String(), rc
+	}
+	want, errs, rc := gen()
+	if rc != 0 {
+		t.Fatalf("generate rc %d: %s", rc, errs)
+	}
+	if got, errs, rc := gen("--expert-split", "5"); rc != 0 || got != want {
+		t.Errorf("--expert-split 5 on one rank: rc %d, %q, want %q (%s)", rc, got, want, errs)
+	}
+	for _, c := range []struct{ arg, msg string }{
+		{"3,1", `--expert-split "3,1": give one weight per rank of a stage (1)`},
+		{"x", `--expert-split "x": "x" is not a weight in [0, 1048576]`},
+		{"-1", `"-1" is not a weight`},
+		{"0", "all zero"},
+	} {
+		if _, errs, rc := gen("--expert-split", c.arg); rc == 0 || !strings.Contains(errs, c.msg) {
+			t.Errorf("--expert-split %s: rc %d, stderr %q, want %q", c.arg, rc, errs, c.msg)
+		}
+	}
+}
+
 // mkmodel --from upcycles the trained stories260K: the file has the asked MoE shape, and its
 // greedy text is the trained model's opening (llama.cpp's tokens on it are checked in
 // llm/model's TestMoEMatchesLlamaCpp); flags that do not apply are refused by name.

@@ -138,7 +138,7 @@ func serveUntil(sig context.Context, args []string, stderr io.Writer, listening 
 	}
 	defer f.Close()
 	var group *serve.TimedGroup
-	popt.Model = model.Options{Threads: *threads, Context: *ctx, KVType: *typeK, VType: *typeV}
+	popt.Model = model.Options{Threads: *threads, Context: *ctx, KVType: *typeK, VType: *typeV, ExpertShares: popt.Model.ExpertShares}
 	popt.Wrap = func(g model.Group) model.Group { group = serve.NewTimedGroup(g); return group }
 	pm, err := pipeline.Load(w, f, popt)
 	if err != nil {
