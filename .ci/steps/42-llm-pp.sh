@@ -62,7 +62,9 @@ done
 got=$(gorun -n 2 "$tmp/llm" generate -m "$tmp/moe.gguf" -p "hello world" -n 16 --quiet --expert-split 3,1)
 [ "$got" = "$ref" ] || { echo "42-llm-pp: MoE --expert-split 3,1 printed: $got, one rank: $ref" >&2; exit 1; }
 gorun -n 2 "$tmp/llm" bench -m "$tmp/moe.gguf" -p 16 -n 4 -r 1 --expert-split 3,1 >"$tmp/out" 2>&1
-grep -q "rank 0: experts 0..5" "$tmp/out" && grep -q "rank 1: experts 6..7" "$tmp/out" ||
+# ... and times the exchange: 4 layers x 2 allreduces x 5 timed forwards (one prefill, 4 decodes).
+grep -q "rank 0: experts 0..5" "$tmp/out" && grep -q "rank 1: experts 6..7" "$tmp/out" &&
+	grep -q "rank 1: exchange .* in 40 allreduces" "$tmp/out" ||
 	{ echo "42-llm-pp: --expert-split 3,1 placement:" >&2; cat "$tmp/out" >&2; exit 1; }
 
 # llm serve over two stages.

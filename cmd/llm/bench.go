@@ -59,6 +59,8 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	if *reps < 1 || *pp < 0 || *tg < 0 {
 		return fmt.Errorf("-r must be >= 1, -p and -n >= 0")
 	}
+	ex := &exchangeTimer{}
+	pps.wrap = func(g model.Group) model.Group { ex.Group = g; return ex }
 	l, err := load(*path, *threads, *pp+*tg+1, *kvType, pps, false, stderr)
 	if err != nil {
 		return err
@@ -108,6 +110,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	}
 	// Like llama-bench: one untimed warm-up run per test (for decode, of one token), then the
 	// timed repetitions.
+	var timed time.Duration // wall time of the timed runs, all tests
 	measure := func(test string, n int, body func(n int) error, warm int) error {
 		pm.Reset()
 		if err := body(warm); err != nil {
@@ -117,10 +120,15 @@ func bench(args []string, stdout, stderr io.Writer) error {
 		for r := 0; r < *reps; r++ {
 			pm.Reset()
 			start := time.Now()
-			if err := body(n); err != nil {
+			ex.on = true
+			err := body(n)
+			ex.on = false
+			if err != nil {
 				return fmt.Errorf("rank %d: %s: %w", l.world.Rank(), test, err)
 			}
-			samples = append(samples, float64(n)/time.Since(start).Seconds())
+			d := time.Since(start)
+			timed += d
+			samples = append(samples, float64(n)/d.Seconds())
 		}
 		mean, sd := stats(samples)
 		rows = append(rows, benchResult{Model: name, SizeMiB: float64(size) / (1 << 20), ParamsM: float64(params) / 1e6,
@@ -158,12 +166,14 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	// Per-rank resident memory, gathered to every rank (values in MiB).
 	rss, file := memory()
 	p := l.world.Size()
-	all := make([]float32, 3*p)
+	const nfig = 6
+	all := make([]float32, nfig*p)
 	counts := make([]int, p)
 	for i := range counts {
-		counts[i] = 3
+		counts[i] = nfig
 	}
-	mine := []float32{float32(rss) / (1 << 20), float32(file) / (1 << 20), float32(m.ResidentWeightBytes()) / (1 << 20)}
+	mine := []float32{float32(rss) / (1 << 20), float32(file) / (1 << 20), float32(m.ResidentWeightBytes()) / (1 << 20),
+		float32(ex.spent.Seconds() * 1e3), float32(ex.calls), float32(timed.Seconds() * 1e3)}
 	if err := tp.New(l.world).Allgatherv(mine, all, counts); err != nil {
 		return fmt.Errorf("gathering memory figures: %w", err)
 	}
@@ -180,7 +190,7 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	}
 	rankRSS := make([]float64, p)
 	for r := range rankRSS {
-		rankRSS[r] = float64(all[3*r])
+		rankRSS[r] = float64(all[nfig*r])
 	}
 	for i := range rows {
 		rows[i].RankRSS = rankRSS
@@ -206,8 +216,18 @@ func bench(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\nkernels: %s\n", quant.Kernel())
 	for r := 0; r < p; r++ {
+		f := all[nfig*r:]
 		fmt.Fprintf(stdout, "rank %d: resident %.1f MiB (mapped file %.1f MiB, other %.1f MiB); its shard's weights %.1f MiB\n",
-			r, all[3*r], all[3*r+1], all[3*r]-all[3*r+1], all[3*r+2])
+			r, f[0], f[1], f[0]-f[1], f[2])
+	}
+	if p > 1 {
+		// The exchange: the layers' allreduces (attention and the experts' partial outputs),
+		// timed on each rank over the timed runs (waiting for slower ranks included).
+		for r := 0; r < p; r++ {
+			f := all[nfig*r:]
+			fmt.Fprintf(stdout, "rank %d: exchange %.1f ms in %.0f allreduces, %.1f%% of the timed runs' %.1f ms\n",
+				r, f[3], f[4], 100*float64(f[3])/max(float64(f[5]), 1e-9), f[5])
+		}
 	}
 	if lay := layout(pm); lay != "" {
 		fmt.Fprintln(stdout, lay)
@@ -269,4 +289,23 @@ func stats(x []float64) (mean, sd float64) {
 		sd = math.Sqrt(sd / float64(len(x)-1))
 	}
 	return mean, sd
+}
+
+// exchangeTimer wraps a stage's group to time its allreduces while on is set.
+type exchangeTimer struct {
+	model.Group
+	on    bool
+	spent time.Duration
+	calls int
+}
+
+func (g *exchangeTimer) AllreduceSum(x []float32) error {
+	if !g.on {
+		return g.Group.AllreduceSum(x)
+	}
+	t0 := time.Now()
+	err := g.Group.AllreduceSum(x)
+	g.spent += time.Since(t0)
+	g.calls++
+	return err
 }

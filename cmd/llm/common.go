@@ -39,6 +39,7 @@ type ppFlags struct {
 	stages, ubatch int
 	split, mem     string
 	experts        string
+	wrap           func(model.Group) model.Group // wraps each stage's group (bench times it)
 }
 
 func addPPFlags(fs *pflag.FlagSet) *ppFlags {
@@ -53,7 +54,7 @@ func addPPFlags(fs *pflag.FlagSet) *ppFlags {
 
 // options turns the flags into pipeline options for rank of size ranks.
 func (f *ppFlags) options(rank, size int) (pipeline.Options, error) {
-	o := pipeline.Options{Stages: f.stages, UBatch: f.ubatch}
+	o := pipeline.Options{Stages: f.stages, UBatch: f.ubatch, Wrap: f.wrap}
 	if f.stages < 1 {
 		return o, fmt.Errorf("--pp %d: want >= 1", f.stages)
 	}
