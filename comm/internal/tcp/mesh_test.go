@@ -54,6 +54,12 @@ func captureLog(t *testing.T) *logLines {
 // mesh carries every peer's data, as where no other transport is set up.
 func meshOf(t *testing.T, n int, log *logLines) []*Transport {
 	t.Helper()
+	return meshWith(t, n, log, func(*Config) {})
+}
+
+// meshWith is meshOf with each rank's Config adjusted by set.
+func meshWith(t *testing.T, n int, log *logLines, set func(*Config)) []*Transport {
+	t.Helper()
 	jobID := fmt.Sprintf("tcp-test-%d", time.Now().UnixNano())
 	table := make([]boot.RankInfo, n)
 	lns := make([]net.Listener, n)
@@ -73,6 +79,7 @@ func meshOf(t *testing.T, n int, log *logLines) []*Transport {
 		cfg := Config{ID: boot.Identity{Rank: r, Size: n, Secret: []byte("s"), JobID: jobID, PeerTimeout: 10 * time.Second},
 			JobHash: boot.Fnv64([]byte(jobID)), Table: table, Listener: lns[r], Deadline: time.Now().Add(30 * time.Second),
 			Eng: eng, Live: lives[r], Finalized: errFinalized, Logf: log.logf}
+		set(&cfg)
 		wg.Go(func() { trs[r], errs[r] = Connect(cfg) })
 	}
 	wg.Wait()
@@ -147,6 +154,62 @@ func TestSendReceive(t *testing.T) {
 	go func() { done <- trs[0].Finalize() }()
 	require.NoError(t, trs[1].Finalize())
 	require.NoError(t, <-done)
+}
+
+// TestOversubscribedWaiterSleeps: on an oversubscribed host a waiter whose polls find nothing
+// sleeps in poll(2) on its data links; messages that come later (an eager one and a large one
+// from one peer, an eager one from another) still arrive whole, and a peer that goes away
+// ends a sleeping receive with its PeerError.
+func TestOversubscribedWaiterSleeps(t *testing.T) {
+	trs := meshWith(t, 3, &logLines{}, func(c *Config) { c.Oversubscribed = true })
+	large := make([]byte, dataChunk+54321)
+	for i := range large {
+		large[i] = byte(i*13 + i>>11)
+	}
+	sent := make(chan error, 2)
+	go func() {
+		time.Sleep(50 * time.Millisecond) // the receiver is asleep on its links by now
+		a, b := core.NewRequest(), core.NewRequest()
+		trs[0].Send(1, 7, 1, []byte("first"), a)
+		trs[0].Send(1, 7, 2, large, b)
+		_, err := a.Wait()
+		if err == nil {
+			b.Prog = trs[0]
+			_, err = b.Wait()
+		}
+		sent <- err
+	}()
+	go func() {
+		time.Sleep(80 * time.Millisecond)
+		a := core.NewRequest()
+		trs[2].Send(1, 7, 3, []byte("from two"), a)
+		_, err := a.Wait()
+		sent <- err
+	}()
+	got := make([]byte, 5)
+	_, err := recv(trs[1], got, 0, 7, 1)
+	require.NoError(t, err)
+	require.Equal(t, "first", string(got))
+	gotLarge := make([]byte, len(large))
+	st, err := recv(trs[1], gotLarge, 0, 7, 2)
+	require.NoError(t, err)
+	require.Equal(t, len(large), st.Count)
+	require.True(t, bytes.Equal(large, gotLarge), "the large message arrived altered")
+	got = make([]byte, 8)
+	_, err = recv(trs[1], got, 2, 7, 3)
+	require.NoError(t, err)
+	require.Equal(t, "from two", string(got))
+	require.NoError(t, <-sent)
+	require.NoError(t, <-sent)
+
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		trs[2].Close(errors.New("rank 2 went away"))
+	}()
+	_, err = recv(trs[1], make([]byte, 4), 2, 7, 4)
+	var perr *core.PeerError
+	require.ErrorAs(t, err, &perr)
+	require.Equal(t, 2, perr.Rank)
 }
 
 // TestProtocolViolation: a peer (that knows the secret) sending a frame over the limit is cut

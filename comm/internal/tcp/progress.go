@@ -17,6 +17,13 @@ const (
 	// tcpSharedSpinPolls: on an oversubscribed host a waiter yields the core after every
 	// empty poll, and parks after this many.
 	tcpSharedSpinPolls = 2000
+	// tcpSharedYields: on an oversubscribed host a waiter of TCP links alone yields after its
+	// first empty polls, and after this many it sleeps in poll(2) on its data links instead
+	// (at most tcpSharedSleep at a time): a yield hands the core to whichever rank the
+	// kernel picks, often one that itself waits, where poll(2) gives it up until this rank's
+	// bytes come.
+	tcpSharedYields = 50
+	tcpSharedSleep  = time.Millisecond
 	// tcpBusyNap: while waiters poll, the background goroutine stays out of poll(2) (each
 	// message would wake its thread) and only looks at the sockets this often.
 	tcpBusyNap = 2 * time.Millisecond
@@ -237,18 +244,21 @@ func (t *Transport) Poll(r *core.Request) {
 			continue
 		}
 		idle++
-		if r.Patient || t.spunOut(idle, &idleSince) {
+		if r.Patient || t.spunOut(idle, &idleSince, true) {
 			return
 		}
 	}
 }
 
 // spunOut tells a waiter whose idle-th poll in a row found nothing to stop polling: on an
-// oversubscribed host it yields the core after each empty poll and stops after
-// tcpSharedSpinPolls of them; else it stops after tcpSpinTime.
-func (t *Transport) spunOut(idle int, idleSince *time.Time) bool {
+// oversubscribed host it yields the core after each empty poll (with sleep, it sleeps on the
+// data links after tcpSharedYields of them) and stops after tcpSharedSpinPolls of them; else
+// it stops after tcpSpinTime.
+func (t *Transport) spunOut(idle int, idleSince *time.Time, sleep bool) bool {
 	if t.oversubscribed {
-		sched.Yield()
+		if !sleep || idle < tcpSharedYields || !t.sleepOnLinks(tcpSharedSleep) {
+			sched.Yield()
+		}
 		return idle >= tcpSharedSpinPolls
 	}
 	// The clock is read only now and then, and not in the first polls at all (most waits end
@@ -284,7 +294,8 @@ func (m mixedProgress) Poll(r *core.Request) {
 			continue
 		}
 		idle++
-		if r.Patient || t.spunOut(idle, &idleSince) {
+		// Shared-memory arrivals would not end a sleep on the sockets: no sleeping here.
+		if r.Patient || t.spunOut(idle, &idleSince, false) {
 			break
 		}
 	}
@@ -298,3 +309,40 @@ func (m mixedProgress) Kick() { m.data.Kick() }
 
 // Kick: a waiter that stopped polling blocks on its request's channel, which completion closes.
 func (t *Transport) Kick() {}
+
+// sleepOnLinks sleeps in poll(2) until a data link has bytes to read (or room for queued
+// output), a link ends, or wait passes; false (no sleep) when there are more data links than
+// it polls. The descriptors are held open (fdMu) for the sleep, which bounds how long a
+// closer waits.
+func (t *Transport) sleepOnLinks(wait time.Duration) bool {
+	var fds [16]unix.PollFd
+	var held [16]*tcpPeer
+	if len(t.dataPeers) > len(fds) {
+		return false
+	}
+	n, h := 0, 0
+	for _, p := range t.dataPeers {
+		if p == nil {
+			continue
+		}
+		p.fdMu.RLock()
+		held[h] = p
+		h++
+		if p.fdClosed {
+			continue
+		}
+		ev := int16(unix.POLLIN)
+		if p.pending.Load() {
+			ev |= unix.POLLOUT
+		}
+		fds[n] = unix.PollFd{Fd: int32(p.fd), Events: ev}
+		n++
+	}
+	if n > 0 {
+		unix.Poll(fds[:n], max(int(wait/time.Millisecond), 1))
+	}
+	for _, p := range held[:h] {
+		p.fdMu.RUnlock()
+	}
+	return n > 0
+}

@@ -13,19 +13,17 @@ import (
 // The links' sockets are non-blocking, so reads and writes on them never sleep: they are made
 // as raw system calls, without telling the scheduler. Through the runtime's syscall path, a
 // polling waiter's stream of calls now and then loses its processor to sysmon's hand-off and
-// waits for a thread wake-up, which stretches the tail of small-message latency.
-
-// rawReadLimit: larger reads go through the scheduler's syscall path, so that a long copy
-// does not hold up a stop-the-world.
-const rawReadLimit = 256 << 10
+// waits for a thread wake-up, which stretches the tail of small-message latency. Large calls
+// are raw too: one copies at most what the socket holds or has room for (a DATA frame, a
+// few MiB, about a millisecond), and through the syscall path sysmon takes the processor
+// from nearly every one of them, which keeps the monitor thread waking every 20 us and
+// hands processors between threads, CPU time that the ranks of an oversubscribed host need.
+// The cost: a stop-the-world (rare: the transport allocates little) waits for the call.
 
 // Read reads from the non-blocking socket fd into b.
 func Read(fd int, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
-	}
-	if len(b) > rawReadLimit {
-		return unix.Read(fd, b)
 	}
 	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	if e != 0 {
@@ -36,12 +34,6 @@ func Read(fd int, b []byte) (int, error) {
 
 // Writev writes a then b (b may be empty) in one call.
 func Writev(fd int, a, b []byte) (int, error) {
-	if len(a)+len(b) > rawReadLimit {
-		if len(b) == 0 {
-			return unix.Writev(fd, [][]byte{a})
-		}
-		return unix.Writev(fd, [][]byte{a, b})
-	}
 	var iov [2]unix.Iovec
 	n := 0
 	for _, s := range [2][]byte{a, b} {
