@@ -210,8 +210,25 @@ func (j *Job) RankEnv(base []string, id Identity, p Placement, np int) []string 
 	)
 	if p.Oversubscribed {
 		env = append(env, jobenv.Oversubscribed+"=1")
+		// Ranks that outnumber the cores get less than one each: more than one Go processor
+		// per rank only adds runnable threads that take turns with the other ranks' (a waiting
+		// rank's runtime threads then hold the core its peer needs). GOMAXPROCS in gorun's
+		// environment or a -x export wins.
+		if !hasEnv(base, "GOMAXPROCS") && !hasEnv(j.Export, "GOMAXPROCS") {
+			env = append(env, "GOMAXPROCS=1")
+		}
 	}
 	return append(env, settingsEnv(j.PeerTimeout, j.Transport, j.Iface)...)
+}
+
+// hasEnv tells whether env (KEY=VALUE entries, or a bare KEY) sets key.
+func hasEnv(env []string, key string) bool {
+	for _, e := range env {
+		if e == key || strings.HasPrefix(e, key+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // settingsEnv is the part of the contract that gorun's flags set for the whole job, written

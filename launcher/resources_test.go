@@ -152,3 +152,27 @@ func TestOpenFilesLimit(t *testing.T) {
 	assert.Equal(t, 0, res.code, "%d ranks under a limit of %d: %s", np, limit, res.stderr)
 	assert.False(t, strings.Contains(res.stderr, "open files"), res.stderr)
 }
+
+// An oversubscribed rank gets GOMAXPROCS=1 unless gorun's environment or a -x export sets
+// GOMAXPROCS; a rank with a core of its own keeps the runtime's default.
+func TestRankEnvGOMAXPROCS(t *testing.T) {
+	gomaxprocs := func(env []string) []string {
+		var got []string
+		for _, e := range env {
+			if e == "GOMAXPROCS" || strings.HasPrefix(e, "GOMAXPROCS=") {
+				got = append(got, e)
+			}
+		}
+		return got
+	}
+	crowded := Placement{Rank: 1, LocalRank: 1, LocalSize: 3, Oversubscribed: true}
+	roomy := Placement{Rank: 1, LocalRank: 1, LocalSize: 2}
+	j := &Job{}
+	assert.Equal(t, []string{"GOMAXPROCS=1"}, gomaxprocs(j.RankEnv([]string{"PATH=/bin"}, Identity{}, crowded, 3)))
+	assert.Empty(t, gomaxprocs(j.RankEnv([]string{"PATH=/bin"}, Identity{}, roomy, 2)))
+	assert.Equal(t, []string{"GOMAXPROCS=3"}, gomaxprocs(j.RankEnv([]string{"GOMAXPROCS=3"}, Identity{}, crowded, 3)))
+	j.Export = []string{"GOMAXPROCS=2"}
+	assert.Equal(t, []string{"GOMAXPROCS=2"}, gomaxprocs(j.RankEnv(nil, Identity{}, crowded, 3)))
+	j.Export = []string{"GOMAXPROCSX=2"}
+	assert.Equal(t, []string{"GOMAXPROCS=1"}, gomaxprocs(j.RankEnv(nil, Identity{}, crowded, 3)))
+}
