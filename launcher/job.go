@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -195,9 +196,10 @@ func (j *Job) coordHost(places []Placement) (string, error) {
 // RankEnv returns the environment of one rank: base, then the -x exports, then the bootstrap
 // contract of package jobenv (later entries win, as exec.Cmd applies them).
 func (j *Job) RankEnv(base []string, id Identity, p Placement, np int) []string {
-	env := make([]string, 0, len(base)+len(j.Export)+8)
+	exports := j.rankExports(base, p)
+	env := make([]string, 0, len(base)+len(exports)+8)
 	env = append(env, base...)
-	env = append(env, j.Export...)
+	env = append(env, exports...)
 	env = append(env,
 		jobenv.Rank+"="+strconv.Itoa(p.Rank),
 		jobenv.Size+"="+strconv.Itoa(np),
@@ -210,15 +212,21 @@ func (j *Job) RankEnv(base []string, id Identity, p Placement, np int) []string 
 	)
 	if p.Oversubscribed {
 		env = append(env, jobenv.Oversubscribed+"=1")
-		// Ranks that outnumber the cores get less than one each: more than one Go processor
-		// per rank only adds runnable threads that take turns with the other ranks' (a waiting
-		// rank's runtime threads then hold the core its peer needs). GOMAXPROCS in gorun's
-		// environment or a -x export wins.
-		if !hasEnv(base, "GOMAXPROCS") && !hasEnv(j.Export, "GOMAXPROCS") {
-			env = append(env, "GOMAXPROCS=1")
-		}
 	}
 	return append(env, settingsEnv(j.PeerTimeout, j.Transport, j.Iface)...)
+}
+
+// rankExports are the variables set for rank p over base: the -x exports and, for a rank of
+// an oversubscribed host, GOMAXPROCS=1. Ranks that outnumber the cores get less than one
+// each: more Go processors per rank only add runnable threads that take turns with the other
+// ranks' (a waiting rank's runtime threads then hold the core its peer needs). A -x export of
+// GOMAXPROCS wins, and so, for a rank on this host, does GOMAXPROCS in base (a remote rank
+// gets none of base but the exports).
+func (j *Job) rankExports(base []string, p Placement) []string {
+	if !p.Oversubscribed || hasEnv(j.Export, "GOMAXPROCS") || p.Host == "" && hasEnv(base, "GOMAXPROCS") {
+		return j.Export
+	}
+	return append(slices.Clip(j.Export), "GOMAXPROCS=1")
 }
 
 // hasEnv tells whether env (KEY=VALUE entries, or a bare KEY) sets key.
@@ -667,7 +675,7 @@ func (j *Job) start(p Placement, env []string, id Identity, stdout, stderr *sink
 		if len(ssh) == 0 {
 			ssh = []string{"ssh"}
 		}
-		script := remoteScript(workDir(j.Dir), j.Program, j.Args, remoteEnv(env, j.Export), statusMark(id.ID), j.killGrace())
+		script := remoteScript(workDir(j.Dir), j.Program, j.Args, remoteEnv(env, j.rankExports(nil, p)), statusMark(id.ID), j.killGrace())
 		argv := sshCommand(ssh, p.Host, script)
 		cmd = exec.Command(argv[0], argv[1:]...)
 		cmd.Env = j.Env

@@ -175,4 +175,15 @@ func TestRankEnvGOMAXPROCS(t *testing.T) {
 	assert.Equal(t, []string{"GOMAXPROCS=2"}, gomaxprocs(j.RankEnv(nil, Identity{}, crowded, 3)))
 	j.Export = []string{"GOMAXPROCSX=2"}
 	assert.Equal(t, []string{"GOMAXPROCS=1"}, gomaxprocs(j.RankEnv(nil, Identity{}, crowded, 3)))
+	// A remote rank gets the exports, not gorun's environment: GOMAXPROCS=1 reaches it even
+	// when gorun's own environment sets GOMAXPROCS, and a -x export still wins there.
+	j.Export = nil
+	remote := crowded
+	remote.Host = "node2"
+	env := j.RankEnv([]string{"GOMAXPROCS=3"}, Identity{}, remote, 3)
+	assert.Equal(t, []string{"GOMAXPROCS=1"}, gomaxprocs(remoteEnv(env, j.rankExports(nil, remote))))
+	j.Export = []string{"GOMAXPROCS=4"}
+	env = j.RankEnv(nil, Identity{}, remote, 3)
+	assert.Equal(t, []string{"GOMAXPROCS=4"}, gomaxprocs(remoteEnv(env, j.rankExports(nil, remote))))
+	assert.Equal(t, []string{"GOMAXPROCS=4"}, j.Export, "the job's exports stay as given")
 }

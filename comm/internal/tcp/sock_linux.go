@@ -15,9 +15,9 @@ import (
 // polling waiter's stream of calls now and then loses its processor to sysmon's hand-off and
 // waits for a thread wake-up, which stretches the tail of small-message latency. Large calls
 // are raw too: one copies at most what the socket holds or has room for (a DATA frame, a
-// few MiB, about a millisecond), and through the syscall path sysmon takes the processor
-// from nearly every one of them, which keeps the monitor thread waking every 20 us and
-// hands processors between threads, CPU time that the ranks of an oversubscribed host need.
+// few MiB), and through the syscall path sysmon takes the processor from nearly every one
+// of them, which keeps the monitor thread at its shortest sleep and hands processors between
+// threads: CPU time that the ranks of an oversubscribed host need.
 // The cost: a stop-the-world (rare: the transport allocates little) waits for the call.
 
 // Read reads from the non-blocking socket fd into b.
