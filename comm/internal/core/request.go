@@ -61,9 +61,11 @@ func (r *Request) Complete(st Status, err error) {
 		return
 	}
 	r.st, r.err = st, err
-	r.state.Store(reqDone)
-	// Sequentially consistent with Done's hasDone store and state load: one of the two
-	// closes the channel.
+	// With Done's hasDone swap and state load, this swap and hasDone load make sure one of
+	// the two closes the channel. Swap rather than Store: a read-modify-write keeps the load
+	// after it under qemu-user's arm64 emulation on x86 hosts too, which lets a load pass an
+	// earlier atomic Store (STLR then LDAR), and costs the same XCHG as Store on amd64.
+	r.state.Swap(reqDone)
 	if r.hasDone.Load() {
 		r.mu.Lock()
 		r.closeDone()
@@ -112,7 +114,7 @@ func (r *Request) Done() <-chan struct{} {
 	defer r.mu.Unlock()
 	if r.done == nil {
 		r.done = make(chan struct{})
-		r.hasDone.Store(true)
+		r.hasDone.Swap(true) // Swap, not Store: see Complete
 		if r.Finished() {
 			r.closeDone()
 		}

@@ -667,7 +667,10 @@ func (t *Transport) progressLoop() {
 		// It sleeps until the last waiter leaves, then naps (waits come in bursts), unless a
 		// patient waiter depends on it (one that comes meanwhile ends the nap).
 		if t.waiters.Load() > 0 || t.waits.Load() != lastWaits {
-			t.bgBlocked.Store(true)
+			// Swaps, not Stores, before the loads that follow (the other side adds, then
+			// loads): a read-modify-write keeps the load after it under qemu-user's arm64
+			// emulation on x86 hosts too (see core.Request.Complete).
+			t.bgBlocked.Swap(true)
 			if t.waiters.Load() > 0 {
 				select {
 				case <-t.stop:
@@ -677,7 +680,7 @@ func (t *Transport) progressLoop() {
 			}
 			t.bgBlocked.Store(false)
 			lastWaits = t.waits.Load()
-			t.bgNapping.Store(true)
+			t.bgNapping.Swap(true)
 			if t.patients.Load() == 0 {
 				busyNap.Reset(shmBusyNap)
 				select {
