@@ -288,9 +288,11 @@ func ringAllreduce[T comm.Elem](cc *comm.Comm, tag int, send, data []T, op Op[T]
 			} else {
 				op.fn(own[i:j], b[i:j])
 			}
-			if s < p-2 {
-				nextSends = append(nextSends, comm.Isend(cc, b[i:j], next, tag))
-			}
+			// Forwarded at once: to the next step, and from the last step (block r+1 is
+			// then reduced) as the allgather's first send, which so overlaps the rest of
+			// the reduce-scatter instead of waiting for its end. The receiver matches it
+			// after that step's segments: same tag, same pair, in order.
+			nextSends = append(nextSends, comm.Isend(cc, b[i:j], next, tag))
 		}
 		if err := comm.WaitAll(sends...); err != nil {
 			return fail(err)
@@ -298,9 +300,8 @@ func ringAllreduce[T comm.Elem](cc *comm.Comm, tag int, send, data []T, op Op[T]
 		sends, nextSends = nextSends, sends
 	}
 
-	// Allgather: at step s rank r sends block r+1-s and receives block r-s in place, forwarding
-	// each segment as soon as it lands.
-	sends = isendSegs(block((r+1)%p), sends[:0])
+	// Allgather: at step s rank r sends block r+1-s (step 0's segments are on their way) and
+	// receives block r-s in place, forwarding each segment as soon as it lands.
 	for s := 0; s < p-1; s++ {
 		b := block((r - s + p) % p)
 		recvs = recvs[:0]
