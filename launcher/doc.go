@@ -45,8 +45,9 @@
 //     mask) get a one-line warning ("gorun: warning: 1000 ranks on this host's 2 cores: ..."),
 //     which --oversubscribe silences; Open MPI refuses such a job without --oversubscribe,
 //     gorun runs it. The ranks of every host whose ranks outnumber its cores (a remote host's
-//     cores: its slots) get GORUN_OVERSUBSCRIBED=1, so that comm waits politely there, and
-//     GOMAXPROCS=1 unless gorun's environment or a -x export sets GOMAXPROCS;
+//     cores: its slots) get GORUN_OVERSUBSCRIBED=1, so that comm waits politely there;
+//   - ranks that share a host get GOMAXPROCS set to their share of its cores (cores / ranks
+//     on the host, at least 1) unless gorun's environment or a -x export sets GOMAXPROCS;
 //   - gorun holds about 7 open files per local rank (8 per remote one); a job that needs more
 //     than gorun's limit fails at once naming both ("gorun: 3000 ranks need about 21032 open
 //     files in gorun; the limit is 1024 ..."). Go raises a program's soft limit to (one below)

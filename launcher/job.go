@@ -125,6 +125,10 @@ type Placement struct {
 	Host                       string // "" = this host
 	// Oversubscribed says the host's ranks outnumber its cores (see markOversubscribed).
 	Oversubscribed bool
+	// Procs is the rank's share of its host's cores when it shares the host with other ranks
+	// (the cores over the host's ranks, at least 1), its GOMAXPROCS; 0 for a rank alone on its
+	// host (see markOversubscribed).
+	Procs int
 }
 
 // placeLocal puts all np ranks on this host.
@@ -216,17 +220,19 @@ func (j *Job) RankEnv(base []string, id Identity, p Placement, np int) []string 
 	return append(env, settingsEnv(j.PeerTimeout, j.Transport, j.Iface)...)
 }
 
-// rankExports are the variables set for rank p over base: the -x exports and, for a rank of
-// an oversubscribed host, GOMAXPROCS=1. Ranks that outnumber the cores get less than one
-// each: more Go processors per rank only add runnable threads that take turns with the other
-// ranks' (a waiting rank's runtime threads then hold the core its peer needs). A -x export of
-// GOMAXPROCS wins, and so, for a rank on this host, does GOMAXPROCS in base (a remote rank
-// gets none of base but the exports).
+// rankExports are the variables set for rank p over base: the -x exports and, for a rank that
+// shares its host, GOMAXPROCS set to its share of the cores (p.Procs). Each rank then runs
+// as many Go processors as it has cores, as an MPI rank bound to its cores runs (Open MPI
+// binds a rank per core up to two ranks) and as torchrun sets OMP_NUM_THREADS: a runtime
+// with more processors than its share wakes idle ones to look for work, on cores that the
+// other ranks, and a waiting rank's peer, need. A -x export of GOMAXPROCS wins, and so, for
+// a rank on this host, does GOMAXPROCS in base (a remote rank gets none of base but the
+// exports).
 func (j *Job) rankExports(base []string, p Placement) []string {
-	if !p.Oversubscribed || hasEnv(j.Export, "GOMAXPROCS") || p.Host == "" && hasEnv(base, "GOMAXPROCS") {
+	if p.Procs <= 0 || hasEnv(j.Export, "GOMAXPROCS") || p.Host == "" && hasEnv(base, "GOMAXPROCS") {
 		return j.Export
 	}
-	return append(slices.Clip(j.Export), "GOMAXPROCS=1")
+	return append(slices.Clip(j.Export), "GOMAXPROCS="+strconv.Itoa(p.Procs))
 }
 
 // hasEnv tells whether env (KEY=VALUE entries, or a bare KEY) sets key.

@@ -16,9 +16,10 @@ import (
 func localCores() int { return runtime.NumCPU() }
 
 // markOversubscribed sets Oversubscribed on the placements of every host whose ranks outnumber
-// its cores: this host's CPUs (cores), a remote host's slots (the cores its hostfile line
-// claims; gorun does not ask the host). It returns how many ranks this host got when that is
-// more than cores, else 0.
+// its cores, and Procs, each rank's share of its host's cores, on the placements of every host
+// with more than one rank: this host's CPUs (cores), a remote host's slots (the cores its
+// hostfile line claims; gorun does not ask the host). It returns how many ranks this host got
+// when that is more than cores, else 0.
 func markOversubscribed(places []Placement, hosts []Host, cores int) int {
 	count := map[string]int{}
 	for _, p := range places {
@@ -29,7 +30,12 @@ func markOversubscribed(places []Placement, hosts []Host, cores int) int {
 		capacity[h.Name] += h.Slots // a host named twice has the slots of both lines
 	}
 	for i, p := range places {
-		places[i].Oversubscribed = count[p.Host] > capacity[p.Host]
+		n, c := count[p.Host], capacity[p.Host]
+		places[i].Oversubscribed = n > c
+		places[i].Procs = 0
+		if n > 1 {
+			places[i].Procs = max(c/n, 1)
+		}
 	}
 	if count[""] > cores {
 		return count[""]

@@ -29,6 +29,16 @@ func TestMarkOversubscribed(t *testing.T) {
 	assert.Equal(t, 0, markOversubscribed(p, nil, 2))
 	assert.False(t, p[0].Oversubscribed || p[1].Oversubscribed)
 
+	// Each rank of a shared host gets its share of the cores (at least one); a rank alone on
+	// its host keeps the runtime's default.
+	for _, c := range []struct{ np, cores, procs int }{{1, 2, 0}, {2, 2, 1}, {3, 2, 1}, {2, 16, 8}, {3, 16, 5}, {4, 16, 4}, {16, 16, 1}, {17, 16, 1}} {
+		p = placeLocal(c.np)
+		markOversubscribed(p, nil, c.cores)
+		for _, pl := range p {
+			assert.Equal(t, c.procs, pl.Procs, "%d ranks on %d cores", c.np, c.cores)
+		}
+	}
+
 	// Remote hosts count their slots as cores; a host named on two lines has both lines' slots.
 	hosts := []Host{{Name: "a", Slots: 2}, {Name: "b", Slots: 1}, {Name: "c", Slots: 3}}
 	p, err := Map(hosts, 8, false, true) // the two ranks beyond the slots go to a and b
@@ -39,6 +49,11 @@ func TestMarkOversubscribed(t *testing.T) {
 		got[pl.Host] = pl.Oversubscribed
 	}
 	assert.Equal(t, map[string]bool{"a": true, "b": true, "c": false}, got)
+	procs := map[string]int{}
+	for _, pl := range p {
+		procs[pl.Host] = pl.Procs
+	}
+	assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, procs) // 3 ranks on 2 slots, 2 on 1, 3 on 3
 
 	p = []Placement{{Rank: 0, Host: "a"}, {Rank: 1, Host: "a"}, {Rank: 2}}
 	assert.Equal(t, 0, markOversubscribed(p, []Host{{Name: "a", Slots: 1}, {Name: "a", Slots: 1}}, 4))
@@ -153,8 +168,9 @@ func TestOpenFilesLimit(t *testing.T) {
 	assert.False(t, strings.Contains(res.stderr, "open files"), res.stderr)
 }
 
-// An oversubscribed rank gets GOMAXPROCS=1 unless gorun's environment or a -x export sets
-// GOMAXPROCS; a rank with a core of its own keeps the runtime's default.
+// A rank that shares its host gets GOMAXPROCS set to its share of the cores unless gorun's
+// environment or a -x export sets GOMAXPROCS; a rank alone on its host keeps the runtime's
+// default.
 func TestRankEnvGOMAXPROCS(t *testing.T) {
 	gomaxprocs := func(env []string) []string {
 		var got []string
@@ -165,11 +181,13 @@ func TestRankEnvGOMAXPROCS(t *testing.T) {
 		}
 		return got
 	}
-	crowded := Placement{Rank: 1, LocalRank: 1, LocalSize: 3, Oversubscribed: true}
-	roomy := Placement{Rank: 1, LocalRank: 1, LocalSize: 2}
+	crowded := Placement{Rank: 1, LocalRank: 1, LocalSize: 3, Oversubscribed: true, Procs: 1}
+	shared := Placement{Rank: 1, LocalRank: 1, LocalSize: 2, Procs: 8}
+	alone := Placement{Rank: 1, LocalSize: 1, Host: "node2"}
 	j := &Job{}
 	assert.Equal(t, []string{"GOMAXPROCS=1"}, gomaxprocs(j.RankEnv([]string{"PATH=/bin"}, Identity{}, crowded, 3)))
-	assert.Empty(t, gomaxprocs(j.RankEnv([]string{"PATH=/bin"}, Identity{}, roomy, 2)))
+	assert.Equal(t, []string{"GOMAXPROCS=8"}, gomaxprocs(j.RankEnv([]string{"PATH=/bin"}, Identity{}, shared, 2)))
+	assert.Empty(t, gomaxprocs(j.RankEnv([]string{"PATH=/bin"}, Identity{}, alone, 2)))
 	assert.Equal(t, []string{"GOMAXPROCS=3"}, gomaxprocs(j.RankEnv([]string{"GOMAXPROCS=3"}, Identity{}, crowded, 3)))
 	j.Export = []string{"GOMAXPROCS=2"}
 	assert.Equal(t, []string{"GOMAXPROCS=2"}, gomaxprocs(j.RankEnv(nil, Identity{}, crowded, 3)))
