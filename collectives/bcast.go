@@ -132,9 +132,12 @@ func scatterAllgatherBcast[T comm.Elem](cc *comm.Comm, tag int, buf []T, root in
 	return nil
 }
 
-// Barrier returns on each rank only after every rank has entered it (MPI_Barrier), by the
-// dissemination algorithm: in round k each rank signals rank+2^k and waits for rank-2^k, so
-// ceil(log2 p) rounds suffice for any p.
+// Barrier returns on each rank only after every rank has entered it (MPI_Barrier). For a
+// power-of-two p it is recursive doubling, as Open MPI's tuned barrier: in round k each rank
+// exchanges with rank XOR 2^k, so a round ends for a pair once both have reached it. Otherwise
+// it is the dissemination algorithm: in round k each rank signals rank+2^k and waits for
+// rank-2^k, so ceil(log2 p) rounds suffice for any p, but on a host with more ranks than cores
+// a round needs every rank scheduled in turn around the cycle, where a pair needs only its two.
 func Barrier(c *comm.Comm) error {
 	cc, tag, err := begin(c)
 	if err != nil {
@@ -154,6 +157,14 @@ func Ibarrier(c *comm.Comm) *comm.Request {
 
 func barrier(cc *comm.Comm, tag int) error {
 	p, r := cc.Size(), cc.Rank()
+	if p&(p-1) == 0 {
+		for k := 1; k < p; k <<= 1 {
+			if err := sendrecvExact[byte](cc, nil, r^k, nil, r^k, tag); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for k := 1; k < p; k <<= 1 {
 		if err := sendrecvExact[byte](cc, nil, (r+k)%p, nil, (r-k+p)%p, tag); err != nil {
 			return err
