@@ -47,7 +47,9 @@
 //     gorun runs it. The ranks of every host whose ranks outnumber its cores (a remote host's
 //     cores: its slots) get GORUN_OVERSUBSCRIBED=1, so that comm waits politely there;
 //   - ranks that share a host get GOMAXPROCS set to their share of its cores (cores / ranks
-//     on the host, at least 1) unless gorun's environment or a -x export sets GOMAXPROCS;
+//     on the host, at least 1; this host's cores as Go's default GOMAXPROCS counts them in
+//     gorun, under a cgroup CPU limit too; a remote host's: its slots) unless gorun's
+//     environment or a -x export sets GOMAXPROCS;
 //   - gorun holds about 7 open files per local rank (8 per remote one); a job that needs more
 //     than gorun's limit fails at once naming both ("gorun: 3000 ranks need about 21032 open
 //     files in gorun; the limit is 1024 ..."). Go raises a program's soft limit to (one below)

@@ -127,7 +127,7 @@ type Placement struct {
 	Oversubscribed bool
 	// Procs is the rank's share of its host's cores when it shares the host with other ranks
 	// (the cores over the host's ranks, at least 1), its GOMAXPROCS; 0 for a rank alone on its
-	// host (see markOversubscribed).
+	// host (see shareCores).
 	Procs int
 }
 
@@ -382,6 +382,7 @@ func (j *Job) Run(ctx context.Context) (int, error) {
 	}
 	cores := localCores()
 	crowded := markOversubscribed(places, j.Hosts, cores)
+	shareCores(places, j.Hosts, localProcs())
 	coordHost, err := j.coordHost(places)
 	if err != nil {
 		return ExitFailure, err

@@ -16,31 +16,50 @@ import (
 func localCores() int { return runtime.NumCPU() }
 
 // markOversubscribed sets Oversubscribed on the placements of every host whose ranks outnumber
-// its cores, and Procs, each rank's share of its host's cores, on the placements of every host
-// with more than one rank: this host's CPUs (cores), a remote host's slots (the cores its
-// hostfile line claims; gorun does not ask the host). It returns how many ranks this host got
-// when that is more than cores, else 0.
+// its cores: this host's CPUs (cores), a remote host's slots (the cores its hostfile line
+// claims; gorun does not ask the host). It returns how many ranks this host got when that is
+// more than cores, else 0.
 func markOversubscribed(places []Placement, hosts []Host, cores int) int {
-	count := map[string]int{}
-	for _, p := range places {
-		count[p.Host]++
-	}
-	capacity := map[string]int{"": cores}
-	for _, h := range hosts {
-		capacity[h.Name] += h.Slots // a host named twice has the slots of both lines
-	}
+	count, capacity := hostLoads(places, hosts, cores)
 	for i, p := range places {
-		n, c := count[p.Host], capacity[p.Host]
-		places[i].Oversubscribed = n > c
-		places[i].Procs = 0
-		if n > 1 {
-			places[i].Procs = max(c/n, 1)
-		}
+		places[i].Oversubscribed = count[p.Host] > capacity[p.Host]
 	}
 	if count[""] > cores {
 		return count[""]
 	}
 	return 0
+}
+
+// localProcs is how many processors a Go program started here gets by default: this host's
+// CPUs (the affinity mask), fewer under a cgroup CPU limit (Go 1.25 and later). gorun's own
+// default is the ranks' default; where gorun's environment sets GOMAXPROCS, the ranks
+// inherit that instead and Procs is not used.
+func localProcs() int { return runtime.GOMAXPROCS(0) }
+
+// shareCores sets Procs, each rank's share of its host's processors, on the placements of
+// every host with more than one rank: procs for this host (localProcs), a remote host's slots.
+func shareCores(places []Placement, hosts []Host, procs int) {
+	count, capacity := hostLoads(places, hosts, procs)
+	for i, p := range places {
+		places[i].Procs = 0
+		if n := count[p.Host]; n > 1 {
+			places[i].Procs = max(capacity[p.Host]/n, 1)
+		}
+	}
+}
+
+// hostLoads counts the ranks placed on each host ("" is this host) and each host's capacity:
+// local for this host, the slots of a remote host's lines (a host named twice has both).
+func hostLoads(places []Placement, hosts []Host, local int) (count, capacity map[string]int) {
+	count = map[string]int{}
+	for _, p := range places {
+		count[p.Host]++
+	}
+	capacity = map[string]int{"": local}
+	for _, h := range hosts {
+		capacity[h.Name] += h.Slots
+	}
+	return count, capacity
 }
 
 // Open files. gorun holds, per rank, the read ends of its stdout and stderr pipes and their

@@ -29,16 +29,6 @@ func TestMarkOversubscribed(t *testing.T) {
 	assert.Equal(t, 0, markOversubscribed(p, nil, 2))
 	assert.False(t, p[0].Oversubscribed || p[1].Oversubscribed)
 
-	// Each rank of a shared host gets its share of the cores (at least one); a rank alone on
-	// its host keeps the runtime's default.
-	for _, c := range []struct{ np, cores, procs int }{{1, 2, 0}, {2, 2, 1}, {3, 2, 1}, {2, 16, 8}, {3, 16, 5}, {4, 16, 4}, {16, 16, 1}, {17, 16, 1}} {
-		p = placeLocal(c.np)
-		markOversubscribed(p, nil, c.cores)
-		for _, pl := range p {
-			assert.Equal(t, c.procs, pl.Procs, "%d ranks on %d cores", c.np, c.cores)
-		}
-	}
-
 	// Remote hosts count their slots as cores; a host named on two lines has both lines' slots.
 	hosts := []Host{{Name: "a", Slots: 2}, {Name: "b", Slots: 1}, {Name: "c", Slots: 3}}
 	p, err := Map(hosts, 8, false, true) // the two ranks beyond the slots go to a and b
@@ -49,15 +39,38 @@ func TestMarkOversubscribed(t *testing.T) {
 		got[pl.Host] = pl.Oversubscribed
 	}
 	assert.Equal(t, map[string]bool{"a": true, "b": true, "c": false}, got)
-	procs := map[string]int{}
-	for _, pl := range p {
-		procs[pl.Host] = pl.Procs
-	}
-	assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, procs) // 3 ranks on 2 slots, 2 on 1, 3 on 3
 
 	p = []Placement{{Rank: 0, Host: "a"}, {Rank: 1, Host: "a"}, {Rank: 2}}
 	assert.Equal(t, 0, markOversubscribed(p, []Host{{Name: "a", Slots: 1}, {Name: "a", Slots: 1}}, 4))
 	assert.False(t, p[0].Oversubscribed || p[2].Oversubscribed)
+}
+
+// Each rank of a shared host gets its share of the host's processors (at least one); a rank
+// alone on its host keeps the runtime's default.
+func TestShareCores(t *testing.T) {
+	for _, c := range []struct{ np, procs, share int }{{1, 2, 0}, {2, 2, 1}, {3, 2, 1}, {2, 16, 8}, {3, 16, 5}, {4, 16, 4}, {16, 16, 1}, {17, 16, 1}} {
+		p := placeLocal(c.np)
+		shareCores(p, nil, c.procs)
+		for _, pl := range p {
+			assert.Equal(t, c.share, pl.Procs, "%d ranks on %d processors", c.np, c.procs)
+		}
+	}
+	// Remote hosts share their slots: 3 ranks on a's 2, 2 on b's 1, 3 on c's 3, 4 on d's 8
+	// (two lines), and the one rank here keeps the default.
+	hosts := []Host{{Name: "a", Slots: 2}, {Name: "b", Slots: 1}, {Name: "c", Slots: 3}, {Name: "d", Slots: 4}, {Name: "d", Slots: 4}}
+	var p []Placement
+	for h, n := range map[string]int{"a": 3, "b": 2, "c": 3, "d": 4, "": 1} {
+		for range n {
+			p = append(p, Placement{Rank: len(p), Host: h})
+		}
+	}
+	shareCores(p, hosts, 2)
+	got := map[string]int{}
+	for _, pl := range p {
+		got[pl.Host] = pl.Procs
+	}
+	assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1, "d": 2, "": 0}, got)
+	assert.GreaterOrEqual(t, localProcs(), 1)
 }
 
 // gorunOnCores runs gorun with args on this host's CPUs, or on CPU 0 alone where taskset
